@@ -1,0 +1,43 @@
+{#- The clustering configs of the current model, as a plain dict for the adapter. -#}
+{% macro zspark_model_config() %}
+  {%- set keys = ['zorder_by', 'hilbert_by', 'linear_by', 'boundary_count', 'curve_method',
+                  'file_count', 'target_file_size_mb', 'partition_by', 'index_columns',
+                  'zspark_index'] -%}
+  {%- set values = {} -%}
+  {%- for key in keys -%}
+    {%- do values.update({key: config.get(key)}) -%}
+  {%- endfor -%}
+  {{ return(values) }}
+{% endmacro %}
+
+
+{#- Clustering lives in tables only: any other materialization refuses the configs. -#}
+{% macro zspark_refuse_clustering(materialized) %}
+  {%- do adapter.zspark_check_config(model['name'], zspark_model_config(), materialized) -%}
+{% endmacro %}
+
+
+{#- The CREATE TABLE statement of a build, written into `relation` (the staging table). -#}
+{% macro zspark_create_table(relation, select_sql, language='sql') %}
+  {{ return(adapter.dispatch('zspark_create_table', 'zspark')(relation, select_sql, language)) }}
+{% endmacro %}
+
+{% macro default__zspark_create_table(relation, select_sql, language) %}
+  {%- if language == 'python' -%}
+    {{ py_write_table(compiled_code=select_sql, target_relation=relation) }}
+  {%- else -%}
+    create table {{ relation }}
+    {{ file_format_clause() }}
+    {{ options_clause() }}
+    {{ tblproperties_clause() }}
+    {{ partition_cols(label="partitioned by") }}
+    {{ clustered_cols(label="clustered by") }}
+    {%- set location_root = config.get('location_root', validator=validation.any[basestring]) -%}
+    {%- if location_root is not none %}
+    location '{{ location_root }}/{{ relation.identifier }}'
+    {%- endif %}
+    {{ comment_clause() }}
+    as
+    {{ select_sql }}
+  {%- endif -%}
+{% endmacro %}

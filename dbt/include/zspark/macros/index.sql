@@ -1,0 +1,43 @@
+{#-
+  Build (or rebuild) the file-stats index `<table>__zindex` of a Parquet table.
+  Called by clustered table builds; usable as a post-hook on any table model
+  (`post_hook="{{ zspark_build_index(this) }}"`) or on demand:
+      dbt run-operation zspark_build_index --args '{relation: my_schema.my_table}'
+-#}
+{% macro zspark_build_index(relation, index_columns=none) %}
+  {{ return(adapter.dispatch('zspark_build_index', 'zspark')(relation, index_columns)) }}
+{% endmacro %}
+
+{% macro default__zspark_build_index(relation, index_columns) %}
+  {%- if not execute -%}{{ return('') }}{%- endif -%}
+  {%- set relation = zspark_resolve_relation(relation) -%}
+  {%- set clustering = [] -%}
+  {%- if model is defined and model is not none and model.get('config') -%}
+    {%- set zconfig = zspark_model_config() -%}
+    {%- for key in ['zorder_by', 'hilbert_by', 'linear_by'] -%}
+      {%- set cols = zconfig[key] -%}
+      {%- if cols -%}
+        {%- do clustering.extend([cols] if cols is string else cols) -%}
+      {%- endif -%}
+    {%- endfor -%}
+    {%- set index_columns = index_columns or zconfig.index_columns -%}
+  {%- endif -%}
+  {%- do adapter.zspark_build_index(relation, clustering, index_columns) -%}
+  {{ return('') }}
+{% endmacro %}
+
+
+{#- A relation object from a relation, or from 'schema.table' / 'table' text. -#}
+{% macro zspark_resolve_relation(relation) %}
+  {%- if relation is string -%}
+    {%- set parts = relation.split('.') -%}
+    {%- set found = adapter.get_relation(database=none,
+                                         schema=parts[0] if parts | length > 1 else target.schema,
+                                         identifier=parts[-1]) -%}
+    {%- if found is none -%}
+      {%- do exceptions.raise_compiler_error("zspark: relation '" ~ relation ~ "' not found") -%}
+    {%- endif -%}
+    {{ return(found) }}
+  {%- endif -%}
+  {{ return(relation) }}
+{% endmacro %}

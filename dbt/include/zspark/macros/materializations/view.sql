@@ -1,0 +1,4 @@
+{% materialization view, adapter='zspark' -%}
+  {%- do zspark_refuse_clustering('view') -%}
+  {{ return(create_or_replace_view()) }}
+{%- endmaterialization %}

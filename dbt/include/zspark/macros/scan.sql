@@ -1,0 +1,16 @@
+{#-
+  A subquery over `relation` that opens only the files its predicate can touch:
+      select ... from {{ zspark_scan(ref('lineorder_z'), "s_city = 'UNITED KI1'") }} t
+  The rows always equal `select * from relation where <predicate>`.
+-#}
+{% macro zspark_scan(relation, predicate) %}
+  {{ return(adapter.dispatch('zspark_scan', 'zspark')(relation, predicate)) }}
+{% endmacro %}
+
+{% macro default__zspark_scan(relation, predicate) %}
+  {%- if not execute -%}
+    {%- do adapter.zspark_check_predicate(predicate) -%}
+    {{ return('(select * from ' ~ relation ~ ' where ' ~ predicate ~ ')') }}
+  {%- endif -%}
+  {{ return(adapter.zspark_scan_sql(relation, predicate)) }}
+{% endmacro %}
