@@ -173,6 +173,8 @@ def _unscaled(value: object, scale: int) -> int:
 
 
 def _decimal_codes(values: pd.Series, precision: int, scale: int) -> np.ndarray:
+    if not 1 <= precision <= 38 or scale > precision:
+        raise ValueError(f"unsupported decimal({precision},{scale})")
     null = _null_mask(values)
     objs = values.to_numpy(dtype=object)
     out = np.empty(len(objs), dtype=np.uint64)
@@ -180,12 +182,13 @@ def _decimal_codes(values: pd.Series, precision: int, scale: int) -> np.ndarray:
     # 64 bits of the sign-flipped 128-bit value (monotone, not strict).
     wide = precision > 18
     limit = 1 << (127 if wide else 63)
+    digits = 10**precision
     for i, (v, is_null) in enumerate(zip(objs, null.tolist(), strict=True)):
         if is_null:
             out[i] = _ALL_ONES
             continue
         u = _unscaled(v, scale)
-        if not -limit <= u < limit:
+        if not -digits < u < digits:
             raise ValueError(f"decimal value {v!r} does not fit decimal({precision},{scale})")
         out[i] = (u + limit) >> 64 if wide else u + limit
     return out

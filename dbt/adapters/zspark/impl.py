@@ -17,6 +17,7 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.zspark.connections import ZSparkConnectionManager
 from dbt.adapters.zspark.planning import ClusteringConfigError, plan_clustering
+from dbt.adapters.zspark.scan import scan_sql, skippable_files_sql, sql_string
 
 logger = AdapterLogger("zspark")
 
@@ -181,12 +182,7 @@ class ZSparkAdapter(SparkAdapter):
         if not columns:
             raise LookupError(f"no index table {index}")
         may_match = self.zspark_may_match_sql(predicate, columns)
-        _, table = self.execute(
-            f"select file_path, file_size, "
-            f"row_count = 0 or not ({may_match}) as skippable "
-            f"from {index} where row_group is null",
-            fetch=True,
-        )
+        _, table = self.execute(skippable_files_sql(str(index), may_match), fetch=True)
         skipped = [(str(row[0]), int(row[1])) for row in table.rows if row[2]]
         return len(table.rows), skipped
 
@@ -198,23 +194,12 @@ class ZSparkAdapter(SparkAdapter):
         built are always read, and indexed files that are gone simply match nothing.
         """
         self.zspark_check_predicate(predicate)
-        plain = f"(select * from {relation} where {predicate})"
         try:
             _, skipped = self._skipped_files(relation, predicate)
         except (LookupError, DbtRuntimeError) as error:
             logger.warning(f"zspark_scan: {relation}: index unusable ({error}); full scan")
-            return plain
-        if not skipped:
-            return plain
-        excluded = ", ".join(
-            "struct('" + path.replace("\\", "\\\\").replace("'", "\\'") + f"', {size}L)"
-            for path, size in skipped
-        )
-        return (
-            f"(select * from {relation} where not ("
-            f"struct(_metadata.file_path, _metadata.file_size) in ({excluded})) "
-            f"and ({predicate}))"
-        )
+            skipped = []
+        return scan_sql(str(relation), predicate, skipped)
 
     @available
     def zspark_skip_coverage_sql(self, relation: Any, predicates: list[str],
@@ -240,11 +225,8 @@ class ZSparkAdapter(SparkAdapter):
             )
             rows.append((predicate, files, len(skipped), ratio))
 
-        def text(value: str) -> str:
-            return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
         values = ", ".join(
-            f"({text(p)}, {f}, {s}, cast({r!r} as double))" for p, f, s, r in rows
+            f"({sql_string(p)}, {f}, {s}, cast({r!r} as double))" for p, f, s, r in rows
         )
         return (
             f"select * from (values {values}) as coverage(predicate, files, skipped_files, "

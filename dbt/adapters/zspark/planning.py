@@ -22,7 +22,9 @@ CLUSTERABLE_TYPES = (
     "tinyint", "smallint", "int", "bigint", "float", "double", "decimal",
     "date", "timestamp", "timestamp_ntz", "string", "boolean",
 )
-_ALLOWED_TYPES_TEXT = "byte, short, int, long, float, double, decimal, date, timestamp, string, boolean"
+_ALLOWED_TYPES_TEXT = (
+    "byte, short, int, long, float, double, decimal, date, timestamp, string, boolean"
+)
 _TYPE_ALIASES = {
     "byte": "tinyint", "short": "smallint", "integer": "int", "long": "bigint",
     "real": "float", "bool": "boolean",
@@ -133,7 +135,9 @@ def plan_clustering(
         model, "target_file_size_mb", target_mb, 1, "a whole number of megabytes >= 1")
 
     partition_value = config.get("partition_by") or ()
-    partition_by = (partition_value,) if isinstance(partition_value, str) else tuple(partition_value)
+    partition_by = (
+        (partition_value,) if isinstance(partition_value, str) else tuple(partition_value)
+    )
 
     column_types: tuple[str, ...] = ()
     if schema is not None:

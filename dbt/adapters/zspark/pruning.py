@@ -20,6 +20,7 @@ off.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
@@ -92,7 +93,11 @@ def _parse(predicate: str) -> tuple[exp.Expression, frozenset[str]]:
     if len(trees) != 1:
         raise _error(predicate, f"holds {len(trees)} statements")
     tree = trees[0]
-    if not isinstance(tree, exp.Condition) or isinstance(tree, exp.Query):
+    if (
+        not isinstance(tree, exp.Expression)
+        or not isinstance(tree, exp.Condition)
+        or isinstance(tree, exp.Query)
+    ):
         raise _error(predicate, f"is a {type(tree).__name__} statement, not an expression")
     for node in tree.walk():
         if isinstance(node, exp.Query | exp.Exists) and (
@@ -409,9 +414,7 @@ class _Translator:
                 return None
         return self.columns.get(node.name.lower())
 
-    def operands(
-        self, node: exp.Expression
-    ) -> tuple[_Col | None, _Lit | None, bool] | None:
+    def operands(self, node: exp.Expression) -> tuple[_Col | None, _Lit, bool] | None:
         """(column, literal, column_on_the_right) of a binary node, or None if not of that form."""
         left, right = node.this, node.expression
         lit = _literal(right, self.unsafe)
@@ -463,10 +466,11 @@ class _Translator:
 
     def null_safe_eq(self, node: exp.Expression, neg: bool) -> str:
         found = self.operands(node)
-        if found is None or found[0] is None:
+        if found is None:
             return TRUE
         col, lit, _ = found
-        assert col is not None and lit is not None
+        if col is None:
+            return TRUE
         if lit.family == _NULL:
             return self.null_count(col, not neg)  # c <=> NULL is c IS NULL
         if not neg:
@@ -545,7 +549,9 @@ def _prefix_upper_bound(prefix: str) -> str | None:
         code = ord(chars[-1]) + 1
         if 0xD800 <= code <= 0xDFFF:  # surrogates are not characters
             code = 0xE000
-        while code <= 0x10FFFF and chr(code) in "'\\":  # a larger bound is still a bound
+        # A larger bound is still a bound: step over quotes, backslashes and control characters
+        # so that the literal needs no escaping and stays printable.
+        while code <= 0x10FFFF and (chr(code) in "'\\" or unicodedata.category(chr(code)) == "Cc"):
             code += 1
         if code <= 0x10FFFF:
             chars[-1] = chr(code)

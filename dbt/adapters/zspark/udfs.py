@@ -13,7 +13,7 @@ model's sampled boundaries and maps raw column values straight to the key.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
-def _ranks_key(curve: str):  # type: ignore[no-untyped-def]
+def _ranks_key(curve: str) -> KeyFunction:
     def key(*ranks: pd.Series) -> pd.Series:
         bits = curves.MAX_KEY_BITS // len(ranks)
         arrays = [r.fillna(0).to_numpy(dtype=np.int64).astype(np.uint64) for r in ranks]
@@ -41,10 +41,8 @@ def _ranks_key(curve: str):  # type: ignore[no-untyped-def]
 
 
 def register_session_udfs(spark: SparkSession) -> None:
-    from pyspark.sql.functions import pandas_udf
-
     for curve in ("zorder", "hilbert"):
-        spark.udf.register(f"zspark_{curve}_key", pandas_udf(_ranks_key(curve), "bigint"))
+        register_key_udf(spark, f"zspark_{curve}_key", _ranks_key(curve), "bigint")
 
 
 def register_key_udf(spark: SparkSession, name: str, function: KeyFunction,
@@ -52,7 +50,9 @@ def register_key_udf(spark: SparkSession, name: str, function: KeyFunction,
     """Register a model's key function as a session-scoped SQL function."""
     from pyspark.sql.functions import pandas_udf
 
-    spark.udf.register(name, pandas_udf(function, return_type))
+    # Variadic key functions are beyond pandas_udf's typed overloads; Spark accepts them.
+    make_udf: Any = pandas_udf
+    spark.udf.register(name, make_udf(function, return_type))
 
 
 def udf_name(model: str) -> str:

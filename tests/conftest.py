@@ -1,0 +1,47 @@
+"""Shared fixtures: one embedded Spark session and one dbt project per test process."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    from importlib.metadata import version
+
+    names = ("dbt-core", "dbt-spark", "pyspark", "pyarrow", "sqlglot", "hypothesis")
+    return ["versions: " + ", ".join(f"{n} {version(n)}" for n in names)]
+
+
+@pytest.fixture(scope="session")
+def session_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("zspark_session")
+
+
+@pytest.fixture(scope="session")
+def spark(session_dir: Path) -> Iterator[Any]:
+    """The process's Spark session, configured exactly as the dbt profile configures it."""
+    from pyspark.sql import SparkSession
+
+    from dbt.adapters.zspark.connections import session_defaults
+
+    builder = SparkSession.builder.master("local[2]").enableHiveSupport()
+    settings = {
+        **session_defaults(str(session_dir)),
+        "spark.sql.shuffle.partitions": "4",
+        "spark.sql.ansi.enabled": "false",
+        "spark.driver.memory": "2g",
+    }
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    yield session

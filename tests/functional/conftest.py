@@ -1,0 +1,37 @@
+"""Fixtures of the functional tests: the shared dbt project."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.functional.dbt_project import SCHEMA, DbtProject
+
+
+@pytest.fixture(scope="session")
+def project(tmp_path_factory: pytest.TempPathFactory, session_dir: Path, spark: Any) -> DbtProject:
+    root = tmp_path_factory.mktemp("dbt_project")
+    result = DbtProject(root, spark)
+    result.write("dbt_project.yml", """
+        name: zspark_tests
+        version: "1.0"
+        config-version: 2
+        profile: zspark_tests
+        flags:
+          send_anonymous_usage_stats: false
+    """)
+    result.write("profiles.yml", f"""
+        zspark_tests:
+          target: dev
+          outputs:
+            dev:
+              type: zspark
+              method: session
+              schema: {SCHEMA}
+              session_dir: {session_dir}
+    """)
+    result.write("models/.keep", "")
+    return result
+

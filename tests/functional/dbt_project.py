@@ -1,0 +1,74 @@
+"""A dbt project on the zspark session profile, with helpers to run dbt and read Spark."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dbt.tests.util import run_dbt
+
+SCHEMA = "zspark_test"
+
+
+@dataclass
+class DbtProject:
+    root: Path
+    spark: Any
+    logs: list[str] = field(default_factory=list)
+
+    def write(self, relative: str, text: str) -> None:
+        path = self.root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip())
+
+    def dbt(self, *args: str, expect_pass: bool | None = True) -> Any:
+        """Run the real dbt CLI in-process; captured log lines land in ``self.logs``."""
+        self.logs.clear()
+
+        def capture(event: Any) -> None:
+            self.logs.append(event.info.msg)
+
+        return run_dbt(
+            [*args, "--project-dir", str(self.root), "--profiles-dir", str(self.root)],
+            expect_pass=expect_pass,
+            callbacks=[capture],
+        )
+
+    def log_text(self) -> str:
+        return "\n".join(self.logs)
+
+    def table(self, name: str) -> str:
+        return f"{SCHEMA}.{name}"
+
+    def files(self, name: str) -> list[str]:
+        self.spark.catalog.refreshTable(self.table(name))
+        return self.spark.table(self.table(name)).inputFiles()
+
+    def rows(self, sql: str) -> list[tuple[Any, ...]]:
+        return sorted((tuple(r) for r in self.spark.sql(sql).collect()), key=repr)
+
+
+def files_read(spark: Any, sql: str) -> tuple[int, int]:
+    """(rows, files Spark opened) for a query, from the scan node's own metrics."""
+    frame = spark.sql(sql)
+    rows = len(frame.collect())
+    plan = frame._jdf.queryExecution().executedPlan()
+    opened = 0
+
+    def walk(node: Any) -> None:
+        nonlocal opened
+        metrics = node.metrics()
+        if metrics.contains("numFiles") and "Scan" in node.nodeName():
+            opened += int(metrics.apply("numFiles").value())
+        children = node.children().iterator()
+        while children.hasNext():
+            walk(children.next())
+        inner = node.innerChildren().iterator()
+        while inner.hasNext():
+            walk(inner.next())
+
+    walk(plan)
+    return rows, opened

@@ -1,0 +1,120 @@
+"""Clustered table builds through the real dbt CLI on embedded Spark."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.functional.dbt_project import DbtProject
+
+SOURCE = """
+{{ config(materialized='table') }}
+select id,
+       cast(pmod(hash(id, 1), 40) as int) as a,
+       concat('https://example.com/catalog/item/', cast(pmod(hash(id, 2), 300) as string)) as b,
+       cast(pmod(hash(id, 3), 1000) as double) / 10 as c
+from range(6000)
+"""
+
+
+def skipped_share(project: DbtProject, model: str, column: str) -> float:
+    """Share of files a point query on ``column`` skips, averaged over 50 data values."""
+    table = project.table(model)
+    index = project.table(f"{model}__zindex")
+    values = project.spark.sql(f"select distinct {column} from {table} limit 50").collect()
+    files = project.spark.sql(f"select count(*) from {index} where row_group is null").first()[0]
+    touched = 0
+    for (value,) in values:
+        literal = f"'{value}'" if isinstance(value, str) else repr(value)
+        touched += project.spark.sql(
+            f"select count(*) from {index} where row_group is null "
+            f"and {column}__min <= {literal} and {column}__max >= {literal}"
+        ).first()[0]
+    return 1 - touched / (files * len(values))
+
+
+@pytest.fixture(scope="module")
+def layouts(project: DbtProject) -> DbtProject:
+    project.write("models/build/build_source.sql", SOURCE)
+    for key in ("zorder_by", "hilbert_by", "linear_by"):
+        name = key.removesuffix("_by")
+        project.write(f"models/build/build_{name}.sql", f"""
+            {{{{ config(materialized='table', {key}=['a', 'b', 'c'], file_count=16,
+                        boundary_count=64) }}}}
+            select * from {{{{ ref('build_source') }}}}
+        """)
+    project.write("models/build/build_direct.sql", """
+        {{ config(materialized='table', zorder_by=['a', 'c'], curve_method='direct',
+                  file_count=8) }}
+        select * from {{ ref('build_source') }}
+    """)
+    project.write("models/build/build_plain.sql", """
+        {{ config(materialized='table', file_count=16, zspark_index=true) }}
+        select * from {{ ref('build_source') }}
+    """)
+    project.dbt("run", "--select", "path:models/build")
+    return project
+
+
+@pytest.mark.parametrize("model", ["build_zorder", "build_hilbert", "build_linear",
+                                   "build_direct", "build_plain"])
+def test_build_keeps_every_row_and_writes_the_asked_file_count(layouts: DbtProject,
+                                                                model: str) -> None:
+    source = layouts.rows(f"select * from {layouts.table('build_source')}")
+    assert layouts.rows(f"select * from {layouts.table(model)}") == source
+    expected = 8 if model == "build_direct" else 16
+    assert len(layouts.files(model)) == expected
+
+
+def test_curves_skip_on_every_column_where_linear_skips_on_the_first(layouts: DbtProject) -> None:
+    linear = [skipped_share(layouts, "build_linear", c) for c in "abc"]
+    hilbert = [skipped_share(layouts, "build_hilbert", c) for c in "abc"]
+    zorder = [skipped_share(layouts, "build_zorder", c) for c in "abc"]
+    plain = [skipped_share(layouts, "build_plain", c) for c in "abc"]
+    assert linear[0] > 0.9 and linear[2] < 0.1
+    assert min(hilbert) > 0.4, hilbert
+    assert min(zorder) > 0.3, zorder
+    assert max(plain) < 0.1, plain
+
+
+def test_files_are_sorted_by_the_key_so_row_groups_are_clustered(layouts: DbtProject) -> None:
+    import pyarrow.parquet as pq
+
+    from dbt.adapters.zspark import curves
+
+    # Within a Hilbert file, rows follow the curve: consecutive rows are close in the grid.
+    path = layouts.files("build_hilbert")[0].removeprefix("file:")
+    frame = pq.read_table(path).to_pandas()
+    jumps = frame["a"].diff().abs().fillna(0)
+    assert jumps.mean() < frame["a"].std(), "rows inside a file are not in curve order"
+    assert curves.MAX_KEY_BITS == 63
+
+
+def test_build_logs_files_rows_and_layout_depth(project: DbtProject) -> None:
+    project.write("models/logged/logged.sql", """
+        {{ config(materialized='table', hilbert_by=['id', 'b'], file_count=4) }}
+        select id, cast(id % 13 as string) as b from range(400)
+    """)
+    project.dbt("run", "--select", "logged")
+    text = project.log_text()
+    assert "logged: 4 files, 400 rows" in text
+    assert "files per point value: id " in text and "b " in text
+
+
+def test_partitioned_build_clusters_within_each_partition(project: DbtProject) -> None:
+    project.write("models/parts/parted.sql", """
+        {{ config(materialized='table', partition_by=['p'], zorder_by=['x', 'y'],
+                  file_count=6) }}
+        select id, cast(id % 3 as int) as p, cast(id % 50 as int) as x,
+               cast(pmod(hash(id), 70) as int) as y
+        from range(3000)
+    """)
+    project.dbt("run", "--select", "parted")
+    files = project.files("parted")
+    assert all("/p=" in f for f in files)
+    assert project.rows(f"select p, count(*) from {project.table('parted')} group by p") == [
+        (0, 1000), (1, 1000), (2, 1000)
+    ]
+    index = project.spark.sql(
+        f"select count(*) from {project.table('parted__zindex')} where row_group is null"
+    ).first()[0]
+    assert index == len(files)
