@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,7 +47,11 @@ class DbtProject:
         return self.spark.table(self.table(name)).inputFiles()
 
     def rows(self, sql: str) -> list[tuple[Any, ...]]:
-        return sorted((tuple(r) for r in self.spark.sql(sql).collect()), key=repr)
+        """The rows of a query in a canonical order, NaN made comparable."""
+        return sorted(
+            (tuple("NaN" if v != v else v for v in r) for r in self.spark.sql(sql).collect()),
+            key=repr,
+        )
 
 
 def files_read(spark: Any, sql: str) -> tuple[int, int]:

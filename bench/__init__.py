@@ -1,0 +1,1 @@
+"""Benchmark of dbt-zspark layouts, reproducing seed 002's SSB data-skipping experiment."""

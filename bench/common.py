@@ -1,0 +1,146 @@
+"""Shared pieces of the benchmark: paths, the Python Spark session, dbt calls, progress."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+REPO = Path(__file__).resolve().parent.parent
+PROJECT_DIR = REPO / "integration_tests"
+DEFAULT_SESSION_DIR = PROJECT_DIR / ".zspark"
+SOURCE_SCHEMA = "ssb"
+SOURCE_TABLE = "lineorder_flat"
+TARGET_SCHEMA = "zspark_it"
+CLUSTER_COLUMNS = ("s_city", "c_city", "p_brand")
+LAYOUTS = ("random", "linear", "z", "hilbert")
+# Seed 002's three point queries use these literals.
+SEED_LITERALS = {"s_city": "UNITED KI143", "c_city": "UNITED KI158", "p_brand": "MFGR#053072348"}
+# Seed 002's published skip ratios (%), per layout and column.
+SEED_SKIP = {
+    "random": {"s_city": 0.0, "c_city": 0.0, "p_brand": 0.0},
+    "linear": {"s_city": 99.9, "c_city": 0.0, "p_brand": 0.0},
+    "z": {"s_city": 81.4, "c_city": 83.6, "p_brand": 86.5},
+    "hilbert": {"s_city": 85.5, "c_city": 86.9, "p_brand": 88.3},
+}
+SEED_ROWS = 533_363_833
+SEED_FILES = 1000
+
+
+def model_name(layout: str) -> str:
+    return f"lineorder_{layout}"
+
+
+def seed_query(table: str, column: str, value: str | None = None) -> str:
+    """Seed 002's query text for one filter column, over ``table`` (a name or a subquery)."""
+    literal = SEED_LITERALS[column] if value is None else value
+    return (
+        f"select {column}, d_year, sum(lo_revenue) as lo_revenue from {table} "
+        f"where {column} = '{literal}' group by {column}, d_year "
+        f"order by d_year asc, lo_revenue desc"
+    )
+
+
+class Progress:
+    """One line per step, prefixed with the time since the run started."""
+
+    def __init__(self) -> None:
+        self.start = time.monotonic()
+
+    def __call__(self, message: str) -> None:
+        print(f"[{time.monotonic() - self.start:7.1f}s] {message}", flush=True)
+
+
+def session_env(session_dir: Path) -> dict[str, str]:
+    """Environment for dbt and Spark subprocesses: the project's profile reads these."""
+    env = dict(os.environ)
+    env["ZSPARK_SESSION_DIR"] = str(session_dir)
+    env["ZSPARK_SCHEMA"] = TARGET_SCHEMA
+    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Python UDF workers must run this interpreter (the venv), not `python3` from PATH.
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    env.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
+    return env
+
+
+def spark_session(session_dir: Path, app: str = "zspark-bench") -> SparkSession:
+    """A Python Spark session on the same warehouse and metastore as the dbt profile.
+
+    Derby lets one process hold the metastore at a time: call this only while no dbt
+    process runs, and never in a process that must hand the metastore back (use a
+    subprocess instead).
+    """
+    os.environ.update({k: v for k, v in session_env(session_dir).items()
+                       if k in ("SPARK_LOCAL_IP", "PYSPARK_PYTHON")})
+    from dbt.adapters.zspark.connections import session_defaults
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app).master("local[2]").enableHiveSupport()
+    for key, value in session_defaults(str(session_dir)).items():
+        builder = builder.config(key, value)
+    builder = builder.config("spark.driver.memory", os.environ.get("ZSPARK_DRIVER_MEMORY", "6g"))
+    return builder.getOrCreate()
+
+
+def table_dir(session_dir: Path, schema: str, table: str) -> Path:
+    """Location of a managed table in the session's warehouse."""
+    return session_dir / "warehouse" / f"{schema}.db" / table
+
+
+def data_files(directory: Path) -> list[Path]:
+    """The Parquet data files of a table directory (Spark's markers and hidden files left out)."""
+    return sorted(p for p in directory.rglob("*.parquet")
+                  if not any(part.startswith(("_", ".")) for part in p.relative_to(directory).parts))
+
+
+def run_dbt(args: Sequence[str], session_dir: Path, log: Progress,
+            variables: dict[str, Any] | None = None) -> float:
+    """Run the dbt CLI in the integration project as a subprocess; returns its wall time.
+
+    A subprocess (not dbtRunner) so that its embedded Spark, and with it the derby
+    metastore lock, is gone when it returns.
+    """
+    command = [sys.executable, "-m", "dbt.cli.main", *args,
+               "--project-dir", str(PROJECT_DIR), "--profiles-dir", str(PROJECT_DIR)]
+    if variables:
+        command += ["--vars", json.dumps(variables)]
+    log("dbt " + " ".join(args) + (f" --vars '{json.dumps(variables)}'" if variables else ""))
+    started = time.monotonic()
+    result = subprocess.run(command, cwd=PROJECT_DIR, env=session_env(session_dir),
+                            capture_output=True, text=True, check=False)
+    elapsed = time.monotonic() - started
+    output = result.stdout + result.stderr
+    for line in output.splitlines():
+        # Echo dbt's own per-node result lines and the adapter's layout summaries.
+        if any(tag in line for tag in (" OK ", " PASS ", " FAIL ", " ERROR ", "zspark:",
+                                       "skip_coverage", "Completed", "Done.")):
+            print("           " + line.strip(), flush=True)
+    if result.returncode != 0:
+        tail = "\n".join(output.splitlines()[-60:])
+        raise RuntimeError(f"dbt {' '.join(args)} failed (exit {result.returncode}):\n{tail}")
+    log(f"dbt {args[0]} done in {elapsed:.1f}s")
+    return elapsed
+
+
+def run_results() -> dict[str, Any]:
+    """The run_results.json of the last dbt command in the project."""
+    path = PROJECT_DIR / "target" / "run_results.json"
+    return dict(json.loads(path.read_text()))
+
+
+def model_times() -> dict[str, float]:
+    """Seconds dbt spent on each model of the last run (``execution_time``)."""
+    times = {}
+    for result in run_results()["results"]:
+        unique_id = str(result["unique_id"])
+        if unique_id.startswith("model."):
+            times[unique_id.rsplit(".", 1)[-1]] = float(result["execution_time"])
+    return times

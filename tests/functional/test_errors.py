@@ -1,0 +1,101 @@
+"""Bad configs fail before anything is written; failed builds keep the previous table."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.functional.dbt_project import DbtProject
+
+ROWS = "select id, cast(id % 7 as int) as a, cast(id as string) as s from range(50)"
+
+BAD_CONFIGS = {
+    "unknown_column": ("zorder_by=['a', 'nope']", "zorder_by", "names column 'nope'"),
+    "both_curves": ("zorder_by=['a'], hilbert_by=['s']", "zorder_by and hilbert_by",
+                    "are both set"),
+    "empty_list": ("hilbert_by=[]", "hilbert_by", "is empty"),
+    "few_boundaries": ("zorder_by=['a', 's'], boundary_count=1", "boundary_count",
+                       "a whole number >= 2"),
+    "no_files": ("zorder_by=['a'], file_count=0", "file_count", "a whole number >= 1"),
+    "bad_method": ("zorder_by=['a'], curve_method='fancy'", "curve_method", "'boundary'"),
+}
+
+BAD_TYPES = {
+    "array_column": "array(id, id)",
+    "map_column": "map('k', id)",
+    "struct_column": "named_struct('x', id)",
+    "binary_column": "cast(s as binary)",
+}
+
+
+def table_exists(project: DbtProject, name: str) -> bool:
+    return bool(project.spark.catalog.tableExists(project.table(name)))
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CONFIGS))
+def test_bad_config_names_model_config_and_allowed_values(project: DbtProject, case: str) -> None:
+    config, key, problem = BAD_CONFIGS[case]
+    project.write(f"models/errors/{case}.sql", f"""
+        {{{{ config(materialized='table', {config}) }}}}
+        {ROWS}
+    """)
+    project.dbt("run", "--select", case, expect_pass=False)
+    text = project.log_text()
+    assert f"Model '{case}': config '{key}' " in text
+    assert problem in text and "Allowed:" in text
+    assert not table_exists(project, case)
+    assert not table_exists(project, f"{case}__zspark_new")
+
+
+@pytest.mark.parametrize("case", sorted(BAD_TYPES))
+def test_unsupported_column_type_is_refused(project: DbtProject, case: str) -> None:
+    project.write(f"models/errors/{case}.sql", f"""
+        {{{{ config(materialized='table', hilbert_by=['id', 'bad']) }}}}
+        select id, s, {BAD_TYPES[case]} as bad from ({ROWS})
+    """)
+    project.dbt("run", "--select", case, expect_pass=False)
+    text = project.log_text()
+    assert f"Model '{case}': config 'hilbert_by' names column 'bad' of type" in text
+    assert "Allowed: columns of type byte, short, int, long, float, double, decimal" in text
+    assert not table_exists(project, case)
+
+
+def test_clustering_a_view_is_refused(project: DbtProject) -> None:
+    project.write("models/errors/clustered_view.sql", f"""
+        {{{{ config(materialized='view', zorder_by=['a']) }}}}
+        {ROWS}
+    """)
+    project.dbt("run", "--select", "clustered_view", expect_pass=False)
+    assert ("Model 'clustered_view': config 'zorder_by' is set on a model materialized as "
+            "'view'") in project.log_text()
+    assert not table_exists(project, "clustered_view")
+
+
+@pytest.mark.parametrize(
+    ("case", "broken_sql"),
+    [
+        # Fails while Spark writes the files (the column is not needed to sample boundaries).
+        ("fails_midway", "select id, a, case when id = 42 then raise_error('injected failure') "
+                         "else s end as s from ({rows})"),
+        # Fails validation before anything is written.
+        ("fails_validation", "select id, s from ({rows})"),
+    ],
+)
+def test_failed_build_keeps_the_previous_table(project: DbtProject, case: str,
+                                               broken_sql: str) -> None:
+    broken = broken_sql.format(rows=ROWS)
+    project.write(f"models/errors/{case}.sql", f"""
+        {{{{ config(materialized='table', zorder_by=['id', 'a'], file_count=3) }}}}
+        {{% if var('break_it', false) %}} {broken} {{% else %}} {ROWS} {{% endif %}}
+    """)
+    project.dbt("run", "--select", case)
+    before = project.rows(f"select * from {project.table(case)}")
+    assert len(before) == 50
+
+    project.dbt("run", "--select", case, "--vars", "{break_it: true}", expect_pass=False)
+    project.spark.catalog.refreshTable(project.table(case))
+    assert project.rows(f"select * from {project.table(case)}") == before
+    assert not table_exists(project, f"{case}__zspark_old")
+
+    project.dbt("run", "--select", case)  # and the next good run cleans up and succeeds
+    assert project.rows(f"select * from {project.table(case)}") == before
+    assert not table_exists(project, f"{case}__zspark_new")
