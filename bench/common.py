@@ -80,8 +80,9 @@ def spark_session(session_dir: Path, app: str = "zspark-bench") -> SparkSession:
     """
     os.environ.update({k: v for k, v in session_env(session_dir).items()
                        if k in ("SPARK_LOCAL_IP", "PYSPARK_PYTHON")})
-    from dbt.adapters.zspark.connections import session_defaults
     from pyspark.sql import SparkSession
+
+    from dbt.adapters.zspark.connections import session_defaults
 
     builder = SparkSession.builder.appName(app).master("local[2]").enableHiveSupport()
     for key, value in session_defaults(str(session_dir)).items():

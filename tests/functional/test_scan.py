@@ -1,0 +1,169 @@
+"""zspark_scan opens only the files its predicate can touch and returns the plain filter's rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.functional.dbt_project import DbtProject, files_read
+
+BASE = """
+{{ config(materialized='table', hilbert_by=['city', 'brand'], file_count=20) }}
+select id,
+       concat('CITY', lpad(cast(pmod(hash(id, 1), 300) as string), 4, '0')) as city,
+       concat('MFGR#', lpad(cast(pmod(hash(id, 2), 5000) as string), 5, '0')) as brand,
+       cast(1992 + pmod(hash(id, 3), 7) as int) as year,
+       date_add(date '1995-01-01', cast(pmod(hash(id, 4), 900) as int)) as day,
+       cast(pmod(hash(id, 5), 100000) as decimal(10, 2)) / 100 as revenue
+from range(8000)
+"""
+
+SELECTIVE = [
+    "city = 'CITY0042'",
+    "brand = 'MFGR#01234'",
+    "city in ('CITY0001', 'CITY0299')",
+    "city between 'CITY0100' and 'CITY0105'",
+    "brand like 'MFGR#0012%'",
+    "startswith(brand, 'MFGR#049')",
+    "city = 'CITY0042' and year >= 1995",
+    "city < 'CITY0003' or brand > 'MFGR#04990'",
+    "not (city >= 'CITY0010')",
+    "brand is null",  # no file has a null brand: nothing to open at all
+]
+UNPRUNABLE = [
+    "upper(city) = 'CITY0042'",
+    "year <> 1993",
+    "city is not null",
+    "revenue > 500.5 or day = date '1996-03-01'",
+]
+
+
+def compile_scan(project: DbtProject, relation: str, predicate: str) -> str:
+    escaped = predicate.replace('"', '\\"')
+    result = project.dbt("compile", "--inline",
+                         f'select * from {{{{ zspark_scan({relation}, "{escaped}") }}}} t')
+    return str(result.results[0].node.compiled_code)
+
+
+@pytest.fixture(scope="module")
+def scanned(project: DbtProject) -> DbtProject:
+    project.write("models/scan/scan_base.sql", BASE)
+    project.write("models/scan/sources.yml", """
+        version: 2
+        sources:
+          - name: warehouse
+            schema: zspark_test
+            tables:
+              - name: scan_base
+    """)
+    project.dbt("run", "--select", "scan_base")
+    return project
+
+
+@pytest.mark.parametrize("predicate", SELECTIVE + UNPRUNABLE)
+def test_scan_rows_equal_plain_filter_and_skips_files(scanned: DbtProject,
+                                                      predicate: str) -> None:
+    table = scanned.table("scan_base")
+    sql = compile_scan(scanned, "ref('scan_base')", predicate)
+    plain_rows, plain_files = files_read(scanned.spark, f"select * from {table} where {predicate}")
+    rows, opened = files_read(scanned.spark, sql)
+    assert scanned.rows(sql) == scanned.rows(f"select * from {table} where {predicate}")
+    assert rows == plain_rows
+    assert plain_files == 20
+    if predicate in SELECTIVE:
+        assert opened < plain_files, f"{predicate}: opened {opened} of {plain_files}"
+    else:
+        assert opened == plain_files
+
+
+def test_point_query_opens_a_small_share_of_files(scanned: DbtProject) -> None:
+    sql = compile_scan(scanned, "ref('scan_base')", "city = 'CITY0042'")
+    _, opened = files_read(scanned.spark, sql)
+    assert opened <= 8
+
+
+def test_scan_works_on_a_source(scanned: DbtProject) -> None:
+    sql = compile_scan(scanned, "source('warehouse', 'scan_base')", "city = 'CITY0042'")
+    _, opened = files_read(scanned.spark, sql)
+    assert 0 < opened < 20
+
+
+def test_refused_predicates_say_why(scanned: DbtProject) -> None:
+    from dbt_common.exceptions import DbtRuntimeError
+
+    for predicate in ["city = 'a'; drop table x", "id in (select 1)", "drop table x"]:
+        with pytest.raises(DbtRuntimeError, match="zspark_scan: predicate"):
+            compile_scan(scanned, "ref('scan_base')", predicate)
+
+
+def test_appended_and_unindexed_files_are_always_read(project: DbtProject) -> None:
+    project.write("models/scan/appended.sql", """
+        {{ config(materialized='table', zorder_by=['k'], file_count=4) }}
+        select id, cast(id % 40 as int) as k from range(400)
+    """)
+    project.dbt("run", "--select", "appended")
+    table = project.table("appended")
+    project.spark.sql(f"insert into {table} values (100000, 7), (100001, 7)")
+    sql = compile_scan(project, "ref('appended')", "k = 7")
+    assert project.rows(sql) == project.rows(f"select * from {table} where k = 7")
+    assert len(project.rows(sql)) == 12
+
+
+def test_missing_index_means_full_scan_with_warning(project: DbtProject) -> None:
+    project.write("models/scan/no_index.sql", """
+        {{ config(materialized='table', zorder_by=['k'], file_count=4, zspark_index=false) }}
+        select id, cast(id % 40 as int) as k from range(400)
+    """)
+    project.dbt("run", "--select", "no_index")
+    assert not project.spark.catalog.tableExists(project.table("no_index__zindex"))
+    sql = compile_scan(project, "ref('no_index')", "k = 7")
+    assert "index unusable" in project.log_text()
+    rows, opened = files_read(project.spark, sql)
+    assert rows == 10
+    assert opened == 4
+
+
+def test_index_on_demand_and_its_contents(project: DbtProject) -> None:
+    project.write("models/scan/plain_table.sql", """
+        {{ config(materialized='table', file_count=3) }}
+        select id, cast(id % 5 as double) as x, cast(null as string) as nothing
+        from range(90)
+    """)
+    project.dbt("run", "--select", "plain_table")
+    assert not project.spark.catalog.tableExists(project.table("plain_table__zindex"))
+    project.dbt("run-operation", "zspark_build_index",
+                "--args", "{relation: zspark_test.plain_table}")
+    index: list[Any] = project.spark.sql(
+        f"select file_path, row_count, x__min, x__max, x__nulls, x__nans, nothing__nulls "
+        f"from {project.table('plain_table__zindex')} where row_group is null"
+    ).collect()
+    assert len(index) == 3
+    assert sum(r.row_count for r in index) == 90
+    for row in index:
+        assert row.file_path.startswith("file:/")
+        assert (row.x__min, row.x__max, row.x__nulls, row.x__nans) == (0.0, 4.0, 0, 0)
+        assert row.nothing__nulls == row.row_count
+
+
+def test_skip_coverage_passes_and_fails_with_the_measured_ratio(scanned: DbtProject) -> None:
+    scanned.write("models/scan/coverage.yml", """
+        version: 2
+        models:
+          - name: scan_base
+            data_tests:
+              - skip_coverage:
+                  name: coverage_loose
+                  predicates: ["city = 'CITY0042'", "brand = 'MFGR#01234'"]
+                  min_skip_ratio: 0.5
+              - skip_coverage:
+                  name: coverage_strict
+                  predicates: ["city = 'CITY0042'", "brand = 'MFGR#01234'"]
+                  min_skip_ratio: 0.995
+    """)
+    scanned.dbt("test", "--select", "coverage_loose")
+    assert "skips" in scanned.log_text()
+    scanned.dbt("test", "--select", "coverage_strict", expect_pass=False)
+    text = scanned.log_text()
+    assert "\"city = 'CITY0042'\" skips" in text
+    assert "required 0.995) TOO LOW" in text
