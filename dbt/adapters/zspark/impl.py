@@ -122,6 +122,7 @@ class ZSparkAdapter(SparkAdapter):
                            configured: list[str] | None = None) -> dict[str, Any]:
         """Build ``<table>__zindex`` from the table's Parquet footers and log the layout."""
         from dbt.adapters.zspark.index import build_index, point_depth, quote
+        from dbt.adapters.zspark.pruning import stat_column
 
         spark = self._spark(relation.identifier, "the file-stats index")
         index = relation.incorporate(path={"identifier": self.zspark_index_name(relation)})
@@ -137,7 +138,8 @@ class ZSparkAdapter(SparkAdapter):
             depths = []
             for column in columns:
                 bounds = spark.sql(
-                    f"select {quote(column + '__min')} as min, {quote(column + '__max')} as max "
+                    f"select {quote(stat_column(column, 'min'))} as min, "
+                    f"{quote(stat_column(column, 'max'))} as max "
                     f"from {index} where row_group is null and row_count > 0"
                 ).toPandas()
                 depth = point_depth(bounds, probes[column].head(1000))

@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from dbt.adapters.zspark.planning import normalize_type
-from dbt.adapters.zspark.stats import footer_rows, spark_cast, stat_column, stats_for
+from dbt.adapters.zspark.pruning import stat_column
+from dbt.adapters.zspark.stats import footer_rows, spark_cast, stats_for
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -18,16 +18,11 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from dbt.adapters.zspark.planning import normalize_type
+from dbt.adapters.zspark.pruning import STATS
 
 FLOAT_TYPES = ("float", "double")
-STATS = ("min", "max", "nulls", "nans")
 _EPOCH = dt.datetime(1970, 1, 1)
 _MICROS_PER = {"ms": 1000, "us": 1, "ns": 1}  # ns handled by division below
-
-
-def stat_column(column: str, stat: str) -> str:
-    """Name of a statistic's column in the index table, e.g. ``s_city__min``."""
-    return f"{column}__{stat}"
 
 
 def stats_for(spark_type: str) -> tuple[str, ...]:
