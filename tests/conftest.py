@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ def session_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def spark(session_dir: Path) -> Iterator[Any]:
+def spark(session_dir: Path) -> Any:
     """The process's Spark session, configured exactly as the dbt profile configures it."""
     from pyspark.sql import SparkSession
 
@@ -44,4 +43,4 @@ def spark(session_dir: Path) -> Iterator[Any]:
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
-    yield session
+    return session

@@ -41,7 +41,8 @@ def test_bad_config_names_model_config_and_allowed_values(project: DbtProject, c
     project.dbt("run", "--select", case, expect_pass=False)
     text = project.log_text()
     assert f"Model '{case}': config '{key}' " in text
-    assert problem in text and "Allowed:" in text
+    assert problem in text
+    assert "Allowed:" in text
     assert not table_exists(project, case)
     assert not table_exists(project, f"{case}__zspark_new")
 
