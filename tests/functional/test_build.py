@@ -17,19 +17,17 @@ from range(6000)
 
 
 def skipped_share(project: DbtProject, model: str, column: str) -> float:
-    """Share of files a point query on ``column`` skips, averaged over 50 data values."""
-    table = project.table(model)
-    index = project.table(f"{model}__zindex")
-    values = project.spark.sql(f"select distinct {column} from {table} limit 50").collect()
-    files = project.spark.sql(f"select count(*) from {index} where row_group is null").first()[0]
-    touched = 0
-    for (value,) in values:
-        literal = f"'{value}'" if isinstance(value, str) else repr(value)
-        touched += project.spark.sql(
-            f"select count(*) from {index} where row_group is null "
-            f"and {column}__min <= {literal} and {column}__max >= {literal}"
-        ).first()[0]
-    return 1 - touched / (files * len(values))
+    """Share of files a point query on ``column`` skips, over 200 values of the data."""
+    from dbt.adapters.zspark.index import point_depth
+
+    bounds = project.spark.sql(
+        f"select {column}__min as min, {column}__max as max "
+        f"from {project.table(model + '__zindex')} where row_group is null"
+    ).toPandas()
+    probes = project.spark.sql(
+        f"select {column} from {project.table(model)} order by hash(id) limit 200"
+    ).toPandas()[column]
+    return 1 - point_depth(bounds, probes) / len(bounds)
 
 
 @pytest.fixture(scope="module")
