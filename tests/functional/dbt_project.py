@@ -63,15 +63,19 @@ def files_read(spark: Any, sql: str) -> tuple[int, int]:
 
     def walk(node: Any) -> None:
         nonlocal opened
+        name = node.nodeName()
+        if name.startswith("AdaptiveSparkPlan"):  # adaptive execution wraps the real plan
+            walk(node.executedPlan())
+            return
+        if "QueryStage" in name:
+            walk(node.plan())
+            return
         metrics = node.metrics()
-        if metrics.contains("numFiles") and "Scan" in node.nodeName():
+        if "Scan" in name and metrics.contains("numFiles"):
             opened += int(metrics.apply("numFiles").value())
         children = node.children().iterator()
         while children.hasNext():
             walk(children.next())
-        inner = node.innerChildren().iterator()
-        while inner.hasNext():
-            walk(inner.next())
 
     walk(plan)
     return rows, opened
