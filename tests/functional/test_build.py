@@ -118,3 +118,22 @@ def test_partitioned_build_clusters_within_each_partition(project: DbtProject) -
         f"select count(*) from {project.table('parted__zindex')} where row_group is null"
     ).first()[0]
     assert index == len(files)
+
+
+def test_documented_curve_udfs_are_callable_from_model_sql(project: DbtProject) -> None:
+    import numpy as np
+
+    from dbt.adapters.zspark import curves
+
+    project.write("models/udfs/curve_keys.sql", """
+        {{ config(materialized='table') }}
+        select id, zspark_zorder_key(id, 1000 - id) as z, zspark_hilbert_key(id, 1000 - id) as h
+        from range(1000)
+    """)
+    project.dbt("run", "--select", "curve_keys")
+    rows = project.rows(f"select id, z, h from {project.table('curve_keys')}")
+    ids = np.array([r[0] for r in rows], dtype=np.uint64)
+    other = np.uint64(1000) - ids
+    bits = curves.MAX_KEY_BITS // 2
+    assert [r[1] for r in rows] == curves.interleave_bits([ids, other], bits).tolist()
+    assert [r[2] for r in rows] == curves.hilbert_index([ids, other], bits).tolist()

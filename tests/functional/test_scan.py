@@ -167,3 +167,26 @@ def test_skip_coverage_passes_and_fails_with_the_measured_ratio(scanned: DbtProj
     text = scanned.log_text()
     assert "\"city = 'CITY0042'\" skips" in text
     assert "required 0.995) TOO LOW" in text
+
+
+def test_int96_timestamps_have_no_stats_and_never_prune(project: DbtProject) -> None:
+    spark = project.spark
+    table = project.table("int96_times")
+    spark.conf.set("spark.sql.parquet.outputTimestampType", "INT96")
+    try:
+        spark.sql("create database if not exists zspark_test")
+        spark.sql(f"drop table if exists {table}")
+        spark.sql(f"create table {table} using parquet as select /*+ REPARTITION_BY_RANGE(4, id) */"
+                  f" id, timestamp_seconds(id * 86400) as ts from range(100)")
+    finally:
+        spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+    project.dbt("run-operation", "zspark_build_index", "--args", f"{{relation: {table}}}")
+    index = spark.sql(f"select ts__min, ts__max, id__min from {table}__zindex "
+                      f"where row_group is null").collect()
+    assert all(r.ts__min is None and r.ts__max is None for r in index)
+    assert all(r.id__min is not None for r in index)
+    relation = "api.Relation.create(schema='zspark_test', identifier='int96_times')"
+    sql = compile_scan(project, relation, "ts = timestamp '1970-01-02 00:00:00'")
+    rows, opened = files_read(spark, sql)
+    assert rows == 1
+    assert opened == 4
