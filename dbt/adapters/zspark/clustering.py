@@ -16,6 +16,7 @@ import pandas as pd
 from dbt.adapters.zspark import curves
 from dbt.adapters.zspark.layouts import ColumnSpec
 from dbt.adapters.zspark.planning import ClusteringPlan
+from dbt.adapters.zspark.sqltext import quote
 from dbt.adapters.zspark.udfs import register_key_udf, udf_name
 
 if TYPE_CHECKING:
@@ -25,10 +26,6 @@ KEY_COLUMN = "__zspark_key"
 #: Rows sampled per boundary; the RangePartitioner in Spark samples about 20 per partition.
 SAMPLE_ROWS_PER_BOUNDARY = 100
 MIN_SAMPLE_ROWS = 100_000
-
-
-def quote(identifier: str) -> str:
-    return "`" + identifier.replace("`", "``") + "`"
 
 
 @dataclass

@@ -17,7 +17,8 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.zspark.connections import ZSparkConnectionManager
 from dbt.adapters.zspark.planning import ClusteringConfigError, plan_clustering
-from dbt.adapters.zspark.scan import scan_sql, skippable_files_sql, sql_string
+from dbt.adapters.zspark.scan import scan_sql, skippable_files_sql
+from dbt.adapters.zspark.sqltext import quote, sql_string
 
 logger = AdapterLogger("zspark")
 
@@ -121,7 +122,7 @@ class ZSparkAdapter(SparkAdapter):
     def zspark_build_index(self, relation: Any, clustering: list[str] | None = None,
                            configured: list[str] | None = None) -> dict[str, Any]:
         """Build ``<table>__zindex`` from the table's Parquet footers and log the layout."""
-        from dbt.adapters.zspark.index import build_index, point_depth, quote
+        from dbt.adapters.zspark.index import build_index, point_depth
         from dbt.adapters.zspark.pruning import stat_column
 
         spark = self._spark(relation.identifier, "the file-stats index")

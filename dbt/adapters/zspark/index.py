@@ -15,6 +15,7 @@ import pandas as pd
 
 from dbt.adapters.zspark.planning import normalize_type
 from dbt.adapters.zspark.pruning import stat_column
+from dbt.adapters.zspark.sqltext import quote
 from dbt.adapters.zspark.stats import footer_rows, spark_cast, stats_for
 
 if TYPE_CHECKING:
@@ -24,10 +25,6 @@ INDEX_SUFFIX = "__zindex"
 DEFAULT_INDEXED_COLUMNS = 32
 INDEXABLE = ("tinyint", "smallint", "int", "bigint", "float", "double", "decimal", "date",
              "timestamp", "timestamp_ntz", "string", "boolean")
-
-
-def quote(identifier: str) -> str:
-    return "`" + identifier.replace("`", "``") + "`"
 
 
 def index_columns(schema: dict[str, str], clustering: Sequence[str],

@@ -10,10 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-
-def sql_string(value: str) -> str:
-    """A Spark SQL string literal."""
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+from dbt.adapters.zspark.sqltext import sql_string
 
 
 def skippable_files_sql(index_table: str, may_match: str) -> str:

@@ -22,7 +22,6 @@ from dbt.adapters.zspark.pruning import STATS
 
 FLOAT_TYPES = ("float", "double")
 _EPOCH = dt.datetime(1970, 1, 1)
-_MICROS_PER = {"ms": 1000, "us": 1, "ns": 1}  # ns handled by division below
 
 
 def stats_for(spark_type: str) -> tuple[str, ...]:
@@ -64,9 +63,10 @@ def _higher(a: Any, b: Any) -> Any:
 
 
 def _timestamp_micros(raw: int, unit: str, round_up: bool) -> int:
+    """Microseconds of a footer timestamp; nanoseconds round outwards so bounds stay bounds."""
     if unit == "ns":
         return -((-raw) // 1000) if round_up else raw // 1000
-    return raw * _MICROS_PER[unit]
+    return raw * 1000 if unit == "ms" else raw
 
 
 def _chunk_bounds(chunk: Any, spark_type: str, trusted_nans: bool) -> _Bounds:
