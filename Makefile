@@ -4,7 +4,11 @@ PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup demo test bench bench-quick lint
+.PHONY: setup demo test bench bench-quick bench-report lint
+
+# Scale of `make bench` (seed 002: 1000 files).
+ROWS ?= 2000000
+FILES ?= 1000
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -25,7 +29,11 @@ demo: setup
 	$(PY) -m bench.demo
 
 bench: setup
-	$(PY) -m bench.run --rows 2000000 --files 1000
+	$(PY) -m bench.run --rows $(ROWS) --files $(FILES)
 
 bench-quick: setup
 	$(PY) -m bench.run --quick
+
+# Redraw BENCHMARKS.md and docs/img/ from the last full run's raw figures.
+bench-report: setup
+	$(PY) -m bench.report BENCHMARKS.json --out BENCHMARKS.md

@@ -21,7 +21,9 @@ SOURCE_SCHEMA = "ssb"
 SOURCE_TABLE = "lineorder_flat"
 TARGET_SCHEMA = "zspark_it"
 CLUSTER_COLUMNS = ("s_city", "c_city", "p_brand")
-LAYOUTS = ("random", "linear", "z", "hilbert")
+# Seed 002's four layouts, plus Z-order keyed on the values' own bits (curve_method='direct'),
+# the "Interleaved Index" the seed argues against before introducing boundaries.
+LAYOUTS = ("random", "linear", "z_direct", "z", "hilbert")
 # Seed 002's three point queries use these literals.
 SEED_LITERALS = {"s_city": "UNITED KI143", "c_city": "UNITED KI158", "p_brand": "MFGR#053072348"}
 # Seed 002's published skip ratios (%), per layout and column.
@@ -98,13 +100,17 @@ def table_dir(session_dir: Path, schema: str, table: str) -> Path:
 
 def data_files(directory: Path) -> list[Path]:
     """The Parquet data files of a table directory (Spark's markers and hidden files left out)."""
-    return sorted(p for p in directory.rglob("*.parquet")
-                  if not any(part.startswith(("_", ".")) for part in p.relative_to(directory).parts))
+    return sorted(
+        p for p in directory.rglob("*.parquet")
+        if not any(part.startswith(("_", ".")) for part in p.relative_to(directory).parts)
+    )
 
 
 def run_dbt(args: Sequence[str], session_dir: Path, log: Progress,
-            variables: dict[str, Any] | None = None) -> float:
+            variables: dict[str, Any] | None = None, check: bool = True) -> float:
     """Run the dbt CLI in the integration project as a subprocess; returns its wall time.
+
+    With ``check=False`` a failing run (e.g. a failed test) is logged, not raised.
 
     A subprocess (not dbtRunner) so that its embedded Spark, and with it the derby
     metastore lock, is gone when it returns.
@@ -124,10 +130,11 @@ def run_dbt(args: Sequence[str], session_dir: Path, log: Progress,
         if any(tag in line for tag in (" OK ", " PASS ", " FAIL ", " ERROR ", "zspark:",
                                        "skip_coverage", "Completed", "Done.")):
             print("           " + line.strip(), flush=True)
-    if result.returncode != 0:
+    if result.returncode != 0 and check:
         tail = "\n".join(output.splitlines()[-60:])
         raise RuntimeError(f"dbt {' '.join(args)} failed (exit {result.returncode}):\n{tail}")
-    log(f"dbt {args[0]} done in {elapsed:.1f}s")
+    status = "done" if result.returncode == 0 else f"exited {result.returncode}"
+    log(f"dbt {args[0]} {status} in {elapsed:.1f}s")
     return elapsed
 
 
@@ -145,3 +152,44 @@ def model_times() -> dict[str, float]:
         if unique_id.startswith("model."):
             times[unique_id.rsplit(".", 1)[-1]] = float(result["execution_time"])
     return times
+
+
+def default_min_skip(files: int) -> float:
+    """skip_coverage threshold for a file count: seed 002's 0.8 needs ~1000 files.
+
+    A point query on one of 3 clustering columns can at best skip about 1 - F^(-1/3)
+    of F files (0.9 at 1000, 0.78 at 100, 0.63 at 20); real layouts get 5-15 points less.
+    """
+    if files >= 1000:
+        return 0.8
+    if files >= 100:
+        return 0.6
+    return 0.4
+
+
+def generate_in_subprocess(rows: int, variant: str, session_dir: Path, log: Progress,
+                           reuse: bool = True, seed: int = 2) -> float:
+    """Run bench.generate in its own process, so its Spark releases the metastore on exit."""
+    command = [sys.executable, "-m", "bench.generate", "--rows", str(rows), "--variant", variant,
+               "--seed", str(seed), "--session-dir", str(session_dir)]
+    if reuse:
+        command.append("--reuse")
+    log(f"generating {rows} rows ({variant}) in {session_dir}")
+    started = time.monotonic()
+    result = subprocess.run(command, cwd=REPO, env=session_env(session_dir),
+                            capture_output=True, text=True, check=False)
+    elapsed = time.monotonic() - started
+    if result.returncode != 0:
+        tail = "\n".join((result.stdout + result.stderr).splitlines()[-40:])
+        raise RuntimeError(f"bench.generate failed (exit {result.returncode}):\n{tail}")
+    kept = "kept the existing table" in result.stdout
+    log(f"source table {'kept (same settings)' if kept else 'written'} in {elapsed:.1f}s")
+    return elapsed
+
+
+def layout_files(session_dir: Path, layout: str) -> list[Path]:
+    return data_files(table_dir(session_dir, TARGET_SCHEMA, model_name(layout)))
+
+
+def source_files(session_dir: Path) -> list[Path]:
+    return data_files(table_dir(session_dir, SOURCE_SCHEMA, SOURCE_TABLE))

@@ -26,13 +26,16 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 VARIANTS = ("uniform", "zipf", "correlated")
+# Part of the stamp that --reuse compares: bump it when the generated data change.
+GENERATOR_VERSION = 2
 CITIES_PER_NATION = 201
 CITY_COUNT = 25 * CITIES_PER_NATION  # 5025, as in the seed
 BRAND_COUNT = 884_686  # as in the seed
-# Brand number = 60 * index + 8, zero-padded to 9 digits: index 884539 is the seed's
-# 'MFGR#053072348' and all numbers keep 9 digits, so text order equals index order.
-BRAND_STEP, BRAND_OFFSET = 60, 8
-SEED_BRAND_INDEX = 884_539
+# Brand number = 1130 * index + 768, zero-padded to 9 digits (all below 10^9, so text order
+# equals index order); index 46966 is the seed's 'MFGR#053072348', 5 % into the range like
+# a typical value, so random files do not skip it by chance of sitting at an edge.
+BRAND_STEP, BRAND_OFFSET = 1130, 768
+SEED_BRAND_INDEX = 46_966
 # (nation, region) of TPC-H / SSB, in n_nationkey order.
 NATIONS = (
     ("ALGERIA", "AFRICA"), ("ARGENTINA", "AMERICA"), ("BRAZIL", "AMERICA"),
@@ -157,7 +160,7 @@ def generate(spark: SparkSession, rows: int, variant: str = "uniform", seed: int
 
     Returns True when data were written.
     """
-    stamp = f"rows={rows} variant={variant} seed={seed}"
+    stamp = f"v{GENERATOR_VERSION} rows={rows} variant={variant} seed={seed}"
     schema = table.split(".")[0]
     if reuse and spark.catalog.tableExists(table):
         props = {r[0]: r[1] for r in spark.sql(f"show tblproperties {table}").collect()}

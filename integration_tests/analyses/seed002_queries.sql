@@ -5,7 +5,7 @@
 -#}
 {%- set values = {'s_city': var('s_city_value'), 'c_city': var('c_city_value'),
                   'p_brand': var('p_brand_value')} -%}
-{%- for layout in ['random', 'linear', 'z', 'hilbert'] %}
+{%- for layout in ['random', 'linear', 'z_direct', 'z', 'hilbert'] %}
 {%- for column in ['s_city', 'c_city', 'p_brand'] %}
 -- zspark-bench: lineorder_{{ layout }} {{ column }}
 select {{ column }}, d_year, sum(lo_revenue) as lo_revenue

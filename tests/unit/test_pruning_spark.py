@@ -319,10 +319,8 @@ def literal(draw: Draw, col: Col, ansi: bool) -> str:
     if t in ("date", "timestamp", "timestamp_ntz"):
         v = draw(st.sampled_from(BY_NAME[draw(st.sampled_from(("dt", "ts", "ntz")))].pool))
         if isinstance(v, dt.datetime):
-            if v.tzinfo is not None:
-                text = _ts_text(v.astimezone(UTC)) + "+00:00"
-            else:
-                text = _ts_text(v)
+            aware = v.tzinfo is not None
+            text = _ts_text(v.astimezone(UTC)) + "+00:00" if aware else _ts_text(v)
             forms = [f"timestamp'{text}'", f"'{text}'", f"cast('{text}' as timestamp)"]
             if v.tzinfo is None:
                 forms += [f"timestamp_ntz'{text}'", f"timestamp_ltz'{text}'"]
@@ -502,25 +500,52 @@ def evaluate(
     index: list[dict[str, Any]],
     predicates: Sequence[str],
 ) -> list[tuple[int, int, bool, Any]]:
-    """(file, predicate number, Spark found a matching row, may_match) for every pair."""
-    truth_cols = ", ".join(
-        f"max(case when ({p}) then 1 else 0 end) as m{k}" for k, p in enumerate(predicates)
+    """(file, predicate number, Spark found a matching row, may_match) for every pair.
+
+    A predicate Spark itself refuses (``where null``, a LIKE pattern with a stray escape)
+    fails the user's plain query as well, so there is nothing to prune: such pairs are left
+    out.
+    """
+    from pyspark.errors import AnalysisException
+
+    rows_sql = _rows_sql(data)
+
+    def truth_of(valid: list[int]) -> dict[int, Any]:
+        columns = ", ".join(
+            f"max(case when ({predicates[k]}) then 1 else 0 end) as m{k}" for k in valid
+        )
+        query = f"select file_id, {columns} from {rows_sql} group by file_id"
+        return {row["file_id"]: row for row in spark.sql(query).collect()}
+
+    valid = list(range(len(predicates)))
+    try:
+        truth = truth_of(valid)
+    except AnalysisException:
+        valid = [k for k, p in enumerate(predicates) if _spark_accepts(spark, rows_sql, p)]
+        if not valid:
+            return []
+        truth = truth_of(valid)
+    may_cols = ", ".join(
+        f"({may_match_sql(predicates[k], COLUMN_TYPES)}) as q{k}" for k in valid
     )
-    truth: dict[int, Any] = {
-        row["file_id"]: row
-        for row in spark.sql(
-            f"select file_id, {truth_cols} from {_rows_sql(data)} group by file_id"
-        ).collect()
-    }
-    may = [may_match_sql(p, COLUMN_TYPES) for p in predicates]
-    may_cols = ", ".join(f"({m}) as q{k}" for k, m in enumerate(may))
     result = []
     for row in spark.sql(f"select file_id, {may_cols} from {_index_sql(index)}").collect():
         file_id = row["file_id"]
-        for k in range(len(predicates)):
+        for k in valid:
             matched = file_id in truth and truth[file_id][f"m{k}"] == 1
             result.append((file_id, k, matched, row[f"q{k}"]))
     return result
+
+
+def _spark_accepts(spark: Any, rows_sql: str, predicate: str) -> bool:
+    from pyspark.errors import AnalysisException
+
+    try:
+        # Run, not just analyse: an invalid LIKE pattern fails only once rows reach it.
+        spark.sql(f"select count(*) from {rows_sql} where {predicate}").collect()
+    except AnalysisException:
+        return False
+    return True
 
 
 @st.composite

@@ -1,0 +1,62 @@
+"""The benchmark's quick mode, end to end: generate, build every layout with dbt, query,
+report. It checks the benchmark itself (its own invariants fail the run) and what a reader
+of its report relies on: curve layouts skip files on every clustering column."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    root = tmp_path_factory.mktemp("bench_quick")
+    out = root / "BENCHMARKS.md"
+    env = {**os.environ, "ZSPARK_DRIVER_MEMORY": "2g", "PYSPARK_PYTHON": sys.executable}
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.run", "--quick", "--session-dir", str(root / "session"),
+         "--out", str(out)],
+        cwd=REPO, env=env, capture_output=True, text=True, check=False, timeout=1800,
+    )
+    tail = "\n".join((result.stdout + result.stderr).splitlines()[-40:])
+    assert result.returncode == 0, tail
+    return out, json.loads(out.with_suffix(".json").read_text())
+
+
+def test_every_layout_keeps_every_row_in_the_asked_file_count(quick_run: tuple[Path, dict]) -> None:
+    _, raw = quick_run
+    assert raw["problems"] == []
+    for layout in ("random", "linear", "z_direct", "z", "hilbert"):
+        assert raw["layouts"][layout]["rows"] == raw["config"]["rows"] == 50_000
+        assert raw["layouts"][layout]["files"] == raw["config"]["files"] == 50
+
+
+def test_curve_layouts_open_fewer_files_on_every_column(quick_run: tuple[Path, dict]) -> None:
+    _, raw = quick_run
+    for layout in ("z", "hilbert"):
+        for column, query in raw["layouts"][layout]["queries"].items():
+            assert query["same_result"], (layout, column)
+            # Spark's own "number of files read" metric, plain scan vs zspark_scan.
+            assert query["plain"]["files_read"] == 50
+            assert query["scan"]["files_read"] <= 25, (layout, column, query["scan"])
+    # A linear sort cannot skip on its second column: the contrast the report exists for.
+    assert raw["layouts"]["linear"]["queries"]["c_city"]["scan"]["files_read"] > 40
+
+
+def test_report_has_tables_pictures_and_the_outside_reference(
+        quick_run: tuple[Path, dict]) -> None:
+    out, raw = quick_run
+    text = out.read_text()
+    for heading in ("## Files skipped (%)", "## Queries: plain scan vs `zspark_scan`",
+                    "## Builds", "## What is not comparable"):
+        assert heading in text
+    assert raw["layouts"]["delta"]["files"] > 0
+    for picture in ("skip_ratios.png", "file_boxes.png", "build_times.png"):
+        assert (out.parent / "img" / picture).stat().st_size > 10_000
