@@ -49,6 +49,7 @@ from bench.footers import distinct_sorted, sample_values
 from bench.generate import VARIANTS
 from bench.measure import Ranks, footer_report, run_query, time_interleaved, time_sql
 from bench.report import render
+from dbt.adapters.zspark.scan import scan_sql as excluding_scan_sql
 
 COMPILED_QUERIES = (PROJECT_DIR / "target" / "compiled" / "zspark_integration_tests"
                     / "analyses" / "seed002_queries.sql")
@@ -149,10 +150,20 @@ def measure_queries(session_dir: Path, log: Progress, repetitions: int) -> dict[
             model = model_name(layout)
             table = f"{TARGET_SCHEMA}.{model}"
             per_column: dict[str, Any] = {}
+            every_file = [(str(r[0]), int(r[1])) for r in spark.sql(
+                f"select file_path, file_size from {table}__zindex where row_group is null"
+            ).collect()]
             for column in CLUSTER_COLUMNS:
                 plain_sql, scan_sql = seed_query(table, column), queries[(model, column)]
+                # The same query with every file excluded: what a query costs before it
+                # opens a single file (parsing, planning, listing, jobs, result).
+                floor_sql = seed_query(
+                    excluding_scan_sql(table, f"{column} = '{SEED_LITERALS[column]}'",
+                                       every_file), column)
                 plain, scan = run_query(spark, plain_sql), run_query(spark, scan_sql)
-                time_interleaved(spark, [(plain_sql, plain), (scan_sql, scan)], repetitions)
+                floor = run_query(spark, floor_sql)
+                time_interleaved(spark, [(plain_sql, plain), (scan_sql, scan),
+                                         (floor_sql, floor)], repetitions)
                 value = SEED_LITERALS[column]
                 lookup = time_sql(
                     spark,
@@ -162,10 +173,12 @@ def measure_queries(session_dir: Path, log: Progress, repetitions: int) -> dict[
                 )
                 same = sorted(plain.result) == sorted(scan.result)
                 per_column[column] = {"plain": plain.summary(), "scan": scan.summary(),
+                                      "floor": floor.summary(),
                                       "index_lookup_s": lookup, "same_result": same}
                 log(f"{model} {column}: plain {plain.files_read} files "
                     f"{plain.median * 1000:.0f} ms, zspark_scan {scan.files_read} files "
-                    f"{scan.median * 1000:.0f} ms, result rows {len(scan.result)}"
+                    f"{scan.median * 1000:.0f} ms, no file {floor.median * 1000:.0f} ms, "
+                    f"result rows {len(scan.result)}"
                     + ("" if same else "  RESULTS DIFFER"))
             found[layout] = {"files": len(spark.table(table).inputFiles()),
                              "queries": per_column}
