@@ -61,6 +61,10 @@ class ScanRun:
     files_read: int
     bytes_read: int
     rows_scanned: int
+    # Where the time goes: Spark's "scan time" (task time spent opening files and decoding
+    # rows, summed over tasks) and "metadata time" (listing the table's files).
+    scan_ms: int
+    listing_ms: int
     result: list[tuple[Any, ...]]
     seconds: list[float]
 
@@ -107,6 +111,8 @@ def run_query(spark: Any, sql: str) -> ScanRun:
         files_read=sum(_metric(n, "numFiles") for n in scans),
         bytes_read=sum(_metric(n, "filesSize") for n in scans),
         rows_scanned=sum(_metric(n, "numOutputRows") for n in scans),
+        scan_ms=sum(_metric(n, "scanTime") for n in scans),
+        listing_ms=sum(_metric(n, "metadataTime") for n in scans),
         result=result,
         seconds=[],
     )
