@@ -150,8 +150,9 @@ def measure_queries(session_dir: Path, log: Progress, repetitions: int) -> dict[
             model = model_name(layout)
             table = f"{TARGET_SCHEMA}.{model}"
             per_column: dict[str, Any] = {}
-            every_file = [(str(r[0]), int(r[1])) for r in spark.sql(
-                f"select file_path, file_size from {table}__zindex where row_group is null"
+            every_file = [(str(r[0]), int(r[1]), int(r[2])) for r in spark.sql(
+                f"select file_path, file_size, file_mtime from {table}__zindex "
+                f"where row_group is null"
             ).collect()]
             for column in CLUSTER_COLUMNS:
                 plain_sql, scan_sql = seed_query(table, column), queries[(model, column)]

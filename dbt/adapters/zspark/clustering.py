@@ -15,7 +15,8 @@ import pandas as pd
 
 from dbt.adapters.zspark import curves
 from dbt.adapters.zspark.layouts import ColumnSpec
-from dbt.adapters.zspark.planning import ClusteringPlan
+from dbt.adapters.zspark.planning import ClusteringPlan, normalize_type
+from dbt.adapters.zspark.pruning import stat_column
 from dbt.adapters.zspark.sqltext import quote
 from dbt.adapters.zspark.udfs import register_key_udf, udf_name
 
@@ -43,9 +44,39 @@ def model_schema(spark: SparkSession, sql: str) -> dict[str, str]:
     return {f.name: f.dataType.simpleString() for f in spark.sql(sql).schema.fields}
 
 
-def _sample(frame: DataFrame, columns: tuple[str, ...], rows: int, wanted: int) -> pd.DataFrame:
+def key_input_sql(column_sql: str, spark_type: str) -> str:
+    """What a column contributes to the key, in SQL: the value itself, but timestamps as
+    microseconds since the epoch (bigint), so values outside the years 1677-2262, which
+    pandas' nanosecond timestamps cannot hold, cluster like any other."""
+    family = normalize_type(spark_type)
+    if family == "timestamp":
+        return f"unix_micros({column_sql})"
+    if family == "timestamp_ntz":
+        return (f"timestampdiff(MICROSECOND, timestamp_ntz'1970-01-01 00:00:00', "
+                f"{column_sql})")
+    return column_sql
+
+
+def key_input_type(spark_type: str) -> str:
+    """The Spark type of :func:`key_input_sql`'s value."""
+    return "bigint" if normalize_type(spark_type) in ("timestamp", "timestamp_ntz") \
+        else spark_type
+
+
+def probe_bounds_sql(index_table: str, column: str, spark_type: str) -> str:
+    """Per-file bounds of a clustering column in the form the build's sample has them."""
+    low = key_input_sql(quote(stat_column(column, "min")), spark_type)
+    high = key_input_sql(quote(stat_column(column, "max")), spark_type)
+    return (f"select {low} as min, {high} as max from {index_table} "
+            f"where row_group is null and row_count > 0")
+
+
+def _sample(frame: DataFrame, plan: ClusteringPlan, rows: int, wanted: int) -> pd.DataFrame:
     fraction = 1.0 if rows <= wanted else wanted / rows
-    picked = frame.select(*[quote(c) for c in columns])
+    picked = frame.selectExpr(*[
+        f"{key_input_sql(quote(c), t)} as {quote(c)}"
+        for c, t in zip(plan.columns, plan.column_types, strict=True)
+    ])
     if fraction < 1.0:
         picked = picked.sample(withReplacement=False, fraction=fraction, seed=17)
     return picked.toPandas()
@@ -58,20 +89,23 @@ def prepare_build(spark: SparkSession, plan: ClusteringPlan, sql: str) -> Prepar
     file_count = plan.resolve_file_count(input_bytes)
     rows = frame.count()
     wanted = max(MIN_SAMPLE_ROWS, SAMPLE_ROWS_PER_BOUNDARY * plan.boundary_count)
-    sample = _sample(frame, plan.columns, rows, wanted)
+    sample = _sample(frame, plan, rows, wanted)
 
     output_columns = ", ".join(quote(f.name) for f in frame.schema.fields)
     partitions = [quote(p) for p in plan.partition_by]
     if plan.layout.needs_key:
         specs = [
-            ColumnSpec(name, spark_type, curves.sample_boundaries(sample[name], plan.boundary_count)
+            ColumnSpec(name, key_input_type(spark_type),
+                       curves.sample_boundaries(sample[name], plan.boundary_count)
                        if plan.curve_method == "boundary" else None)
             for name, spark_type in zip(plan.columns, plan.column_types, strict=True)
         ]
         function = plan.layout.key_function(specs, plan.curve_method, plan.boundary_count)
         name = udf_name(plan.model)
         register_key_udf(spark, name, function, plan.layout.key_type(plan.curve_method))
-        key_call = f"{name}({', '.join(quote(c) for c in plan.columns)})"
+        inputs = [key_input_sql(quote(c), t)
+                  for c, t in zip(plan.columns, plan.column_types, strict=True)]
+        key_call = f"{name}({', '.join(inputs)})"
         order = [*partitions, quote(KEY_COLUMN)]
         inner = f"select *, {key_call} as {quote(KEY_COLUMN)} from (\n{sql}\n) zspark_source"
     else:

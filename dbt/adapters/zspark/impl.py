@@ -17,8 +17,8 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.zspark.connections import ZSparkConnectionManager
 from dbt.adapters.zspark.planning import ClusteringConfigError, plan_clustering
-from dbt.adapters.zspark.scan import scan_sql, skippable_files_sql
-from dbt.adapters.zspark.sqltext import quote, sql_string
+from dbt.adapters.zspark.scan import FileKey, scan_sql, skippable_files_sql
+from dbt.adapters.zspark.sqltext import sql_string
 
 logger = AdapterLogger("zspark")
 
@@ -46,6 +46,8 @@ class ZSparkAdapter(SparkAdapter):
         super().__init__(*args, **kwargs)
         # Boundary samples of this run's clustered builds, reused as probes for the log.
         self._samples: dict[str, Any] = {}
+        # Locations of staging tables whose index was built before their swap.
+        self._staged_locations: dict[str, str] = {}
 
     @classmethod
     def type(cls) -> str:
@@ -104,7 +106,8 @@ class ZSparkAdapter(SparkAdapter):
             f"({plan.curve_method}, boundary_count={plan.boundary_count}); sampling input"
         )
         prepared = prepare_build(spark, plan, sql)
-        self._samples[str(relation).lower()] = (plan.columns, prepared.sample)
+        self._samples[str(relation).lower()] = (plan.columns, plan.column_types,
+                                                prepared.sample)
         logger.info(
             f"zspark: {model}: writing {prepared.input_rows} rows into "
             f"{prepared.file_count} files"
@@ -122,27 +125,60 @@ class ZSparkAdapter(SparkAdapter):
     def zspark_build_index(self, relation: Any, clustering: list[str] | None = None,
                            configured: list[str] | None = None) -> dict[str, Any]:
         """Build ``<table>__zindex`` from the table's Parquet footers and log the layout."""
-        from dbt.adapters.zspark.index import build_index, point_depth
-        from dbt.adapters.zspark.pruning import stat_column
+        from dbt.adapters.zspark.index import build_index
 
         spark = self._spark(relation.identifier, "the file-stats index")
-        index = relation.incorporate(path={"identifier": self.zspark_index_name(relation)})
-        table = str(relation)
-        summary = build_index(spark, table, str(index), clustering or (), configured)
+        index = self._index_relation(relation)
+        summary = build_index(spark, str(relation), str(index), clustering or (), configured)
+        return self._log_index(spark, relation, index, summary)
+
+    @available
+    def zspark_stage_index(self, staging: Any, clustering: list[str] | None = None,
+                           configured: list[str] | None = None) -> dict[str, Any]:
+        """Index a build's staging table before it replaces the model's table, so that a
+        failure reading footers leaves the previous table and its index as they were."""
+        from dbt.adapters.zspark.index import build_index, table_location
+
+        spark = self._spark(staging.identifier, "the file-stats index")
+        summary = build_index(spark, str(staging), str(self._index_relation(staging)),
+                              clustering or (), configured)
+        self._staged_locations[str(staging).lower()] = table_location(spark, str(staging))
+        return {"files": summary.files, "rows": summary.rows, "columns": summary.columns}
+
+    @available
+    def zspark_publish_index(self, staging: Any, target: Any, clustering: list[str] | None = None,
+                             configured: list[str] | None = None) -> dict[str, Any]:
+        """After the swap: the staged index, its paths moved to the model's table, becomes
+        ``<model>__zindex``. Should the paths not match the table's files, it is rebuilt."""
+        from dbt.adapters.zspark.index import build_index, relocate_index
+
+        spark = self._spark(target.identifier, "the file-stats index")
+        staged_index = self._index_relation(staging)
+        index = self._index_relation(target)
+        location = self._staged_locations.pop(str(staging).lower())
+        summary = relocate_index(spark, str(staged_index), str(index), str(target), location)
+        if summary is None:
+            logger.warning(f"zspark: {target.identifier}: staged index does not match the "
+                           f"table's files after the swap; reading footers again")
+            summary = build_index(spark, str(target), str(index), clustering or (), configured)
+        self.drop_relation(staged_index)
+        return self._log_index(spark, target, index, summary)
+
+    def _log_index(self, spark: Any, relation: Any, index: Any,
+                   summary: Any) -> dict[str, Any]:
+        from dbt.adapters.zspark.clustering import probe_bounds_sql
+        from dbt.adapters.zspark.index import point_depth
+
         message = (
             f"zspark: {relation.identifier}: {summary.files} files, {summary.rows} rows, "
             f"{len(summary.columns)} columns indexed in {index.identifier}"
         )
-        sample = self._samples.pop(table.lower(), None)
+        sample = self._samples.pop(str(relation).lower(), None)
         if sample is not None and summary.files:
-            columns, probes = sample
+            columns, types, probes = sample
             depths = []
-            for column in columns:
-                bounds = spark.sql(
-                    f"select {quote(stat_column(column, 'min'))} as min, "
-                    f"{quote(stat_column(column, 'max'))} as max "
-                    f"from {index} where row_group is null and row_count > 0"
-                ).toPandas()
+            for column, spark_type in zip(columns, types, strict=True):
+                bounds = spark.sql(probe_bounds_sql(str(index), column, spark_type)).toPandas()
                 depth = point_depth(bounds, probes[column].head(1000))
                 depths.append(f"{column} {depth:.1f} ({1 - depth / summary.files:.1%} skipped)")
             message += "; files per point value: " + ", ".join(depths)
@@ -161,33 +197,51 @@ class ZSparkAdapter(SparkAdapter):
         return predicate
 
     @available
-    def zspark_may_match_sql(self, predicate: str, index_columns: list[Any]) -> str:
-        """SQL over the index that is TRUE for every file that may hold a matching row."""
+    def zspark_may_match_sql(self, predicate: str, index_columns: list[Any],
+                             relation: Any = None) -> str:
+        """SQL over the index that is TRUE for every file that may hold a matching row.
+
+        With ``relation``, its columns tell qualified names from struct fields and mark
+        char(n) columns, whose literals Spark pads.
+        """
         from dbt.adapters.zspark import pruning
 
-        types: dict[str, str] = {}
-        for column in index_columns:
-            name, _, stat = column.name.lower().rpartition("__")
-            if stat == "min" and name:
-                types[name] = column.data_type
+        declared: dict[str, str] = {}
+        qualifiers: list[str] = []
+        if relation is not None:
+            declared = {c.name: c.data_type for c in self.get_columns_in_relation(relation)}
+            qualifiers = [relation.identifier]
+            if relation.schema:
+                qualifiers += [f"{relation.schema}.{relation.identifier}",
+                               f"spark_catalog.{relation.schema}.{relation.identifier}"]
+        types = pruning.index_column_types(
+            [(c.name, c.data_type) for c in index_columns], declared)
+        table_columns = list(declared) if relation is not None else None
         try:
-            return pruning.may_match_sql(predicate, types)
+            return pruning.may_match_sql(predicate, types, qualifiers=qualifiers,
+                                         table_columns=table_columns)
         except pruning.PredicateError as error:
             raise DbtRuntimeError(str(error)) from error
 
     def _index_relation(self, relation: Any) -> Any:
         return relation.incorporate(path={"identifier": self.zspark_index_name(relation)})
 
-    def _skipped_files(self, relation: Any, predicate: str) -> tuple[int, list[tuple[str, int]]]:
+    def _skipped_files(self, relation: Any, predicate: str) -> tuple[int, list[FileKey]]:
         """(indexed files, files the predicate provably cannot match) from the index."""
         index = self._index_relation(relation)
         columns = self.get_columns_in_relation(index)
         if not columns:
             raise LookupError(f"no index table {index}")
-        may_match = self.zspark_may_match_sql(predicate, columns)
+        may_match = self.zspark_may_match_sql(predicate, columns, relation)
         _, table = self.execute(skippable_files_sql(str(index), may_match), fetch=True)
-        skipped = [(str(row[0]), int(row[1])) for row in table.rows if row[2]]
+        skipped = [(str(row[0]), int(row[1]), int(row[2])) for row in table.rows if row[3]]
         return len(table.rows), skipped
+
+    @available
+    def zspark_plain_scan_sql(self, relation: Any, predicate: str) -> str:
+        """The scan without an index: ``select * from relation where predicate``."""
+        self.zspark_check_predicate(predicate)
+        return scan_sql(str(relation), predicate, [])
 
     @available
     def zspark_scan_sql(self, relation: Any, predicate: str) -> str:

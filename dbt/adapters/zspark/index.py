@@ -8,33 +8,79 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from dbt.adapters.zspark.planning import normalize_type
-from dbt.adapters.zspark.pruning import stat_column
+from dbt.adapters.zspark.pruning import path_name, stat_column
 from dbt.adapters.zspark.sqltext import quote
-from dbt.adapters.zspark.stats import footer_rows, spark_cast, stats_for
+from dbt.adapters.zspark.stats import (
+    ColumnRef,
+    file_identity,
+    footer_rows,
+    spark_cast,
+    spark_path,
+    stats_for,
+)
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 INDEX_SUFFIX = "__zindex"
 DEFAULT_INDEXED_COLUMNS = 32
 INDEXABLE = ("tinyint", "smallint", "int", "bigint", "float", "double", "decimal", "date",
              "timestamp", "timestamp_ntz", "string", "boolean")
+#: Identity of a data file in the index and in a scan: Spark's ``_metadata`` has all three.
+FILE_COLUMNS = ("file_path", "file_size", "file_mtime")
+_CHAR_METADATA = "__CHAR_VARCHAR_TYPE_STRING"  # where Spark keeps a column's char(n) type
 
 
-def index_columns(schema: dict[str, str], clustering: Sequence[str],
-                  configured: Sequence[str] | None) -> list[str]:
-    """Clustering columns first, then ``index_columns`` or the first 32 indexable columns."""
-    indexable = [c for c, t in schema.items() if normalize_type(t) in INDEXABLE]
-    by_lower = {c.lower(): c for c in indexable}
-    chosen = [by_lower[c.lower()] for c in clustering if c.lower() in by_lower]
-    extra = ([by_lower[c.lower()] for c in configured if c.lower() in by_lower]
-             if configured is not None else indexable[:DEFAULT_INDEXED_COLUMNS])
+def indexable_columns(schema: Any) -> list[ColumnRef]:
+    """Every column and struct leaf of a Spark ``StructType`` the index can hold, in order.
+
+    Leaves under arrays and maps have no per-row statistics and are left out, and so are
+    struct fields declared char/varchar (Spark pads those on read in ways not tracked here).
+    """
+    from pyspark.sql.types import StructType
+
+    found: list[ColumnRef] = []
+
+    def walk(fields: Any, parts: tuple[str, ...]) -> None:
+        for field in fields:
+            path = (*parts, field.name)
+            if isinstance(field.dataType, StructType):
+                walk(field.dataType.fields, path)
+                continue
+            spark_type = field.dataType.simpleString()
+            if normalize_type(spark_type) not in INDEXABLE:
+                continue
+            declared = str(field.metadata.get(_CHAR_METADATA, ""))
+            char_length = None
+            if declared.lower().startswith("char("):
+                if len(path) > 1:
+                    continue
+                char_length = int(declared[len("char("):-1])
+            found.append(ColumnRef(path, spark_type, char_length))
+
+    walk(schema.fields, ())
+    return found
+
+
+def index_columns(available: Sequence[ColumnRef], clustering: Sequence[str],
+                  configured: Sequence[str] | None) -> list[ColumnRef]:
+    """Clustering columns first, then ``index_columns`` or the first 32 indexable columns.
+
+    A struct leaf is named by its dotted path (``payload.user_id``) or its quoted path.
+    """
+    by_name: dict[str, ColumnRef] = {}
+    for column in available:
+        by_name.setdefault(".".join(column.parts).lower(), column)
+        by_name.setdefault(path_name(column.parts).lower(), column)
+    chosen = [by_name[c.lower()] for c in clustering if c.lower() in by_name]
+    extra = ([by_name[c.lower()] for c in configured if c.lower() in by_name]
+             if configured is not None else list(available[:DEFAULT_INDEXED_COLUMNS]))
     return list(dict.fromkeys(chosen + extra))
 
 
@@ -46,48 +92,94 @@ class IndexSummary:
     columns: list[str]
 
 
-def build_index(spark: SparkSession, table: str, index_table: str,
-                clustering: Sequence[str] = (),
-                configured: Sequence[str] | None = None) -> IndexSummary:
-    """Read every data file's footer in a Spark job and (re)write ``index_table``."""
+def _index_frame(spark: SparkSession, files: list[str], columns: Sequence[ColumnRef],
+                 description: str) -> DataFrame:
+    """The index rows of ``files``, read from their footers in a Spark job."""
     from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-    frame = spark.table(table)
-    schema = {f.name: f.dataType.simpleString() for f in frame.schema.fields}
-    columns = index_columns(schema, clustering, configured)
-    types = [schema[c] for c in columns]
-    files = sorted(frame.inputFiles())
-
     fields = [StructField("file_path", StringType()), StructField("file_size", LongType()),
-              StructField("row_group", IntegerType()), StructField("row_count", LongType())]
-    casts = ["file_path", "file_size", "row_group", "row_count"]
-    for column, spark_type in zip(columns, types, strict=True):
-        for stat in stats_for(spark_type):
-            name = stat_column(column, stat)
+              StructField("file_mtime", LongType()), StructField("row_group", IntegerType()),
+              StructField("row_count", LongType())]
+    casts = ["file_path", "file_size", "file_mtime", "row_group", "row_count"]
+    for column in columns:
+        name = path_name(column.parts)
+        for stat in stats_for(column.spark_type):
+            stat_name = stat_column(name, stat)
             if stat in ("min", "max"):
-                fields.append(StructField(name, StringType()))
-                casts.append(f"{spark_cast(quote(name), spark_type)} as {quote(name)}")
+                fields.append(StructField(stat_name, StringType()))
+                casts.append(f"{spark_cast(quote(stat_name), column.spark_type)} "
+                             f"as {quote(stat_name)}")
             else:
-                fields.append(StructField(name, LongType()))
-                casts.append(quote(name))
-
+                fields.append(StructField(stat_name, LongType()))
+                casts.append(quote(stat_name))
     sc = spark.sparkContext
-    previous = sc.getLocalProperty("spark.job.description")
-    sc.setJobDescription(f"zspark: reading {len(files)} Parquet footers of {table}")
-    try:
-        slices = max(1, min(len(files), sc.defaultParallelism * 4))
-        rdd = sc.parallelize(files, slices).mapPartitions(
-            lambda paths: footer_rows(paths, columns, types)
-        )
-        rows = spark.createDataFrame(rdd, StructType(fields)).selectExpr(*casts)
-        rows.coalesce(1).write.mode("overwrite").format("parquet").saveAsTable(index_table)
-    finally:
-        sc.setJobDescription(previous)  # type: ignore[arg-type]
+    sc.setJobDescription(description)
+    slices = max(1, min(len(files), sc.defaultParallelism * 4))
+    chosen = list(columns)
+    rdd = sc.parallelize(files, slices).mapPartitions(lambda paths: footer_rows(paths, chosen))
+    return spark.createDataFrame(rdd, StructType(fields)).selectExpr(*casts)
+
+
+def _write(spark: SparkSession, rows: DataFrame, index_table: str) -> IndexSummary:
+    rows.coalesce(1).write.mode("overwrite").format("parquet").saveAsTable(index_table)
     totals = spark.sql(
         f"select count(*), coalesce(sum(row_count), 0) from {index_table} where row_group is null"
     ).first()
     assert totals is not None
-    return IndexSummary(index_table, int(totals[0]), int(totals[1]), columns)
+    names = [c for c in spark.table(index_table).columns if c.endswith("__min")]
+    return IndexSummary(index_table, int(totals[0]), int(totals[1]),
+                        [c.removesuffix("__min") for c in names])
+
+
+def build_index(spark: SparkSession, table: str, index_table: str,
+                clustering: Sequence[str] = (),
+                configured: Sequence[str] | None = None) -> IndexSummary:
+    """Read every data file's footer in a Spark job and (re)write ``index_table``."""
+    frame = spark.table(table)
+    columns = index_columns(indexable_columns(frame.schema), clustering, configured)
+    files = sorted(frame.inputFiles())
+    sc = spark.sparkContext
+    previous = sc.getLocalProperty("spark.job.description")
+    try:
+        rows = _index_frame(spark, files, columns,
+                            f"zspark: reading {len(files)} Parquet footers of {table}")
+        return _write(spark, rows, index_table)
+    finally:
+        sc.setJobDescription(previous)  # type: ignore[arg-type]
+
+
+def table_location(spark: SparkSession, table: str) -> str:
+    """A table's location in the form of its files' paths (``file:/...``, no trailing /)."""
+    rows = spark.sql(f"describe table extended {table}").collect()
+    location = next((r[1] for r in rows if r[0] == "Location"), None)
+    if not location:
+        raise LookupError(f"no location for {table}")
+    return spark_path(str(location)).rstrip("/")
+
+
+def relocate_index(spark: SparkSession, staged_index: str, index_table: str, table: str,
+                   staged_location: str) -> IndexSummary | None:
+    """Write the index of a renamed table from the index built before the rename.
+
+    Renaming a managed table moves its folder and keeps every file's name, size and
+    modification time, so only the paths' prefix changes. Returns None (and writes nothing)
+    unless the moved paths are exactly the table's files.
+    """
+    from pyspark.sql import functions
+
+    location = table_location(spark, table)
+    staged = spark.table(staged_index)
+    suffix = functions.substring("file_path", len(staged_location) + 1, 1 << 30)
+    rows = staged.withColumn("file_path", functions.concat(functions.lit(location), suffix))
+    moved = {tuple(r) for r in rows.where("row_group is null").select(*FILE_COLUMNS).collect()}
+    spark.catalog.refreshTable(table)
+    files = [spark_path(f) for f in spark.table(table).inputFiles()]
+    sc = spark.sparkContext
+    slices = max(1, min(len(files), sc.defaultParallelism * 4))
+    present = set(sc.parallelize(files, slices).map(file_identity).collect())
+    if moved != present:  # e.g. an object store whose rename copies and re-dates files
+        return None
+    return _write(spark, rows.select(*[quote(c) for c in staged.columns]), index_table)
 
 
 def point_depth(bounds: pd.DataFrame, probes: pd.Series) -> float:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import sqlglot
@@ -33,8 +33,11 @@ from sqlglot.tokens import TokenType
 __all__ = [
     "STATS",
     "PredicateError",
+    "index_column_types",
     "may_match_sql",
     "parse_predicate",
+    "path_name",
+    "path_parts",
     "stat_column",
 ]
 
@@ -58,6 +61,51 @@ def stat_column(column: str, stat: str) -> str:
     if stat not in STATS:
         raise ValueError(f"unknown stat {stat!r}; expected one of {', '.join(STATS)}")
     return f"{column}__{stat}"
+
+
+def path_name(parts: Sequence[str]) -> str:
+    """Index name of a column path: a top-level column keeps its own name, a struct leaf (or a
+    name that could be mistaken for one) is its backtick-quoted parts joined by dots.
+
+    ``("st.i",)`` and ``("st", "i")`` are different columns and get different names.
+
+    >>> path_name(["payload", "user_id"]), path_name(["st.i"]), path_name(["id"])
+    ('`payload`.`user_id`', 'st.i', 'id')
+    """
+    if len(parts) == 1 and not parts[0].startswith("`"):
+        return parts[0]
+    return ".".join("`" + p.replace("`", "``") + "`" for p in parts)
+
+
+def path_parts(name: str) -> tuple[str, ...]:
+    """Inverse of :func:`path_name`.
+
+    >>> path_parts("`payload`.`user_id`"), path_parts("st.i")
+    (('payload', 'user_id'), ('st.i',))
+    """
+    if not name.startswith("`"):
+        return (name,)
+    parts: list[str] = []
+    i = 0
+    while i < len(name):
+        if name[i] != "`":
+            raise ValueError(f"not a column path name: {name!r}")
+        i, current = i + 1, []
+        while True:
+            end = name.index("`", i)
+            current.append(name[i:end])
+            if name[end + 1 : end + 2] == "`":  # a doubled backtick is one backtick
+                current.append("`")
+                i = end + 2
+                continue
+            i = end + 1
+            break
+        parts.append("".join(current))
+        if i < len(name):
+            if name[i] != ".":
+                raise ValueError(f"not a column path name: {name!r}")
+            i += 1
+    return tuple(parts)
 
 
 # --------------------------------------------------------------------------- parsing
@@ -313,11 +361,15 @@ _FAMILY_OF_TYPE: dict[str, str] = {
 _DECIMAL_TYPE = re.compile(r"(?:decimal|dec|numeric)(?:\(\d+(?:,\d+)?\))?")
 
 
+_CHAR_TYPE = re.compile(r"char\((\d+)\)")
+
+
 @dataclass(frozen=True)
 class _Col:
     name: str
     family: str
     has_nans: bool
+    char_length: int | None = None  # char(n): Spark pads values and compared literals to n
 
     def stat(self, stat: str) -> str:
         return _quote(stat_column(self.name, stat))
@@ -327,10 +379,28 @@ def _column_info(name: str, spark_type: str) -> _Col | None:
     t = re.sub(r"\s+", "", spark_type.lower())
     if _DECIMAL_TYPE.fullmatch(t):
         return _Col(name, _NUMERIC, has_nans=False)
+    char = _CHAR_TYPE.fullmatch(t)
+    if char:
+        return _Col(name, _STRING, has_nans=False, char_length=int(char.group(1)))
     family = _FAMILY_OF_TYPE.get(t)
-    if family is None:  # collated strings, char/varchar, intervals, nested types...
+    if family is None:  # collated strings, intervals, nested types...
         return None
     return _Col(name, family, has_nans=t in ("float", "real", "double"))
+
+
+def _names(node: exp.Expression) -> list[str] | None:
+    """The dotted parts of a column reference (``t.payload.user_id``), or None."""
+    if isinstance(node, exp.Dot):
+        head = _names(node.this)
+        if head is None or not isinstance(node.expression, exp.Identifier):
+            return None
+        return [*head, node.expression.name]
+    if not isinstance(node, exp.Column) or not _only(node, "this", "table", "db", "catalog"):
+        return None
+    parts = node.parts
+    if not all(isinstance(p, exp.Identifier) for p in parts):
+        return None
+    return [p.name for p in parts]
 
 
 _NEGATED = {"=": "<>", "<>": "=", "<": ">=", ">=": "<", "<=": ">", ">": "<="}
@@ -350,13 +420,15 @@ class _Translator:
 
     def __init__(
         self,
-        columns: Mapping[str, _Col],
+        columns: Mapping[tuple[str, ...], _Col],
         unsafe: frozenset[str],
-        qualifiers: frozenset[str] | None,
+        qualifiers: Collection[tuple[str, ...]],
+        top_level: frozenset[str],
     ) -> None:
         self.columns = columns
         self.unsafe = unsafe
         self.qualifiers = qualifiers
+        self.top_level = top_level
 
     # Each method answers: may some row of the file make `node` TRUE (neg=False) or FALSE
     # (neg=True)?  Both are needed because NOT is pushed down: in three-valued logic NOT p holds
@@ -401,18 +473,24 @@ class _Translator:
         return TRUE
 
     def column(self, node: exp.Expression) -> _Col | None:
-        """The indexed column ``node`` refers to, if it is a plain (optionally qualified) one."""
-        if not isinstance(node, exp.Column) or not isinstance(node.this, exp.Identifier):
+        """The indexed column or struct leaf ``node`` refers to, resolved as Spark does.
+
+        Spark reads ``a.b`` as column ``b`` of a table ``a`` when ``a`` names the table (longest
+        qualifier first), otherwise as field ``b`` of a column ``a``. A first part that is a
+        column we do not know ends the search: the reference is not ours to prune on.
+        """
+        names = _names(node)
+        if names is None:
             return None
-        if not _only(node, "this", "table"):  # db.table.column, struct fields, ...
-            return None
-        table = node.args.get("table")
-        if table is not None:
-            if not isinstance(table, exp.Identifier):
-                return None
-            if self.qualifiers is not None and table.name.lower() not in self.qualifiers:
-                return None
-        return self.columns.get(node.name.lower())
+        lowered = tuple(n.lower() for n in names)
+        candidates = [
+            lowered[len(q):] for q in sorted(self.qualifiers, key=len, reverse=True)
+            if len(q) < len(lowered) and lowered[: len(q)] == q
+        ]
+        for rest in [*candidates, lowered]:
+            if rest[0] in self.top_level:
+                return self.columns.get(rest)
+        return None
 
     def operands(self, node: exp.Expression) -> tuple[_Col | None, _Lit, bool] | None:
         """(column, literal, column_on_the_right) of a binary node, or None if not of that form."""
@@ -446,6 +524,11 @@ class _Translator:
         """May some row satisfy ``col op lit``?"""
         if lit.family not in _COMPATIBLE[col.family]:
             return TRUE
+        if col.char_length is not None:
+            padded = _char_literal(lit, col.char_length)
+            if padded is None:
+                return TRUE
+            lit = padded
         lo, hi = col.stat("min"), col.stat("max")
         v = lit.sql
         if op == "=":
@@ -542,6 +625,17 @@ class _Translator:
         return _known(cond)
 
 
+def _char_literal(lit: _Lit, length: int) -> _Lit | None:
+    """The literal as Spark compares it with a char(length) column: padded with spaces.
+
+    A longer literal makes Spark pad the column instead; that is left unpruned.
+    """
+    if lit.value is None or len(lit.value) > length:
+        return None
+    padded = lit.value.ljust(length)
+    return _Lit(f"'{padded}'", _STRING, _STRING, value=padded)
+
+
 def _prefix_upper_bound(prefix: str) -> str | None:
     """Smallest convenient string above every string that starts with ``prefix``."""
     chars = list(prefix)
@@ -560,24 +654,55 @@ def _prefix_upper_bound(prefix: str) -> str | None:
     return None
 
 
+def index_column_types(index_columns: Iterable[tuple[str, str]],
+                       table_columns: Mapping[str, str]) -> dict[str, str]:
+    """Column types for :func:`may_match_sql`: from the index's ``<c>__min`` columns, with
+    the table's own declaration where it is ``char(n)`` (the index holds it as string).
+
+    >>> index_column_types([("c__min", "string"), ("c__nulls", "bigint")], {"c": "char(5)"})
+    {'c': 'char(5)'}
+    """
+    declared = {name.lower(): spark_type.lower() for name, spark_type in table_columns.items()}
+    types: dict[str, str] = {}
+    for column, spark_type in index_columns:
+        name, _, stat = column.rpartition("__")
+        if stat.lower() == "min" and name:
+            own = declared.get(name.lower(), "")
+            types[name] = own if _CHAR_TYPE.fullmatch(own.replace(" ", "")) else spark_type
+    return types
+
+
 def may_match_sql(
     predicate: str,
     column_types: Mapping[str, str],
     *,
-    qualifiers: Collection[str] | None = None,
+    qualifiers: Collection[str] = (),
+    table_columns: Collection[str] | None = None,
 ) -> str:
     """Spark SQL over the index columns, TRUE for every file that may hold a matching row.
 
-    ``column_types`` maps each indexed column to its Spark simple type string ("int",
-    "decimal(10,2)", "timestamp_ntz", ...).  ``qualifiers``, if given, lists the table names
-    or aliases a qualified reference (``t.c``) may use; otherwise any single qualifier is taken
-    as a table name.  The result is never NULL; it is ``"true"`` when nothing can be pruned.
+    ``column_types`` maps each indexed column (its :func:`path_name`) to its Spark simple
+    type string ("int", "decimal(10,2)", "char(5)", ...).  ``qualifiers`` are the dotted
+    names a qualified reference may use for the table ("events", "analytics.events").
+    ``table_columns`` are all top-level columns of the table, indexed or not; without them
+    only the indexed ones are known, and a qualified name never prunes.  The result is never
+    NULL; it is ``"true"`` when nothing can be pruned.
     """
     tree, unsafe = _parse(predicate)
-    columns: dict[str, _Col] = {}
+    columns: dict[tuple[str, ...], _Col] = {}
     for name, spark_type in column_types.items():
         info = _column_info(name, spark_type)
         if info is not None:
-            columns[name.lower()] = info
-    quals = None if qualifiers is None else frozenset(q.lower() for q in qualifiers)
-    return _Translator(columns, unsafe, quals).may(tree, neg=False)
+            columns[tuple(p.lower() for p in path_parts(name))] = info
+    if table_columns is None:
+        top_level = frozenset(path[0] for path in columns)
+        quals: frozenset[tuple[str, ...]] = frozenset()
+        if any(len(path) > 1 for path in columns):
+            # A struct and a table could share a name: without the table's columns, a
+            # dotted name is not resolved at all.
+            columns = {path: col for path, col in columns.items() if len(path) == 1}
+            top_level = frozenset(path[0] for path in columns)
+    else:
+        top_level = frozenset(c.lower() for c in table_columns)
+        quals = frozenset(tuple(p.lower() for p in q.split(".")) for q in qualifiers)
+    return _Translator(columns, unsafe, quals, top_level).may(tree, neg=False)

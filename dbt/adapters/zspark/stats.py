@@ -3,17 +3,21 @@
 Runs inside Spark tasks (``mapPartitions`` over file paths) so it reads the footers where
 Spark reads the files. Values are emitted as canonical strings that cast back to the
 column's Spark type exactly (see :func:`spark_cast`); a statistic that is missing or not
-trustworthy is ``None`` and can never prune a file.
+trustworthy is ``None`` and can never prune a file. Never trusted: INT96 timestamps,
+strings that are not valid UTF-8, dates and timestamps before 1900 in files whose calendar
+Spark may rebase, columns under lists or maps, and any chunk whose statistics fail to read.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import math
+import urllib.parse
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
@@ -22,6 +26,22 @@ from dbt.adapters.zspark.pruning import STATS
 
 FLOAT_TYPES = ("float", "double")
 _EPOCH = dt.datetime(1970, 1, 1)
+# Spark rebases dates and timestamps of legacy-calendar files; from 1900 on the Julian-hybrid
+# and proleptic Gregorian values agree in every time zone, so stats from there are exact.
+_REBASE_SAFE_DAYS = (dt.date(1900, 1, 1) - _EPOCH.date()).days
+_REBASE_SAFE_MICROS = _REBASE_SAFE_DAYS * 86_400 * 1_000_000
+# Errors reading one chunk's statistics: the statistic is unknown, the index job goes on.
+_UNREADABLE = (ValueError, TypeError, OverflowError, ArithmeticError, pa.ArrowException)
+
+
+@dataclass(frozen=True)
+class ColumnRef:
+    """An indexed column: its path in the table (one part, or a struct leaf's parts), its
+    Spark type and, for ``char(n)`` columns, ``n``."""
+
+    parts: tuple[str, ...]
+    spark_type: str
+    char_length: int | None = None
 
 
 def stats_for(spark_type: str) -> tuple[str, ...]:
@@ -69,7 +89,16 @@ def _timestamp_micros(raw: int, unit: str, round_up: bool) -> int:
     return raw * 1000 if unit == "ms" else raw
 
 
-def _chunk_bounds(chunk: Any, spark_type: str, trusted_nans: bool) -> _Bounds:
+def _chunk_bounds(chunk: Any, column: ColumnRef, trusted_nans: bool,
+                  legacy_calendar: bool) -> _Bounds:
+    try:
+        return _read_bounds(chunk, column, trusted_nans, legacy_calendar)
+    except _UNREADABLE:
+        return _Bounds(known=False, nulls=None, nan_free=False)
+
+
+def _read_bounds(chunk: Any, column: ColumnRef, trusted_nans: bool,
+                 legacy_calendar: bool) -> _Bounds:
     statistics = chunk.statistics
     if statistics is None:
         return _Bounds(known=False, nulls=None, nan_free=False)
@@ -77,21 +106,49 @@ def _chunk_bounds(chunk: Any, spark_type: str, trusted_nans: bool) -> _Bounds:
     if not statistics.has_min_max:
         all_null = nulls is not None and nulls == chunk.num_values
         return _Bounds(known=all_null, nulls=nulls, nan_free=all_null)
-    family = normalize_type(spark_type)
-    low, high = statistics.min, statistics.max
+    family = normalize_type(column.spark_type)
     logical = str(statistics.logical_type)
+    low: Any
+    high: Any
     if family in ("timestamp", "timestamp_ntz"):
         if statistics.physical_type != "INT64":
             return _Bounds(known=False, nulls=nulls)
         unit = "ms" if "milliseconds" in logical else "ns" if "nanoseconds" in logical else "us"
         low = _timestamp_micros(statistics.min_raw, unit, round_up=False)
         high = _timestamp_micros(statistics.max_raw, unit, round_up=True)
+        if legacy_calendar and low < _REBASE_SAFE_MICROS:
+            return _Bounds(known=False, nulls=nulls)
     elif family == "date":
         low, high = statistics.min_raw, statistics.max_raw
-    elif family == "string" and not (isinstance(low, str) and isinstance(high, str)):
-        return _Bounds(known=False, nulls=nulls)
+        if legacy_calendar and low < _REBASE_SAFE_DAYS:
+            return _Bounds(known=False, nulls=nulls)
+    elif family == "string":
+        if statistics.physical_type != "BYTE_ARRAY":
+            return _Bounds(known=False, nulls=nulls)
+        # Strict decoding: a statistic that is not UTF-8 cannot be compared like Spark does.
+        low = bytes(statistics.min_raw).decode("utf-8")
+        high = bytes(statistics.max_raw).decode("utf-8")
+        if column.char_length is not None:
+            high = _char_upper_bound(high, column.char_length)
+            if high is None:
+                return _Bounds(known=False, nulls=nulls)
+    else:
+        low, high = statistics.min, statistics.max
     nan_free = family not in FLOAT_TYPES or (trusted_nans and not _is_nan(high))
     return _Bounds(low=low, high=high, nulls=nulls, nan_free=nan_free)
+
+
+def _char_upper_bound(high: str, length: int) -> str | None:
+    """An upper bound of the values of a char(length) column as Spark reads them (padded
+    with spaces to ``length``) from the raw max, or None when there is none this cheap.
+
+    The raw min is already a lower bound: padding only ever makes a value larger.
+    Padding the max bounds every padded value unless the max holds a character below the
+    space (a shorter value padded would then sort above it) or is longer than ``length``.
+    """
+    if len(high) > length or any(ch < " " for ch in high):
+        return None
+    return high.ljust(length)
 
 
 def _text(value: Any, spark_type: str) -> str | None:
@@ -128,14 +185,14 @@ def _writer_keeps_nan_in_max(created_by: str | None) -> bool:
     return bool(created_by) and str(created_by).startswith("parquet-mr")
 
 
-def _row(path: str, size: int, row_group: int | None, rows: int,
-         bounds: Sequence[_Bounds], types: Sequence[str]) -> tuple[Any, ...]:
-    values: list[Any] = [path, size, row_group, rows]
-    for b, spark_type in zip(bounds, types, strict=True):
-        values += [_text(b.low, spark_type) if b.known else None,
-                   _text(b.high, spark_type) if b.known else None,
+def _row(path: str, size: int, mtime: int | None, row_group: int | None, rows: int,
+         bounds: Sequence[_Bounds], columns: Sequence[ColumnRef]) -> tuple[Any, ...]:
+    values: list[Any] = [path, size, mtime, row_group, rows]
+    for b, column in zip(bounds, columns, strict=True):
+        values += [_text(b.low, column.spark_type) if b.known else None,
+                   _text(b.high, column.spark_type) if b.known else None,
                    b.nulls]
-        if normalize_type(spark_type) in FLOAT_TYPES:
+        if normalize_type(column.spark_type) in FLOAT_TYPES:
             values.append(0 if b.known and b.nan_free else None)
     return tuple(values)
 
@@ -145,34 +202,111 @@ def spark_path(path: str) -> str:
     return "file:/" + path[len("file:///"):] if path.startswith("file:///") else path
 
 
-def footer_rows(paths: Iterable[str], columns: Sequence[str],
-                types: Sequence[str]) -> Iterator[tuple[Any, ...]]:
-    """One row per file and one per row group: path, size, row group, rows, then stats."""
+def open_target(path: str) -> tuple[pafs.FileSystem, str]:
+    """File system and path pyarrow opens for a path as Spark lists it (a URI whose ``%``,
+    spaces and reserved characters are escaped but whose other characters may be raw)."""
+    split = urllib.parse.urlsplit(path)
+    if split.scheme in ("", "file"):
+        return pafs.LocalFileSystem(), urllib.parse.unquote(split.path)
+    # pyarrow parses ASCII URIs only: escape the raw characters, keep existing escapes.
+    filesystem, local = pafs.FileSystem.from_uri(
+        urllib.parse.quote(path, safe=":/?#[]@!$&'()*+,;=%~"))
+    return filesystem, local
+
+
+def file_identity(path: str) -> tuple[str, int, int | None]:
+    """(path as Spark lists it, size, modification time in ms) of a data file."""
+    filesystem, local = open_target(path)
+    info = filesystem.get_file_info(local)
+    mtime = None if info.mtime_ns is None else info.mtime_ns // 1_000_000
+    return spark_path(path), info.size or 0, mtime
+
+
+def _leaf_positions(metadata: Any) -> dict[tuple[str, ...], int]:
+    """Column chunk position of every leaf reachable through structs only, keyed by the
+    path's parts, so a top-level ``st.i`` and a field ``i`` of a struct ``st`` stay apart."""
+    schema = metadata.schema
+    leaves: list[tuple[str, ...] | None] = []
+
+    def walk(field: pa.Field, parts: tuple[str, ...], plain: bool) -> None:
+        kind = field.type
+        if pa.types.is_struct(kind):
+            for i in range(kind.num_fields):
+                walk(kind.field(i), (*parts, kind.field(i).name), plain)
+        elif pa.types.is_map(kind):  # statistics of keys or values are not per row
+            walk(kind.key_field, parts, False)
+            walk(kind.item_field, parts, False)
+        elif pa.types.is_list(kind) or pa.types.is_large_list(kind) \
+                or pa.types.is_fixed_size_list(kind):
+            walk(kind.value_field, parts, False)
+        else:
+            leaves.append(parts if plain else None)
+
+    try:
+        for field in schema.to_arrow_schema():
+            walk(field, (field.name,), True)
+    except _UNREADABLE:
+        leaves = []
+    positions: dict[tuple[str, ...], int] = {}
+    if len(leaves) == metadata.num_columns:
+        for i, parts in enumerate(leaves):
+            chunk = schema.column(i)
+            if parts and chunk.max_repetition_level == 0 and ".".join(parts) == chunk.path:
+                positions[parts] = i
+        return positions
+    # A schema pyarrow maps differently: only names that cannot be mistaken for paths.
+    for i in range(metadata.num_columns):
+        chunk = schema.column(i)
+        if chunk.max_repetition_level == 0 and "." not in chunk.path:
+            positions[(chunk.path,)] = i
+    return positions
+
+
+def _legacy_calendar(metadata: Any) -> bool:
+    """May Spark rebase this file's dates and timestamps from the Julian-hybrid calendar?
+    Yes when Spark wrote it in LEGACY mode or before 3.0; also for files of other writers,
+    which Spark rebases or not by the reading session's settings."""
+    keys = metadata.metadata or {}
+    if b"org.apache.spark.legacyDateTime" in keys:
+        return True
+    version = keys.get(b"org.apache.spark.version")
+    if version is None:
+        return True
+    major = version.decode("ascii", "replace").split(".")[0]
+    return not (major.isdigit() and int(major) >= 3)
+
+
+def footer_rows(paths: Iterable[str], columns: Sequence[ColumnRef]) -> Iterator[tuple[Any, ...]]:
+    """One row per file and one per row group: path, size, modification time (ms), row
+    group, rows, then the stats of each column."""
     for path in paths:
-        filesystem, local = pafs.FileSystem.from_uri(
-            "file:///" + path[len("file:/"):].lstrip("/") if path.startswith("file:/") else path
-        )
-        size = filesystem.get_file_info(local).size or 0
-        with filesystem.open_input_file(local) as handle:
-            metadata = pq.ParquetFile(handle).metadata
-        positions = {
-            metadata.schema.column(i).path: i for i in range(metadata.num_columns)
-        }
+        # Identity first: a file rewritten after this shows a new one and is always read.
+        _, size, mtime = file_identity(path)
+        filesystem, local = open_target(path)
+        try:
+            with filesystem.open_input_file(local) as handle:
+                metadata = pq.ParquetFile(handle).metadata
+        except (OSError, pa.ArrowException) as error:
+            raise RuntimeError(f"zspark: cannot read the Parquet footer of {path}: {error}") \
+                from error
+        positions = _leaf_positions(metadata)
         trusted_nans = _writer_keeps_nan_in_max(metadata.created_by)
+        legacy = _legacy_calendar(metadata)
         file_bounds = [_Bounds() for _ in columns]
         group_rows = []
         for g in range(metadata.num_row_groups):
             group = metadata.row_group(g)
             bounds = [
-                _chunk_bounds(group.column(positions[c]), t, trusted_nans)
-                if c in positions else _Bounds(known=False, nulls=None, nan_free=False)
-                for c, t in zip(columns, types, strict=True)
+                _chunk_bounds(group.column(positions[c.parts]), c, trusted_nans, legacy)
+                if c.parts in positions else _Bounds(known=False, nulls=None, nan_free=False)
+                for c in columns
             ]
             for total, part in zip(file_bounds, bounds, strict=True):
                 total.merge(part)
-            group_rows.append(_row(spark_path(path), size, g, group.num_rows, bounds, types))
+            group_rows.append(_row(spark_path(path), size, mtime, g, group.num_rows, bounds,
+                                   columns))
         for total, column in zip(file_bounds, columns, strict=True):
-            if column not in positions:  # e.g. a partition column: not in the file at all
+            if column.parts not in positions:  # e.g. a partition column: not in the file
                 total.known, total.nulls, total.nan_free = False, None, False
-        yield _row(spark_path(path), size, None, metadata.num_rows, file_bounds, types)
+        yield _row(spark_path(path), size, mtime, None, metadata.num_rows, file_bounds, columns)
         yield from group_rows

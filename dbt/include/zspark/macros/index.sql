@@ -11,6 +11,14 @@
 {% macro default__zspark_build_index(relation, index_columns) %}
   {%- if not execute -%}{{ return('') }}{%- endif -%}
   {%- set relation = zspark_resolve_relation(relation) -%}
+  {%- set args = zspark_index_args(index_columns) -%}
+  {%- do adapter.zspark_build_index(relation, args.clustering, args.index_columns) -%}
+  {{ return('') }}
+{% endmacro %}
+
+
+{#- Clustering columns and `index_columns` of the current model, if there is one. -#}
+{% macro zspark_index_args(index_columns=none) %}
   {%- set clustering = [] -%}
   {%- if model is defined and model is not none and model.get('config') -%}
     {%- set zconfig = zspark_model_config() -%}
@@ -22,8 +30,7 @@
     {%- endfor -%}
     {%- set index_columns = index_columns or zconfig.index_columns -%}
   {%- endif -%}
-  {%- do adapter.zspark_build_index(relation, clustering, index_columns) -%}
-  {{ return('') }}
+  {{ return({'clustering': clustering, 'index_columns': index_columns}) }}
 {% endmacro %}
 
 

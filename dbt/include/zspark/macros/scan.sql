@@ -9,8 +9,7 @@
 
 {% macro default__zspark_scan(relation, predicate) %}
   {%- if not execute -%}
-    {%- do adapter.zspark_check_predicate(predicate) -%}
-    {{ return('(select * from ' ~ relation ~ ' where ' ~ predicate ~ ')') }}
+    {{ return(adapter.zspark_plain_scan_sql(relation, predicate)) }}
   {%- endif -%}
   {{ return(adapter.zspark_scan_sql(relation, predicate)) }}
 {% endmacro %}

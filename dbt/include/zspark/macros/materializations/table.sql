@@ -33,10 +33,19 @@
   {#- Leftovers of a build that died before its swap. -#}
   {{ adapter.drop_relation(staging_relation) }}
   {{ adapter.drop_relation(backup_relation) }}
+  {{ adapter.drop_relation(staging_relation.incorporate(path={'identifier': adapter.zspark_index_name(staging_relation)})) }}
 
   {%- call statement('main', language=language) -%}
     {{ zspark_create_table(staging_relation, build_sql, language) }}
   {%- endcall -%}
+
+  {#- The index is read from the staging table's footers before the swap: should that fail,
+      the previous table and its index stay as they were. -#}
+  {%- set want_index = clustered if zconfig.zspark_index is none else zconfig.zspark_index -%}
+  {%- set index_args = zspark_index_args() -%}
+  {%- if want_index -%}
+    {%- do adapter.zspark_stage_index(staging_relation, index_args.clustering, index_args.index_columns) -%}
+  {%- endif -%}
 
   {%- if old_relation is not none -%}
     {{ adapter.rename_relation(old_relation, backup_relation.incorporate(type=old_relation.type)) }}
@@ -46,9 +55,8 @@
     {{ adapter.drop_relation(backup_relation.incorporate(type=old_relation.type)) }}
   {%- endif -%}
 
-  {%- set want_index = clustered if zconfig.zspark_index is none else zconfig.zspark_index -%}
   {%- if want_index -%}
-    {%- do zspark_build_index(target_relation) -%}
+    {%- do adapter.zspark_publish_index(staging_relation, target_relation, index_args.clustering, index_args.index_columns) -%}
   {%- endif -%}
 
   {% set should_revoke = should_revoke(old_relation, full_refresh_mode=True) %}
