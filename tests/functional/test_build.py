@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import uuid
+from pathlib import Path
+
+import pandas as pd
 import pytest
 
 from tests.functional.dbt_project import DbtProject
@@ -137,3 +141,61 @@ def test_documented_curve_udfs_are_callable_from_model_sql(project: DbtProject) 
     bits = curves.MAX_KEY_BITS // 2
     assert [r[1] for r in rows] == curves.interleave_bits([ids, other], bits).tolist()
     assert [r[2] for r in rows] == curves.hilbert_index([ids, other], bits).tolist()
+
+
+@pytest.fixture(scope="module")
+def tally(project: DbtProject, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A function model SQL can call that counts, in files, every row it is evaluated on."""
+    from pyspark.sql.functions import pandas_udf
+
+    folder = tmp_path_factory.mktemp("tally")
+
+    def count_rows(values: pd.Series) -> pd.Series:
+        (folder / f"{uuid.uuid4().hex}.n").write_text(str(len(values)))
+        return values
+
+    project.spark.udf.register("zspark_test_tally", pandas_udf(count_rows, "bigint"))
+    return folder
+
+
+def evaluations(folder: Path) -> int:
+    total = sum(int(f.read_text()) for f in folder.glob("*.n"))
+    for f in folder.glob("*.n"):
+        f.unlink()
+    return total
+
+
+# A table read by the model (size unknown to Spark's optimizer) and a range it knows.
+INPUTS = {"table": "(select id from {{ ref('build_source') }} where id < 4000)",
+          "range": "range(4000)"}
+
+
+@pytest.mark.parametrize("source", sorted(INPUTS))
+@pytest.mark.parametrize("key", ["zorder_by", "hilbert_by", "linear_by"])
+def test_a_build_runs_the_model_sql_twice_and_cuts_files_of_equal_rows(
+        layouts: DbtProject, tally: Path, key: str, source: str) -> None:
+    project = layouts
+    name = f"two_pass_{key.removesuffix('_by')}_{source}"
+    rows, file_count = 4000, 40
+    project.write(f"models/passes/{name}.sql", f"""
+        {{{{ config(materialized='table', {key}=['a', 'b'], file_count={file_count},
+                    boundary_count=32) }}}}
+        select zspark_test_tally(id) as a, cast(pmod(hash(id), 97) as int) as b
+        from {INPUTS[source]} input
+    """)
+    evaluations(tally)
+    project.dbt("run", "--select", name)
+    # One pass samples and counts, one writes: each row of the model's SQL is made twice.
+    assert evaluations(tally) == 2 * rows
+    assert "sorted partitions cut every 100 rows" in project.log_text()
+    assert "seconds: sample " in project.log_text()
+
+    per_file = [r[1] for r in project.rows(
+        f"select _metadata.file_path, count(*) from {project.table(name)} group by 1")]
+    partitions = 8  # 4 per core on local[2]
+    assert sum(per_file) == rows
+    assert max(per_file) == rows // file_count
+    assert file_count <= len(per_file) <= file_count + partitions
+    assert sum(n == rows // file_count for n in per_file) >= file_count - partitions
+    assert project.rows(f"select * from {project.table(name)}") == project.rows(
+        f"select id as a, cast(pmod(hash(id), 97) as int) as b from range({rows})")

@@ -152,12 +152,13 @@ def hostile(project: DbtProject) -> Any:
                      CHARS[(n * 3) % len(CHARS)],
                      None if n % 11 == 0 else (INTS[(n * 5) % 9], STRINGS[(n * 7) % 12]),
                      INTS[(n * 2 + 1) % 9]))
-    frame = spark.createDataFrame(rows, SCHEMA.replace("char(4)", "string").replace(
-        "varchar(4)", "string"))
+    frame = spark.createDataFrame(rows, SCHEMA.replace("varchar(4)", "string").replace(
+        "char(4)", "string"))
     # Range-partitioned on different columns so files have narrow, varied ranges.
     frame.repartitionByRange(8, "i", "s").sortWithinPartitions("d").write.insertInto(TABLE)
     frame.repartitionByRange(6, "ts", "m").write.insertInto(TABLE)
     frame.repartitionByRange(4, "st.i", "c").write.insertInto(TABLE)
+    frame.repartitionByRange(6, "c").write.insertInto(TABLE)  # narrow on the char column
     spark.createDataFrame([], frame.schema).write.insertInto(TABLE)
     nulls = spark.createDataFrame([(9000 + k, k, 1.0, None, None, None, None, True, None,
                                     None, None, None) for k in range(5)], frame.schema)

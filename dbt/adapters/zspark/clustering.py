@@ -1,12 +1,16 @@
 """The clustered table build, Spark side: sample boundaries, register the key, write SQL.
 
-The SQL it returns range-partitions rows on the layout's key into ``file_count`` Spark
-partitions (one file each, per table partition) and sorts every partition by the key, so
-both files and the row groups inside them stay narrow on every clustering column.
+Two passes over the model's SQL: one job samples the key inputs and counts the rows; the
+write then shuffles rows once into a few partitions owning consecutive key ranges (cut
+points from the sample, see ``partitioning.py``), sorts each by the key and cuts it into
+files of equal row count, so files and the row groups inside them stay narrow on every
+clustering column. With ``partition_by`` the key is range-partitioned together with the
+table partition, one file per Spark partition.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -15,6 +19,7 @@ import pandas as pd
 
 from dbt.adapters.zspark import curves
 from dbt.adapters.zspark.layouts import ColumnSpec
+from dbt.adapters.zspark.partitioning import FileSpread, shuffle_partitions, spread_files
 from dbt.adapters.zspark.planning import ClusteringPlan, normalize_type
 from dbt.adapters.zspark.pruning import stat_column
 from dbt.adapters.zspark.sqltext import quote
@@ -23,7 +28,15 @@ from dbt.adapters.zspark.udfs import register_key_udf, udf_name
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+
+def expr(sql: str) -> Any:
+    from pyspark.sql import functions as sf
+
+    return sf.expr(sql)
+
 KEY_COLUMN = "__zspark_key"
+DRAW_COLUMN = "__zspark_draw"
+SAMPLE_SEED = 17
 #: Rows sampled per boundary; the RangePartitioner in Spark samples about 20 per partition.
 SAMPLE_ROWS_PER_BOUNDARY = 100
 MIN_SAMPLE_ROWS = 100_000
@@ -37,6 +50,14 @@ class PreparedBuild:
     file_count: int
     input_rows: int
     sample: pd.DataFrame = field(repr=False)
+    spread: FileSpread | None = None
+    sample_seconds: float = 0.0
+
+    def write_options(self) -> dict[str, str]:
+        """Options of the CREATE TABLE: cut partitions into files of equal rows."""
+        if self.spread is None or self.spread.rows_per_file is None:
+            return {}
+        return {"maxRecordsPerFile": str(self.spread.rows_per_file)}
 
 
 def model_schema(spark: SparkSession, sql: str) -> dict[str, str]:
@@ -71,54 +92,104 @@ def probe_bounds_sql(index_table: str, column: str, spark_type: str) -> str:
             f"where row_group is null and row_count > 0")
 
 
-def _sample(frame: DataFrame, plan: ClusteringPlan, rows: int, wanted: int) -> pd.DataFrame:
-    fraction = 1.0 if rows <= wanted else wanted / rows
+def _at_most(frame: DataFrame, rows: int) -> bool:
+    """Does Spark know the frame holds at most ``rows`` rows (a range, a small literal)?"""
+    execution = frame._jdf.queryExecution()
+    for plan in (execution.analyzed(), execution.optimizedPlan()):
+        known = plan.maxRows()
+        if known.isDefined() and int(known.get()) <= rows:
+            return True
+    return False
+
+
+def _sample_and_count(frame: DataFrame, plan: ClusteringPlan,
+                      wanted: int) -> tuple[pd.DataFrame, int]:
+    """The first of the build's two passes: a uniform random sample of ``wanted`` rows (the
+    key inputs only) and the exact row count, from one job over the model's SQL."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as sf
+
+    observed = Observation("zspark_input")
     picked = frame.selectExpr(*[
         f"{key_input_sql(quote(c), t)} as {quote(c)}"
         for c, t in zip(plan.columns, plan.column_types, strict=True)
-    ])
-    if fraction < 1.0:
-        picked = picked.sample(withReplacement=False, fraction=fraction, seed=17)
-    return picked.toPandas()
+    ]).observe(observed, sf.count(sf.lit(1)).alias("rows"))
+    if not _at_most(frame, wanted):
+        # The k rows of smallest random draw, kept per task and merged (a top-k, no sort of
+        # the input): a uniform sample. The count rides along the same job. (An input
+        # known to be small skips this: Spark would drop the limit and sort it all.)
+        picked = (picked.withColumn(DRAW_COLUMN, sf.rand(SAMPLE_SEED)).orderBy(DRAW_COLUMN)
+                  .limit(wanted).drop(DRAW_COLUMN))
+    sample = picked.toPandas()
+    return sample, int(observed.get["rows"])
+
+
+def _key_literal(value: Any) -> str:
+    if isinstance(value, bytes | bytearray):
+        return f"X'{bytes(value).hex()}'"
+    return f"cast({int(value)} as bigint)"
 
 
 def prepare_build(spark: SparkSession, plan: ClusteringPlan, sql: str) -> PreparedBuild:
-    """Sample the input, register the model's key UDF and return the clustered SELECT."""
+    """Sample the input, register the model's key UDF and return the clustered SELECT.
+
+    The model's SQL runs twice: once to sample and count, once to write. The written rows
+    go through one shuffle into a few partitions that own consecutive key ranges; each is
+    sorted by the key and cut into files of equal row count.
+    """
+    started = time.perf_counter()
     frame = spark.sql(sql)
     input_bytes = int(str(frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
     file_count = plan.resolve_file_count(input_bytes)
-    rows = frame.count()
     wanted = max(MIN_SAMPLE_ROWS, SAMPLE_ROWS_PER_BOUNDARY * plan.boundary_count)
-    sample = _sample(frame, plan, rows, wanted)
+    sample, rows = _sample_and_count(frame, plan, wanted)
 
-    output_columns = ", ".join(quote(f.name) for f in frame.schema.fields)
-    partitions = [quote(p) for p in plan.partition_by]
-    if plan.layout.needs_key:
-        specs = [
-            ColumnSpec(name, key_input_type(spark_type),
-                       curves.sample_boundaries(sample[name], plan.boundary_count)
-                       if plan.curve_method == "boundary" else None)
-            for name, spark_type in zip(plan.columns, plan.column_types, strict=True)
-        ]
-        function = plan.layout.key_function(specs, plan.curve_method, plan.boundary_count)
-        name = udf_name(plan.model)
-        register_key_udf(spark, name, function, plan.layout.key_type(plan.curve_method))
-        inputs = [key_input_sql(quote(c), t)
-                  for c, t in zip(plan.columns, plan.column_types, strict=True)]
-        key_call = f"{name}({', '.join(inputs)})"
-        order = [*partitions, quote(KEY_COLUMN)]
-        inner = f"select *, {key_call} as {quote(KEY_COLUMN)} from (\n{sql}\n) zspark_source"
+    specs = [
+        ColumnSpec(name, key_input_type(spark_type),
+                   curves.sample_boundaries(sample[name], plan.boundary_count)
+                   if plan.curve_method == "boundary" else None)
+        for name, spark_type in zip(plan.columns, plan.column_types, strict=True)
+    ]
+    function = plan.layout.key_function(specs, plan.curve_method, plan.boundary_count)
+    name = udf_name(plan.model)
+    register_key_udf(spark, name, function, plan.layout.key_type(plan.curve_method))
+    inputs = [key_input_sql(quote(c), t)
+              for c, t in zip(plan.columns, plan.column_types, strict=True)]
+    key_call = f"{name}({', '.join(inputs)})"
+    keyed_sql = f"select *, {key_call} as {quote(KEY_COLUMN)} from (\n{sql}\n) zspark_source"
+    key = quote(KEY_COLUMN)
+    order = [*(quote(p) for p in plan.partition_by), key,
+             *(quote(c) for c in plan.columns if plan.layout.sorts_by_columns)]
+    output = [quote(f.name) for f in frame.schema.fields]
+
+    if plan.partition_by:
+        # Each table partition is clustered on its own: range partitioning on (partition,
+        # key) spreads the files over the table partitions by their rows.
+        order_text = ", ".join(order)
+        select_sql = (
+            f"select {', '.join(output)} from (\n"
+            f"  select /*+ REPARTITION_BY_RANGE({file_count}, {order_text}) */ * from (\n"
+            f"{keyed_sql}\n  ) zspark_keyed\n  sort by {order_text}\n) zspark_clustered"
+        )
+        spread = FileSpread(file_count, (), None)
     else:
-        order = [*partitions, *(quote(c) for c in plan.columns)]
-        inner = f"select * from (\n{sql}\n) zspark_source"
-    order_text = ", ".join(order)
-    select_sql = (
-        f"select {output_columns} from (\n"
-        f"  select /*+ REPARTITION_BY_RANGE({file_count}, {order_text}) */ * from (\n{inner}\n"
-        f"  ) zspark_keyed\n  sort by {order_text}\n) zspark_clustered"
-    )
+        sample_keys = function(*(sample[c] for c in plan.columns)).tolist()
+        partitions = shuffle_partitions(file_count, spark.sparkContext.defaultParallelism,
+                                        input_bytes)
+        spread = spread_files(sample_keys, rows, file_count, partitions)
+        cuts = ", ".join(_key_literal(c) for c in spread.cuts)
+        owner = (f"size(filter(array({cuts}), cut -> cut <= {key}))" if spread.cuts
+                 else "0")
+        view = f"zspark_build_{udf_name(plan.model).removeprefix('zspark_key_')}"
+        (spark.sql(keyed_sql)
+         .repartitionById(spread.partitions, expr(owner))
+         .sortWithinPartitions(*(expr(o) for o in order))
+         .select(*(expr(o) for o in output))
+         .createOrReplaceTempView(view))
+        select_sql = f"select * from {view}"
     return PreparedBuild(select_sql=select_sql, file_count=file_count, input_rows=rows,
-                         sample=sample)
+                         sample=sample, spread=spread,
+                         sample_seconds=time.perf_counter() - started)
 
 
 def spread_sql(sql: str, file_count: int) -> str:

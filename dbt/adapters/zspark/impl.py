@@ -6,6 +6,7 @@ hands back plain values or SQL text.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +49,9 @@ class ZSparkAdapter(SparkAdapter):
         self._samples: dict[str, Any] = {}
         # Locations of staging tables whose index was built before their swap.
         self._staged_locations: dict[str, str] = {}
+        # Writer options and step timings of this run's clustered builds.
+        self._write_options: dict[str, dict[str, str]] = {}
+        self._timings: dict[str, dict[str, float]] = {}
 
     @classmethod
     def type(cls) -> str:
@@ -106,13 +110,35 @@ class ZSparkAdapter(SparkAdapter):
             f"({plan.curve_method}, boundary_count={plan.boundary_count}); sampling input"
         )
         prepared = prepare_build(spark, plan, sql)
-        self._samples[str(relation).lower()] = (plan.columns, plan.column_types,
-                                                prepared.sample)
+        key = str(relation).lower()
+        self._samples[key] = (plan.columns, plan.column_types, prepared.sample)
+        self._write_options[model] = prepared.write_options()
+        self._timings[key] = {"sample": prepared.sample_seconds, "since": time.perf_counter()}
+        spread = prepared.spread
+        how = (f"{spread.partitions} sorted partitions cut every {spread.rows_per_file} rows"
+               if spread is not None and spread.rows_per_file else "one file per partition")
         logger.info(
             f"zspark: {model}: writing {prepared.input_rows} rows into "
-            f"{prepared.file_count} files"
+            f"{prepared.file_count} files ({how})"
         )
         return prepared.select_sql
+
+    @available
+    def zspark_write_options(self, model: str) -> dict[str, str]:
+        """Writer options of this run's build of ``model`` (e.g. rows per file)."""
+        return self._write_options.pop(model, {})
+
+    def _lap(self, relation: Any, step: str) -> None:
+        """Charge the time since the last step of a build to ``step``."""
+        timings = self._timings.get(str(relation).lower())
+        if timings is not None:
+            self._lap_into(timings, step)
+
+    @staticmethod
+    def _lap_into(timings: dict[str, float], step: str) -> None:
+        now = time.perf_counter()
+        timings[step] = timings.get(step, 0.0) + now - timings["since"]
+        timings["since"] = now
 
     # -- index --------------------------------------------------------------------------
     @available
@@ -140,9 +166,13 @@ class ZSparkAdapter(SparkAdapter):
         from dbt.adapters.zspark.index import build_index, table_location
 
         spark = self._spark(staging.identifier, "the file-stats index")
+        target = staging.incorporate(path={"identifier": staging.identifier.removesuffix(
+            "__zspark_new")})
+        self._lap(target, "write")
         summary = build_index(spark, str(staging), str(self._index_relation(staging)),
                               clustering or (), configured)
         self._staged_locations[str(staging).lower()] = table_location(spark, str(staging))
+        self._lap(target, "index")
         return {"files": summary.files, "rows": summary.rows, "columns": summary.columns}
 
     @available
@@ -162,6 +192,7 @@ class ZSparkAdapter(SparkAdapter):
                            f"table's files after the swap; reading footers again")
             summary = build_index(spark, str(target), str(index), clustering or (), configured)
         self.drop_relation(staged_index)
+        self._lap(target, "index")
         return self._log_index(spark, target, index, summary)
 
     def _log_index(self, spark: Any, relation: Any, index: Any,
@@ -182,6 +213,12 @@ class ZSparkAdapter(SparkAdapter):
                 depth = point_depth(bounds, probes[column].head(1000))
                 depths.append(f"{column} {depth:.1f} ({1 - depth / summary.files:.1%} skipped)")
             message += "; files per point value: " + ", ".join(depths)
+        timings = self._timings.pop(str(relation).lower(), None)
+        if timings is not None:
+            self._lap_into(timings, "log")
+            steps = ("sample", "write", "index", "log")
+            message += "; seconds: " + ", ".join(
+                f"{step} {timings.get(step, 0.0):.1f}" for step in steps)
         logger.info(message)
         return {"files": summary.files, "rows": summary.rows, "columns": summary.columns}
 

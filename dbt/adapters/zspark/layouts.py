@@ -50,8 +50,8 @@ class Layout(ABC):
     name: ClassVar[str]
     #: The model config that selects this layout, e.g. ``zorder_by``.
     config_key: ClassVar[str]
-    #: Whether the layout needs a computed key (a registered UDF) or sorts on the columns.
-    needs_key: ClassVar[bool] = True
+    #: Whether rows of equal key are also sorted by the columns' own values.
+    sorts_by_columns: ClassVar[bool] = False
 
     @abstractmethod
     def key_function(self, columns: Sequence[ColumnSpec], curve_method: str,
@@ -61,18 +61,6 @@ class Layout(ABC):
     def key_type(self, curve_method: str) -> str:
         """The Spark type of the key the function returns."""
         return "bigint"
-
-
-class LinearLayout(Layout):
-    """Plain lexicographic order on the columns (what ``ORDER BY a, b, c`` gives)."""
-
-    name = "linear"
-    config_key = "linear_by"
-    needs_key = False
-
-    def key_function(self, columns: Sequence[ColumnSpec], curve_method: str,
-                     boundary_count: int) -> KeyFunction:
-        raise NotImplementedError("linear layouts sort on the columns themselves")
 
 
 class _CurveLayout(Layout):
@@ -118,6 +106,25 @@ class _CurveLayout(Layout):
             return pd.Series(self.curve(ranks, bits).astype(np.int64))
 
         return direct_key
+
+
+class LinearLayout(_CurveLayout):
+    """Lexicographic order on the columns (what ``ORDER BY a, b, c`` gives).
+
+    Its key puts each column's rank after the previous one's, which orders files and cuts
+    them at the key; inside a file, rows of one key are sorted by the values themselves.
+    """
+
+    name = "linear"
+    config_key = "linear_by"
+    sorts_by_columns = True
+
+    @staticmethod
+    def curve(ranks: Sequence[np.ndarray], bits: int) -> np.ndarray:
+        key = np.zeros(len(ranks[0]) if ranks else 0, dtype=np.uint64)
+        for rank in ranks:
+            key = (key << np.uint64(bits)) | rank.astype(np.uint64)
+        return key
 
 
 class ZOrderLayout(_CurveLayout):

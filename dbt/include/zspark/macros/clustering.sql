@@ -28,7 +28,7 @@
   {%- else -%}
     create table {{ relation }}
     {{ file_format_clause() }}
-    {{ options_clause() }}
+    {{ zspark_options_clause(adapter.zspark_write_options(model['name'])) }}
     {{ tblproperties_clause() }}
     {{ partition_cols(label="partitioned by") }}
     {{ clustered_cols(label="clustered by") }}
@@ -40,4 +40,20 @@
     as
     {{ select_sql }}
   {%- endif -%}
+{% endmacro %}
+
+
+{#- dbt-spark's `options` config, plus the writer options of a clustered build. -#}
+{% macro zspark_options_clause(write_options) %}
+  {%- if not write_options -%}
+    {{ return(options_clause()) }}
+  {%- endif -%}
+  {%- set options = {} -%}
+  {%- do options.update(config.get('options') or {}) -%}
+  {%- do options.update(write_options) -%}
+  options (
+    {%- for option in options -%}
+    {{ option }} "{{ options[option] }}" {% if not loop.last %}, {% endif %}
+    {%- endfor %}
+  )
 {% endmacro %}

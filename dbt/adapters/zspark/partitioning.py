@@ -1,0 +1,67 @@
+"""How a clustered build spreads rows over Spark partitions and files (pure numpy).
+
+A build shuffles once: every row goes to the shuffle partition that owns its key range
+(cut points of the key taken from the build's own sample), each partition is sorted by the
+key and cut into files of equal row count. Few partitions keep the shuffle cheap; the cut
+points sit on file boundaries, so every partition writes a whole number of full files.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+#: Shuffle partitions per core: enough to balance tasks, few enough to stay one cheap shuffle.
+PARTITIONS_PER_CORE = 4
+#: Input bytes one shuffle partition should hold at most.
+PARTITION_BYTES = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class FileSpread:
+    """The shuffle partitions of a build and how they are cut into files."""
+
+    partitions: int
+    #: Key values at which a new partition starts (``partitions - 1`` of them, ascending).
+    cuts: tuple[Any, ...]
+    #: Rows per file, when partitions are cut into several files by row count; None when
+    #: every partition is one file.
+    rows_per_file: int | None
+
+
+def shuffle_partitions(file_count: int, cores: int, input_bytes: int) -> int:
+    """Partitions of the build's one shuffle: a few per core, more for big inputs, never
+    more than the files wanted.
+
+    >>> shuffle_partitions(1000, 2, 10**8), shuffle_partitions(4, 2, 10**8)
+    (8, 4)
+    """
+    by_size = math.ceil(max(input_bytes, 0) / PARTITION_BYTES)
+    return max(1, min(file_count, max(PARTITIONS_PER_CORE * max(cores, 1), by_size)))
+
+
+def spread_files(sample_keys: Sequence[Any] | np.ndarray, rows: int, file_count: int,
+           partitions: int) -> FileSpread:
+    """Cut points that give partition ``j`` the files ``j*F//P .. (j+1)*F//P - 1``.
+
+    ``sample_keys`` are the keys of a uniform sample of the input, in any order.
+
+    >>> s = spread_files(list(range(100)), rows=1000, file_count=10, partitions=5)
+    >>> s.cuts, s.rows_per_file
+    ((20, 40, 60, 80), 100)
+    >>> spread_files(list(range(100)), rows=1000, file_count=4, partitions=4).rows_per_file is None
+    True
+    """
+    keys = sorted(sample_keys)
+    rows_per_file = None if partitions >= file_count else max(1, math.ceil(rows / file_count))
+    if not keys or partitions <= 1:
+        return FileSpread(1 if not keys else partitions, (), rows_per_file)
+    cuts = []
+    for j in range(1, partitions):
+        first_file = j * file_count // partitions
+        cuts.append(keys[min(len(keys) - 1, first_file * len(keys) // file_count)])
+    return FileSpread(partitions, tuple(cuts), rows_per_file)
