@@ -107,10 +107,12 @@ def data_files(directory: Path) -> list[Path]:
 
 
 def run_dbt(args: Sequence[str], session_dir: Path, log: Progress,
-            variables: dict[str, Any] | None = None, check: bool = True) -> float:
+            variables: dict[str, Any] | None = None, check: bool = True,
+            lines: list[str] | None = None) -> float:
     """Run the dbt CLI in the integration project as a subprocess; returns its wall time.
 
-    With ``check=False`` a failing run (e.g. a failed test) is logged, not raised.
+    With ``check=False`` a failing run (e.g. a failed test) is logged, not raised. The
+    output's lines are appended to ``lines`` when given.
 
     A subprocess (not dbtRunner) so that its embedded Spark, and with it the derby
     metastore lock, is gone when it returns.
@@ -125,6 +127,8 @@ def run_dbt(args: Sequence[str], session_dir: Path, log: Progress,
                             capture_output=True, text=True, check=False)
     elapsed = time.monotonic() - started
     output = result.stdout + result.stderr
+    if lines is not None:
+        lines.extend(output.splitlines())
     for line in output.splitlines():
         # Echo dbt's own per-node result lines and the adapter's layout summaries.
         if any(tag in line for tag in (" OK ", " PASS ", " FAIL ", " ERROR ", "zspark:",

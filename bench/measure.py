@@ -44,6 +44,11 @@ def footer_report(files: Sequence[str | Path], columns: Sequence[str],
         "files": bounds.files,
         "rows": int(bounds.rows.sum()),
         "bytes": int(bounds.sizes.sum()),
+        # Spread of file sizes: the largest file over the mean (1.0: all equal).
+        "size_max_over_mean": float(bounds.sizes.max() / bounds.sizes.mean())
+        if bounds.files else 0.0,
+        "rows_max_over_mean": float(bounds.rows.max() / bounds.rows.mean())
+        if bounds.files and bounds.rows.mean() else 0.0,
         "skip_sampled": {c: skip_share(bounds, c, list(probes[c])) for c in columns},
         "skip_literal": {c: skip_share(bounds, c, [literals[c]]) for c in columns},
     }

@@ -206,10 +206,15 @@ def render(results: dict[str, Any], out: Path, img_dir: Path) -> None:
     rows = []
     for name in names:
         data = layouts[name]
+        steps = data["build"].get("steps") or {}
+        split = " / ".join(f"{steps[s]:.1f}" for s in ("sample", "write", "index", "log")
+                           if s in steps) or "-"
         rows.append([LABELS[name], f"{data['build']['seconds']:.1f}",
-                     f"{data['build']['ratio_to_linear']:.2f}", str(data["files"]),
-                     _mb(data["bytes"])])
-    lines += _table(["layout", "seconds", "vs linear", "files", "MB"], rows)
+                     f"{data['build']['ratio_to_linear']:.2f}", split, str(data["files"]),
+                     f"{data.get('size_max_over_mean', 0.0):.2f}",
+                     f"{data.get('rows_max_over_mean', 0.0):.2f}", _mb(data["bytes"])])
+    lines += _table(["layout", "seconds", "vs linear", "sample / write / index / log s",
+                     "files", "size max/mean", "rows max/mean", "MB"], rows)
     if "delta" in layouts:
         attempts = layouts["delta"]["build"]["attempts"]
         lines += ["", "delta-rs `target_size` tuning: " + "; ".join(

@@ -20,6 +20,7 @@ import platform
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -113,17 +114,30 @@ def build_layouts(session_dir: Path, log: Progress, variables: dict[str, Any],
         model = model_name(layout)
         seconds = []
         wall = 0.0
+        steps: dict[str, float] = {}
         for _ in range(repetitions):
-            wall = run_dbt(["run", "-s", "lineorder_profile", model], session_dir, log, variables)
+            output: list[str] = []
+            wall = run_dbt(["run", "-s", "lineorder_profile", model], session_dir, log,
+                           variables, lines=output)
             seconds.append(model_times()[model])
+            steps = build_steps(output, model) or steps
         seconds.sort()
         builds[layout] = {"seconds": seconds[len(seconds) // 2], "all_seconds": seconds,
-                          "dbt_wall_seconds": wall}
+                          "dbt_wall_seconds": wall, "steps": steps}
         log(f"{model}: built in {builds[layout]['seconds']:.1f}s (dbt execution_time)")
     linear = builds["linear"]["seconds"]
     for build in builds.values():
         build["ratio_to_linear"] = build["seconds"] / linear if linear else float("nan")
     return builds
+
+
+def build_steps(output: Sequence[str], model: str) -> dict[str, float]:
+    """Seconds per build step from the adapter's log line ("seconds: sample 1.2, ...")."""
+    for line in output:
+        if f"zspark: {model}:" in line and "seconds: " in line:
+            pairs = line.rsplit("seconds: ", 1)[1].split(", ")
+            return {name: float(value) for name, value in (p.split() for p in pairs)}
+    return {}
 
 
 def test_results() -> list[dict[str, Any]]:

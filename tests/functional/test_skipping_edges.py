@@ -134,6 +134,10 @@ def check_source_scan(project: DbtProject, source: str, table: str,
     ("c <= 'a'", True),
     ("c = 'a     '", False),  # longer than 5: Spark pads the column instead
     ("c = 'dddd'", True),
+    ("c between 'a' and 'a'", False),  # BETWEEN compares the literals unpadded: no row
+    ("not (c between '' and '')", False),  # every non-null row
+    ("c between 'a' and 'b'", True),
+    ("c in ('a', null)", True),  # a NULL in the list: Spark pads nothing
     ("v = 'a'", True),
     ("v = 'a    '", True),  # varchar is not padded: no row matches
     ("v like 'b%'", True),

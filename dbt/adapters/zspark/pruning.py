@@ -429,6 +429,8 @@ class _Translator:
         self.unsafe = unsafe
         self.qualifiers = qualifiers
         self.top_level = top_level
+        # Spark pads a string literal compared with a char(n) column to n, but not in BETWEEN.
+        self.pad_chars = True
 
     # Each method answers: may some row of the file make `node` TRUE (neg=False) or FALSE
     # (neg=True)?  Both are needed because NOT is pushed down: in three-valued logic NOT p holds
@@ -457,7 +459,12 @@ class _Translator:
                 this=exp.GTE(this=node.this, expression=node.args["low"]),
                 expression=exp.LTE(this=node.this, expression=node.args["high"]),
             )
-            return self.may(both, neg)
+            # It does so after padding literals for char columns: BETWEEN compares unpadded.
+            padding, self.pad_chars = self.pad_chars, False
+            try:
+                return self.may(both, neg)
+            finally:
+                self.pad_chars = padding
         if isinstance(node, exp.In) and _only(node, "this", "expressions"):
             return self.in_list(node, neg)
         if isinstance(node, exp.Is) and _only(node, "this", "expression", "negate"):
@@ -524,7 +531,8 @@ class _Translator:
         """May some row satisfy ``col op lit``?"""
         if lit.family not in _COMPATIBLE[col.family]:
             return TRUE
-        if col.char_length is not None:
+        if col.char_length is not None and self.pad_chars:
+            # The index bounds the padded values: unpadded literals compare with them as is.
             padded = _char_literal(lit, col.char_length)
             if padded is None:
                 return TRUE
