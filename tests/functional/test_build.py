@@ -166,8 +166,8 @@ def evaluations(folder: Path) -> int:
 
 
 # A table read by the model (size unknown to Spark's optimizer) and a range it knows.
-INPUTS = {"table": "(select id from {{ ref('build_source') }} where id < 4000)",
-          "range": "range(4000)"}
+INPUTS = {"table": "(select id from {{ ref('build_source') }} where id < 6000)",
+          "range": "range(6000)"}
 
 
 @pytest.mark.parametrize("source", sorted(INPUTS))
@@ -176,7 +176,7 @@ def test_a_build_runs_the_model_sql_twice_and_cuts_files_of_equal_rows(
         layouts: DbtProject, tally: Path, key: str, source: str) -> None:
     project = layouts
     name = f"two_pass_{key.removesuffix('_by')}_{source}"
-    rows, file_count = 4000, 40
+    rows, file_count = 6000, 75  # more than 64 files: partitions are cut into files
     project.write(f"models/passes/{name}.sql", f"""
         {{{{ config(materialized='table', {key}=['a', 'b'], file_count={file_count},
                     boundary_count=32) }}}}
@@ -187,7 +187,7 @@ def test_a_build_runs_the_model_sql_twice_and_cuts_files_of_equal_rows(
     project.dbt("run", "--select", name)
     # One pass samples and counts, one writes: each row of the model's SQL is made twice.
     assert evaluations(tally) == 2 * rows
-    assert "sorted partitions cut every 100 rows" in project.log_text()
+    assert "8 sorted partitions cut every 80 rows" in project.log_text()
     assert "seconds: sample " in project.log_text()
 
     per_file = [r[1] for r in project.rows(
@@ -195,7 +195,9 @@ def test_a_build_runs_the_model_sql_twice_and_cuts_files_of_equal_rows(
     partitions = 8  # 4 per core on local[2]
     assert sum(per_file) == rows
     assert max(per_file) == rows // file_count
-    assert file_count <= len(per_file) <= file_count + partitions
-    assert sum(n == rows // file_count for n in per_file) >= file_count - partitions
+    # Each partition ends in one short file at most; a cut among equal keys moves a few
+    # rows to the next partition.
+    assert abs(len(per_file) - file_count) <= partitions
+    assert sum(n == rows // file_count for n in per_file) >= file_count - 2 * partitions
     assert project.rows(f"select * from {project.table(name)}") == project.rows(
         f"select id as a, cast(pmod(hash(id), 97) as int) as b from range({rows})")

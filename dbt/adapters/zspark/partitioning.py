@@ -19,6 +19,9 @@ import numpy as np
 PARTITIONS_PER_CORE = 4
 #: Input bytes one shuffle partition should hold at most.
 PARTITION_BYTES = 256 * 1024 * 1024
+#: Up to this many files, every file is its own partition: the count is then exact, and
+#: the task count still small.
+ONE_FILE_PARTITIONS = 64
 
 
 @dataclass(frozen=True)
@@ -35,11 +38,13 @@ class FileSpread:
 
 def shuffle_partitions(file_count: int, cores: int, input_bytes: int) -> int:
     """Partitions of the build's one shuffle: a few per core, more for big inputs, never
-    more than the files wanted.
+    more than the files wanted; one per file for up to 64 files.
 
-    >>> shuffle_partitions(1000, 2, 10**8), shuffle_partitions(4, 2, 10**8)
-    (8, 4)
+    >>> shuffle_partitions(1000, 2, 10**8), shuffle_partitions(50, 2, 10**8)
+    (8, 50)
     """
+    if file_count <= ONE_FILE_PARTITIONS:
+        return max(1, file_count)
     by_size = math.ceil(max(input_bytes, 0) / PARTITION_BYTES)
     return max(1, min(file_count, max(PARTITIONS_PER_CORE * max(cores, 1), by_size)))
 
