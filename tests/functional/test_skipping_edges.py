@@ -16,17 +16,31 @@ from tests.functional.dbt_project import SCHEMA, DbtProject, files_read
 from tests.functional.test_scan import compile_scan
 
 
-def check_scan(project: DbtProject, table: str, predicate: str) -> tuple[int, int]:
+def check_scan(project: DbtProject, table: str, predicate: str,
+               source: bool = False) -> tuple[int, int]:
     """Scan rows equal the plain filter's; returns (files opened by the scan, files of the
-    plain query)."""
+    plain query). ``source``: a table written outside dbt (see :func:`index_source`)."""
     relation = f"{SCHEMA}.{table}"
     project.spark.catalog.refreshTable(relation)
-    sql = compile_scan(project, f"ref('{table}')", predicate)
+    node = f"source('{table}', '{table}')" if source else f"ref('{table}')"
+    sql = compile_scan(project, node, predicate)
     plain = f"select * from {relation} where {predicate}"
     assert project.rows(sql) == project.rows(plain), predicate
     _, opened = files_read(project.spark, sql)
     _, total = files_read(project.spark, plain)
     return opened, total
+
+
+def index_source(project: DbtProject, table: str) -> None:
+    """Declare a table written outside dbt as the source ``table.table`` and index it."""
+    project.write(f"models/edges/{table}_src.yml", f"""
+        version: 2
+        sources:
+          - name: {table}
+            schema: {SCHEMA}
+            tables: [{{name: {table}}}]
+    """)
+    project.dbt("run-operation", "zspark_build_index", "--args", f"{{relation: {SCHEMA}.{table}}}")
 
 
 def index_rows(project: DbtProject, table: str, columns: str) -> list[Any]:
@@ -103,25 +117,8 @@ def chars(project: DbtProject) -> DbtProject:
     for values in (["a", "ab"], ["b", "bb"], ["c", "c c"], ["dddd", "ddddd"]):
         rows = ", ".join(f"('{v}', '{v}', {k})" for k, v in enumerate(values))
         spark.sql(f"insert into {SCHEMA}.chars values {rows}")
-    project.write("models/edges/chars_src.yml", f"""
-        version: 2
-        sources:
-          - name: edges
-            schema: {SCHEMA}
-            tables: [{{name: chars}}]
-    """)
-    project.dbt("run-operation", "zspark_build_index", "--args", f"{{relation: {SCHEMA}.chars}}")
+    index_source(project, "chars")
     return project
-
-
-def check_source_scan(project: DbtProject, source: str, table: str,
-                      predicate: str) -> tuple[int, int]:
-    relation = f"{SCHEMA}.{table}"
-    project.spark.catalog.refreshTable(relation)
-    sql = compile_scan(project, f"source('{source}', '{table}')", predicate)
-    plain = f"select * from {relation} where {predicate}"
-    assert project.rows(sql) == project.rows(plain), predicate
-    return files_read(project.spark, sql)[1], files_read(project.spark, plain)[1]
 
 
 @pytest.mark.parametrize(("predicate", "prunes"), [
@@ -145,7 +142,7 @@ def check_source_scan(project: DbtProject, source: str, table: str,
 ])
 def test_char_and_varchar_columns_compare_as_spark_pads_them(chars: DbtProject, predicate: str,
                                                              prunes: bool) -> None:
-    opened, total = check_source_scan(chars, "edges", "chars", predicate)
+    opened, total = check_scan(chars, "chars", predicate, source=True)
     assert total >= 4
     if prunes:
         assert opened < total, f"{predicate}: nothing pruned"
@@ -169,15 +166,7 @@ def legacy(project: DbtProject) -> DbtProject:
                 f"{SCHEMA}.legacy_dates")
     finally:
         spark.conf.unset(key)
-    project.write("models/edges/legacy_src.yml", f"""
-        version: 2
-        sources:
-          - name: legacy
-            schema: {SCHEMA}
-            tables: [{{name: legacy_dates}}]
-    """)
-    project.dbt("run-operation", "zspark_build_index", "--args",
-                f"{{relation: {SCHEMA}.legacy_dates}}")
+    index_source(project, "legacy_dates")
     return project
 
 
@@ -192,14 +181,11 @@ def legacy(project: DbtProject) -> DbtProject:
 ])
 def test_legacy_calendar_files_keep_every_row(legacy: DbtProject, predicate: str,
                                               prunes: bool) -> None:
-    relation = f"{SCHEMA}.legacy_dates"
-    legacy.spark.catalog.refreshTable(relation)
-    sql = compile_scan(legacy, "source('legacy', 'legacy_dates')", predicate)
-    plain = f"select * from {relation} where {predicate}"
-    assert legacy.rows(sql) == legacy.rows(plain), predicate
+    opened, _ = check_scan(legacy, "legacy_dates", predicate, source=True)
+    plain = f"select * from {SCHEMA}.legacy_dates where {predicate}"
     assert legacy.rows(plain), f"{predicate}: the case needs matching rows"
     if prunes:
-        assert files_read(legacy.spark, sql)[1] < 4, predicate
+        assert opened < 4, predicate
 
 
 def test_modern_files_keep_their_date_statistics(legacy: DbtProject) -> None:
@@ -215,15 +201,7 @@ def same_size(project: DbtProject) -> tuple[DbtProject, Path, Path]:
     (spark.range(400).selectExpr("cast(id as int) as id").repartitionByRange(4, "id")
      .write.option("compression", "none").option("parquet.enable.dictionary", "false")
      .format("parquet").saveAsTable(f"{SCHEMA}.rewritten"))
-    project.write("models/edges/rewritten_src.yml", f"""
-        version: 2
-        sources:
-          - name: rewritten
-            schema: {SCHEMA}
-            tables: [{{name: rewritten}}]
-    """)
-    project.dbt("run-operation", "zspark_build_index", "--args",
-                f"{{relation: {SCHEMA}.rewritten}}")
+    index_source(project, "rewritten")
     rows = index_rows(project, "rewritten", "file_path, id__min")
     paths = [Path(urllib.parse.unquote(urllib.parse.urlsplit(r[0]).path)) for r in rows]
     return project, paths[0], paths[-1]
@@ -233,14 +211,14 @@ def test_a_file_rewritten_in_place_to_the_same_size_is_read(
         same_size: tuple[DbtProject, Path, Path]) -> None:
     project, low_file, high_file = same_size
     assert low_file.stat().st_size == high_file.stat().st_size
-    opened, total = check_source_scan(project, "rewritten", "rewritten", "id >= 390")
+    opened, total = check_scan(project, "rewritten", "id >= 390", source=True)
     assert (opened, total) == (1, 4)
     # The low file now holds the high file's rows: same path, same size, new content.
     shutil.copyfile(high_file, low_file)
     # Hadoop's local file system checks a side file of checksums: it follows the content.
     shutil.copyfile(high_file.with_name(f".{high_file.name}.crc"),
                     low_file.with_name(f".{low_file.name}.crc"))
-    opened, _ = check_source_scan(project, "rewritten", "rewritten", "id >= 390")
+    opened, _ = check_scan(project, "rewritten", "id >= 390", source=True)
     assert opened == 2
     plain = project.rows(f"select * from {SCHEMA}.rewritten where id >= 390")
     assert len(plain) == 2 * 10

@@ -102,17 +102,17 @@ def _at_most(frame: DataFrame, rows: int) -> bool:
     return False
 
 
-def _sample_and_count(frame: DataFrame, plan: ClusteringPlan,
+def _sample_and_count(frame: DataFrame, plan: ClusteringPlan, inputs: list[str],
                       wanted: int) -> tuple[pd.DataFrame, int]:
     """The first of the build's two passes: a uniform random sample of ``wanted`` rows (the
-    key inputs only) and the exact row count, from one job over the model's SQL."""
+    key ``inputs``, named as their columns) and the exact row count, from one job over the
+    model's SQL."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as sf
 
     observed = Observation("zspark_input")
     picked = frame.selectExpr(*[
-        f"{key_input_sql(quote(c), t)} as {quote(c)}"
-        for c, t in zip(plan.columns, plan.column_types, strict=True)
+        f"{value} as {quote(c)}" for c, value in zip(plan.columns, inputs, strict=True)
     ]).observe(observed, sf.count(sf.lit(1)).alias("rows"))
     if not _at_most(frame, wanted):
         # The k rows of smallest random draw, kept per task and merged (a top-k, no sort of
@@ -142,7 +142,9 @@ def prepare_build(spark: SparkSession, plan: ClusteringPlan, sql: str) -> Prepar
     input_bytes = int(str(frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
     file_count = plan.resolve_file_count(input_bytes)
     wanted = max(MIN_SAMPLE_ROWS, SAMPLE_ROWS_PER_BOUNDARY * plan.boundary_count)
-    sample, rows = _sample_and_count(frame, plan, wanted)
+    inputs = [key_input_sql(quote(c), t)
+              for c, t in zip(plan.columns, plan.column_types, strict=True)]
+    sample, rows = _sample_and_count(frame, plan, inputs, wanted)
 
     specs = [
         ColumnSpec(name, key_input_type(spark_type),
@@ -153,8 +155,6 @@ def prepare_build(spark: SparkSession, plan: ClusteringPlan, sql: str) -> Prepar
     function = plan.layout.key_function(specs, plan.curve_method, plan.boundary_count)
     name = udf_name(plan.model)
     register_key_udf(spark, name, function, plan.layout.key_type(plan.curve_method))
-    inputs = [key_input_sql(quote(c), t)
-              for c, t in zip(plan.columns, plan.column_types, strict=True)]
     key_call = f"{name}({', '.join(inputs)})"
     keyed_sql = f"select *, {key_call} as {quote(KEY_COLUMN)} from (\n{sql}\n) zspark_source"
     key = quote(KEY_COLUMN)

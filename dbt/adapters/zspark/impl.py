@@ -159,15 +159,14 @@ class ZSparkAdapter(SparkAdapter):
         return self._log_index(spark, relation, index, summary)
 
     @available
-    def zspark_stage_index(self, staging: Any, clustering: list[str] | None = None,
+    def zspark_stage_index(self, staging: Any, target: Any,
+                           clustering: list[str] | None = None,
                            configured: list[str] | None = None) -> dict[str, Any]:
         """Index a build's staging table before it replaces the model's table, so that a
         failure reading footers leaves the previous table and its index as they were."""
         from dbt.adapters.zspark.index import build_index, table_location
 
         spark = self._spark(staging.identifier, "the file-stats index")
-        target = staging.incorporate(path={"identifier": staging.identifier.removesuffix(
-            "__zspark_new")})
         self._lap(target, "write")
         summary = build_index(spark, str(staging), str(self._index_relation(staging)),
                               clustering or (), configured)
@@ -241,19 +240,25 @@ class ZSparkAdapter(SparkAdapter):
         With ``relation``, its columns tell qualified names from struct fields and mark
         char(n) columns, whose literals Spark pads.
         """
-        from dbt.adapters.zspark import pruning
-
-        declared: dict[str, str] = {}
-        qualifiers: list[str] = []
+        declared = None
         if relation is not None:
             declared = {c.name: c.data_type for c in self.get_columns_in_relation(relation)}
+        return self._may_match_sql(predicate, index_columns, relation, declared)
+
+    @staticmethod
+    def _may_match_sql(predicate: str, index_columns: list[Any], relation: Any,
+                       declared: dict[str, str] | None) -> str:
+        from dbt.adapters.zspark import pruning
+
+        qualifiers: list[str] = []
+        if relation is not None:
             qualifiers = [relation.identifier]
             if relation.schema:
                 qualifiers += [f"{relation.schema}.{relation.identifier}",
                                f"spark_catalog.{relation.schema}.{relation.identifier}"]
         types = pruning.index_column_types(
-            [(c.name, c.data_type) for c in index_columns], declared)
-        table_columns = list(declared) if relation is not None else None
+            [(c.name, c.data_type) for c in index_columns], declared or {})
+        table_columns = list(declared) if declared is not None else None
         try:
             return pruning.may_match_sql(predicate, types, qualifiers=qualifiers,
                                          table_columns=table_columns)
@@ -263,16 +268,24 @@ class ZSparkAdapter(SparkAdapter):
     def _index_relation(self, relation: Any) -> Any:
         return relation.incorporate(path={"identifier": self.zspark_index_name(relation)})
 
-    def _skipped_files(self, relation: Any, predicate: str) -> tuple[int, list[FileKey]]:
-        """(indexed files, files the predicate provably cannot match) from the index."""
+    def _skipped_files(self, relation: Any,
+                       predicates: list[str]) -> tuple[int, list[list[FileKey]]]:
+        """(indexed files, per predicate the files it provably cannot match) from the index;
+        the index's and the table's columns are read once for all predicates."""
         index = self._index_relation(relation)
         columns = self.get_columns_in_relation(index)
         if not columns:
             raise LookupError(f"no index table {index}")
-        may_match = self.zspark_may_match_sql(predicate, columns, relation)
-        _, table = self.execute(skippable_files_sql(str(index), may_match), fetch=True)
-        skipped = [(str(row[0]), int(row[1]), int(row[2])) for row in table.rows if row[3]]
-        return len(table.rows), skipped
+        declared = {c.name: c.data_type for c in self.get_columns_in_relation(relation)}
+        files = 0
+        skipped: list[list[FileKey]] = []
+        for predicate in predicates:
+            may_match = self._may_match_sql(predicate, columns, relation, declared)
+            _, table = self.execute(skippable_files_sql(str(index), may_match), fetch=True)
+            files = len(table.rows)
+            skipped.append([(str(row[0]), int(row[1]), int(row[2]))
+                            for row in table.rows if row[3]])
+        return files, skipped
 
     @available
     def zspark_plain_scan_sql(self, relation: Any, predicate: str) -> str:
@@ -289,7 +302,7 @@ class ZSparkAdapter(SparkAdapter):
         """
         self.zspark_check_predicate(predicate)
         try:
-            _, skipped = self._skipped_files(relation, predicate)
+            skipped = self._skipped_files(relation, [predicate])[1][0]
         except (LookupError, DbtRuntimeError) as error:
             logger.warning(f"zspark_scan: {relation}: index unusable ({error}); full scan")
             skipped = []
@@ -301,16 +314,17 @@ class ZSparkAdapter(SparkAdapter):
         """The test query of ``skip_coverage``: one row per predicate that skips too little."""
         if isinstance(predicates, str):
             predicates = [predicates]
-        rows = []
         for predicate in predicates:
             self.zspark_check_predicate(predicate)
-            try:
-                files, skipped = self._skipped_files(relation, predicate)
-            except LookupError as error:
-                raise DbtRuntimeError(
-                    f"skip_coverage on {relation}: {error}; build the table with a clustering "
-                    f"config or run zspark_build_index first"
-                ) from error
+        try:
+            files, skipped_per_predicate = self._skipped_files(relation, list(predicates))
+        except LookupError as error:
+            raise DbtRuntimeError(
+                f"skip_coverage on {relation}: {error}; build the table with a clustering "
+                f"config or run zspark_build_index first"
+            ) from error
+        rows = []
+        for predicate, skipped in zip(predicates, skipped_per_predicate, strict=True):
             ratio = len(skipped) / files if files else 0.0
             verdict = "ok" if ratio >= min_skip_ratio else "TOO LOW"
             logger.info(

@@ -112,12 +112,16 @@ def _index_frame(spark: SparkSession, files: list[str], columns: Sequence[Column
             else:
                 fields.append(StructField(stat_name, LongType()))
                 casts.append(quote(stat_name))
-    sc = spark.sparkContext
-    sc.setJobDescription(description)
-    slices = max(1, min(len(files), sc.defaultParallelism * 4))
+    spark.sparkContext.setJobDescription(description)
     chosen = list(columns)
-    rdd = sc.parallelize(files, slices).mapPartitions(lambda paths: footer_rows(paths, chosen))
+    rdd = _files_rdd(spark, files).mapPartitions(lambda paths: footer_rows(paths, chosen))
     return spark.createDataFrame(rdd, StructType(fields)).selectExpr(*casts)
+
+
+def _files_rdd(spark: SparkSession, files: list[str]) -> Any:
+    """Data file paths spread over a few tasks per core, for work on each file."""
+    sc = spark.sparkContext
+    return sc.parallelize(files, max(1, min(len(files), sc.defaultParallelism * 4)))
 
 
 def _write(spark: SparkSession, rows: DataFrame, index_table: str) -> IndexSummary:
@@ -174,9 +178,7 @@ def relocate_index(spark: SparkSession, staged_index: str, index_table: str, tab
     moved = {tuple(r) for r in rows.where("row_group is null").select(*FILE_COLUMNS).collect()}
     spark.catalog.refreshTable(table)
     files = [spark_path(f) for f in spark.table(table).inputFiles()]
-    sc = spark.sparkContext
-    slices = max(1, min(len(files), sc.defaultParallelism * 4))
-    present = set(sc.parallelize(files, slices).map(file_identity).collect())
+    present = set(_files_rdd(spark, files).map(file_identity).collect())
     if moved != present:  # e.g. an object store whose rename copies and re-dates files
         return None
     return _write(spark, rows.select(*[quote(c) for c in staged.columns]), index_table)

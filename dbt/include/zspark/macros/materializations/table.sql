@@ -44,7 +44,7 @@
   {%- set want_index = clustered if zconfig.zspark_index is none else zconfig.zspark_index -%}
   {%- set index_args = zspark_index_args() -%}
   {%- if want_index -%}
-    {%- do adapter.zspark_stage_index(staging_relation, index_args.clustering, index_args.index_columns) -%}
+    {%- do adapter.zspark_stage_index(staging_relation, target_relation, index_args.clustering, index_args.index_columns) -%}
   {%- endif -%}
 
   {%- if old_relation is not none -%}
