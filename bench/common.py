@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -106,13 +107,60 @@ def data_files(directory: Path) -> list[Path]:
     )
 
 
+class PeakMemory:
+    """Peak resident memory of a process and its descendants (dbt, its JVM, the JVM's
+    Python workers), polled from /proc while the process runs."""
+
+    def __init__(self, pid: int, every: float = 0.25) -> None:
+        self.pid, self.every = pid, every
+        self.tree_bytes = 0
+        self.jvm_bytes = 0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def _poll(self) -> None:
+        page = os.sysconf("SC_PAGE_SIZE")
+        while not self._done.is_set():
+            parents: dict[int, int] = {}
+            rss: dict[int, int] = {}
+            names: dict[int, str] = {}
+            for entry in Path("/proc").iterdir():
+                if not entry.name.isdigit():
+                    continue
+                try:
+                    stat = (entry / "stat").read_text()
+                except OSError:
+                    continue
+                # The command name is parenthesised and may hold spaces.
+                name, fields = stat[stat.index("(") + 1:stat.rindex(")")], \
+                    stat[stat.rindex(")") + 2:].split()
+                pid = int(entry.name)
+                parents[pid], rss[pid], names[pid] = int(fields[1]), int(fields[21]) * page, name
+            tree = {self.pid}
+            grew = True
+            while grew:
+                found = {pid for pid, parent in parents.items() if parent in tree} - tree
+                tree |= found
+                grew = bool(found)
+            self.tree_bytes = max(self.tree_bytes, sum(rss.get(pid, 0) for pid in tree))
+            self.jvm_bytes = max(self.jvm_bytes, sum(rss.get(pid, 0) for pid in tree
+                                                     if names.get(pid) == "java"))
+            self._done.wait(self.every)
+
+
 def run_dbt(args: Sequence[str], session_dir: Path, log: Progress,
             variables: dict[str, Any] | None = None, check: bool = True,
-            lines: list[str] | None = None) -> float:
+            lines: list[str] | None = None, memory: dict[str, int] | None = None) -> float:
     """Run the dbt CLI in the integration project as a subprocess; returns its wall time.
 
     With ``check=False`` a failing run (e.g. a failed test) is logged, not raised. The
-    output's lines are appended to ``lines`` when given.
+    output's lines are appended to ``lines`` when given; ``memory`` gets the peak resident
+    bytes of the dbt process tree and of its JVM.
 
     A subprocess (not dbtRunner) so that its embedded Spark, and with it the derby
     metastore lock, is gone when it returns.
@@ -123,10 +171,14 @@ def run_dbt(args: Sequence[str], session_dir: Path, log: Progress,
         command += ["--vars", json.dumps(variables)]
     log("dbt " + " ".join(args) + (f" --vars '{json.dumps(variables)}'" if variables else ""))
     started = time.monotonic()
-    result = subprocess.run(command, cwd=PROJECT_DIR, env=session_env(session_dir),
-                            capture_output=True, text=True, check=False)
+    process = subprocess.Popen(command, cwd=PROJECT_DIR, env=session_env(session_dir),
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    peak = PeakMemory(process.pid)
+    output, _ = process.communicate()
+    peak.stop()
     elapsed = time.monotonic() - started
-    output = result.stdout + result.stderr
+    if memory is not None:
+        memory.update(tree_bytes=peak.tree_bytes, jvm_bytes=peak.jvm_bytes)
     if lines is not None:
         lines.extend(output.splitlines())
     for line in output.splitlines():
@@ -134,10 +186,10 @@ def run_dbt(args: Sequence[str], session_dir: Path, log: Progress,
         if any(tag in line for tag in (" OK ", " PASS ", " FAIL ", " ERROR ", "zspark:",
                                        "skip_coverage", "Completed", "Done.")):
             print("           " + line.strip(), flush=True)
-    if result.returncode != 0 and check:
+    if process.returncode != 0 and check:
         tail = "\n".join(output.splitlines()[-60:])
-        raise RuntimeError(f"dbt {' '.join(args)} failed (exit {result.returncode}):\n{tail}")
-    status = "done" if result.returncode == 0 else f"exited {result.returncode}"
+        raise RuntimeError(f"dbt {' '.join(args)} failed (exit {process.returncode}):\n{tail}")
+    status = "done" if process.returncode == 0 else f"exited {process.returncode}"
     log(f"dbt {args[0]} {status} in {elapsed:.1f}s")
     return elapsed
 

@@ -112,3 +112,20 @@ def as_boxes(low_x: Sequence[Any], high_x: Sequence[Any], low_y: Sequence[Any],
     """Per-file boxes in rank space; ``rank_*`` map a value (None: unknown) to its rank."""
     return [[float(rank_x(a, 0)), float(rank_x(b, 1)), float(rank_y(c, 0)), float(rank_y(d, 1))]
             for a, b, c, d in zip(low_x, high_x, low_y, high_y, strict=True)]
+
+
+def scale_chart(path: Path, series: Mapping[str, Sequence[tuple[int, float]]],
+                title: str) -> None:
+    """Build time against rows, one line per layout."""
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for name, points in series.items():
+        xs = [rows / 1e6 for rows, _ in points]
+        ax.plot(xs, [seconds for _, seconds in points], marker="o", label=LABELS.get(name, name))
+    ax.set_xlabel("rows (millions)")
+    ax.set_ylabel("build seconds")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

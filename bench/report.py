@@ -20,7 +20,7 @@ from bench.common import (
     SEED_ROWS,
     SEED_SKIP,
 )
-from bench.plots import LABELS, boxes_chart, build_time_chart, skip_chart
+from bench.plots import LABELS, boxes_chart, build_time_chart, scale_chart, skip_chart
 
 
 def _pct(value: float) -> str:
@@ -221,6 +221,10 @@ def render(results: dict[str, Any], out: Path, img_dir: Path) -> None:
             f"{a[0]:,} B -> {a[1]} files ({a[2]:.1f} s)" for a in attempts) + "."]
     lines += ["", f"![build times]({rel['build']})", ""]
 
+    scale_json = out.parent / "BENCHMARKS-scale.json"
+    if scale_json.exists():
+        lines += scale_section(json.loads(scale_json.read_text()), img_dir, out.parent)
+
     tests = results.get("tests", [])
     if tests:
         lines += ["## skip_coverage tests", "",
@@ -259,6 +263,67 @@ def render(results: dict[str, Any], out: Path, img_dir: Path) -> None:
         "",
     ]
     out.write_text("\n".join(lines))
+
+
+def scale_section(scale: dict[str, Any], img_dir: Path, report_dir: Path) -> list[str]:
+    """The "Scale series" section from ``python -m bench.scale``'s JSON, with its plot."""
+    points = scale["points"]
+    if not points:
+        return []
+    sizes = " ".join(str(p["rows"]) for p in points)
+    names = [n for n in (*LAYOUTS, "delta") if n in points[-1]["builds"] or
+             (n == "delta" and "delta" in points[-1])]
+    series = {n: [(p["rows"], (p["builds"].get(n) or p.get(n, {}))["seconds"]) for p in points
+                  if n in p["builds"] or n in p] for n in names}
+    picture = img_dir / "scale.png"
+    scale_chart(picture, series, f"Build time against rows ({scale['files']} files; "
+                                 "delta-rs: optimize.z_order alone)")
+    machine = scale["machine"]
+    lines = ["## Scale series", "",
+             f"Produced by `make bench-scale` (`python -m bench.scale --sizes {sizes}`), "
+             f"{machine['date']}, {machine['cores']} cores, load average at start "
+             f"{', '.join(f'{x:.1f}' for x in machine['load_average'])}. Each layout built "
+             f"by its own `dbt run` at {scale['files']} files; *peak GiB* is the resident "
+             "memory of the dbt process tree (dbt, its JVM driver running local[2], Python "
+             "workers), the JVM's share in brackets; delta-rs's figure is the benchmark "
+             "process holding the rows in Arrow plus its Rust work.", ""]
+    rows = []
+    for point in points:
+        for name in names:
+            build = point["builds"].get(name) or point.get(name)
+            if not build:
+                continue
+            steps = build.get("steps") or {}
+            split = " / ".join(f"{steps[s]:.1f}" for s in ("sample", "write", "index", "log")
+                               if s in steps) or "-"
+            memory = f"{build['tree_bytes'] / 2**30:.2f}"
+            if build.get("jvm_bytes"):
+                memory += f" ({build['jvm_bytes'] / 2**30:.2f})"
+            rows.append([f"{point['rows']:,}" if name == names[0] else "", LABELS[name],
+                         f"{build['seconds']:.1f}", f"{build['seconds_per_m_rows']:.2f}",
+                         split, memory, str(build["files"])])
+    lines += _table(["rows", "layout", "seconds", "s per M rows",
+                     "sample / write / index / log s", "peak GiB", "files"], rows)
+    lines += ["", f"![build time against rows]({os.path.relpath(picture, report_dir)})", "",
+              "Seed 002's point queries at each size: files read (Spark's \"number of files "
+              "read\", of the layout's files) and median ms; every query returned the same "
+              "rows on every layout.", ""]
+    labels = list(dict.fromkeys(q["label"] for q in points[0]["queries"].values()))
+    rows = []
+    for point in points:
+        for column in CLUSTER_COLUMNS:
+            cells = []
+            for label in labels:
+                query = point["queries"].get(f"{label}|{column}")
+                cells.append("-" if query is None else
+                             f"{query['files_read']} / {_ms(query['median_s'])}")
+            rows.append([f"{point['rows']:,}" if column == CLUSTER_COLUMNS[0] else "",
+                         f"`{column}`", *cells])
+    lines += _table(["rows", "column", *[f"{label}: files / ms" for label in labels]], rows)
+    lines += [""]
+    if scale.get("problems"):
+        lines += [f"- problem: {p}" for p in scale["problems"]] + [""]
+    return lines
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -115,15 +115,16 @@ def build_layouts(session_dir: Path, log: Progress, variables: dict[str, Any],
         seconds = []
         wall = 0.0
         steps: dict[str, float] = {}
+        memory: dict[str, int] = {}
         for _ in range(repetitions):
             output: list[str] = []
             wall = run_dbt(["run", "-s", "lineorder_profile", model], session_dir, log,
-                           variables, lines=output)
+                           variables, lines=output, memory=memory)
             seconds.append(model_times()[model])
             steps = build_steps(output, model) or steps
         seconds.sort()
         builds[layout] = {"seconds": seconds[len(seconds) // 2], "all_seconds": seconds,
-                          "dbt_wall_seconds": wall, "steps": steps}
+                          "dbt_wall_seconds": wall, "steps": steps, **memory}
         log(f"{model}: built in {builds[layout]['seconds']:.1f}s (dbt execution_time)")
     linear = builds["linear"]["seconds"]
     for build in builds.values():

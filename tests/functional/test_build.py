@@ -201,3 +201,32 @@ def test_a_build_runs_the_model_sql_twice_and_cuts_files_of_equal_rows(
     assert sum(n == rows // file_count for n in per_file) >= file_count - 2 * partitions
     assert project.rows(f"select * from {project.table(name)}") == project.rows(
         f"select id as a, cast(pmod(hash(id), 97) as int) as b from range({rows})")
+
+
+def test_staged_index_moves_with_the_table_or_is_refused(project: DbtProject) -> None:
+    """Index rows read before a rename are written for the renamed table only when their
+    moved paths are exactly its files; otherwise nothing is written."""
+    from dbt.adapters.zspark.index import build_index, read_index, relocate_index, table_location
+
+    spark = project.spark
+    staging, table = project.table("relocate_new"), project.table("relocate")
+    spark.sql(f"create database if not exists {table.split('.')[0]}")
+    spark.sql(f"drop table if exists {table}")
+    spark.sql(f"create table {staging} using parquet as "
+              f"select /*+ REPARTITION(3) */ id, id % 7 as k from range(300)")
+    staged_location = table_location(spark, staging)
+    rows = read_index(spark, staging, clustering=["k"])
+    spark.sql(f"alter table {staging} rename to {table}")
+
+    assert relocate_index(spark, rows, f"{table}__bad", table, staged_location + "x") is None
+    assert not spark.catalog.tableExists(f"{table}__bad")
+
+    moved = relocate_index(spark, rows, f"{table}__zindex", table, staged_location)
+    assert moved is not None
+    assert (moved.files, moved.rows) == (3, 300)
+    fresh = build_index(spark, table, f"{table}__fresh", clustering=["k"])
+    columns = "file_path, file_size, file_mtime, row_group, row_count, k__min, k__max"
+    ordered = "order by file_path, row_group nulls first"
+    assert spark.sql(f"select {columns} from {table}__zindex {ordered}").collect() == \
+        spark.sql(f"select {columns} from {table}__fresh {ordered}").collect()
+    assert fresh.files == moved.files

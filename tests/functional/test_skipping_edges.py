@@ -311,7 +311,7 @@ def test_an_index_failure_keeps_the_previous_table_and_index(project: DbtProject
 
     project.write("models/edges/index_fails.sql", model.format(version=2))
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(index_module, "build_index", _raise)
+        patch.setattr(index_module, "read_index", _raise)
         project.dbt("run", "--select", "index_fails", expect_pass=False)
     assert "injected failure" in project.log_text()
     project.spark.catalog.refreshTable(relation)

@@ -48,7 +48,7 @@ class ZSparkAdapter(SparkAdapter):
         # Boundary samples of this run's clustered builds, reused as probes for the log.
         self._samples: dict[str, Any] = {}
         # Locations of staging tables whose index was built before their swap.
-        self._staged_locations: dict[str, str] = {}
+        self._staged: dict[str, tuple[Any, str]] = {}
         # Writer options and step timings of this run's clustered builds.
         self._write_options: dict[str, dict[str, str]] = {}
         self._timings: dict[str, dict[str, float]] = {}
@@ -161,36 +161,43 @@ class ZSparkAdapter(SparkAdapter):
     @available
     def zspark_stage_index(self, staging: Any, target: Any,
                            clustering: list[str] | None = None,
-                           configured: list[str] | None = None) -> dict[str, Any]:
-        """Index a build's staging table before it replaces the model's table, so that a
-        failure reading footers leaves the previous table and its index as they were."""
-        from dbt.adapters.zspark.index import build_index, table_location
+                           configured: list[str] | None = None) -> None:
+        """Read the index of a build's staging table before it replaces the model's table,
+        so that a failure reading footers leaves the previous table and its index as they
+        were. The rows wait in the executors' memory until :meth:`zspark_publish_index`."""
+        from dbt.adapters.zspark.index import read_index, table_location
 
         spark = self._spark(staging.identifier, "the file-stats index")
         self._lap(target, "write")
-        summary = build_index(spark, str(staging), str(self._index_relation(staging)),
-                              clustering or (), configured)
-        self._staged_locations[str(staging).lower()] = table_location(spark, str(staging))
+        rows = read_index(spark, str(staging), clustering or (), configured)
+        self._staged[str(staging).lower()] = (rows, table_location(spark, str(staging)))
         self._lap(target, "index")
-        return {"files": summary.files, "rows": summary.rows, "columns": summary.columns}
 
     @available
     def zspark_publish_index(self, staging: Any, target: Any, clustering: list[str] | None = None,
                              configured: list[str] | None = None) -> dict[str, Any]:
-        """After the swap: the staged index, its paths moved to the model's table, becomes
-        ``<model>__zindex``. Should the paths not match the table's files, it is rebuilt."""
+        """After the swap: the staged rows, their paths moved to the model's table, are
+        written as ``<model>__zindex``. Should the paths not match the table's files, or the
+        staged rows be gone, the footers are read again."""
         from dbt.adapters.zspark.index import build_index, relocate_index
 
         spark = self._spark(target.identifier, "the file-stats index")
-        staged_index = self._index_relation(staging)
         index = self._index_relation(target)
-        location = self._staged_locations.pop(str(staging).lower())
-        summary = relocate_index(spark, str(staged_index), str(index), str(target), location)
+        rows, location = self._staged.pop(str(staging).lower())
+        summary = None
+        try:
+            summary = relocate_index(spark, rows, str(index), str(target), location)
+        except Exception as error:  # e.g. an executor holding staged rows was lost
+            logger.warning(f"zspark: {target.identifier}: staged index rows unusable "
+                           f"({type(error).__name__}); reading footers again")
+        else:
+            if summary is None:
+                logger.warning(f"zspark: {target.identifier}: staged index does not match "
+                               f"the table's files after the swap; reading footers again")
+        finally:
+            rows.unpersist()
         if summary is None:
-            logger.warning(f"zspark: {target.identifier}: staged index does not match the "
-                           f"table's files after the swap; reading footers again")
             summary = build_index(spark, str(target), str(index), clustering or (), configured)
-        self.drop_relation(staged_index)
         self._lap(target, "index")
         return self._log_index(spark, target, index, summary)
 

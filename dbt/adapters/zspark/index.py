@@ -120,6 +120,9 @@ def _index_frame(spark: SparkSession, files: list[str], columns: Sequence[Column
 
 def _files_rdd(spark: SparkSession, files: list[str]) -> Any:
     """Data file paths spread over a few tasks per core, for work on each file."""
+    from dbt.adapters.zspark.shipping import ship_with_jobs
+
+    ship_with_jobs()
     sc = spark.sparkContext
     return sc.parallelize(files, max(1, min(len(files), sc.defaultParallelism * 4)))
 
@@ -135,10 +138,10 @@ def _write(spark: SparkSession, rows: DataFrame, index_table: str) -> IndexSumma
                         [c.removesuffix("__min") for c in names])
 
 
-def build_index(spark: SparkSession, table: str, index_table: str,
-                clustering: Sequence[str] = (),
-                configured: Sequence[str] | None = None) -> IndexSummary:
-    """Read every data file's footer in a Spark job and (re)write ``index_table``."""
+def read_index(spark: SparkSession, table: str, clustering: Sequence[str] = (),
+               configured: Sequence[str] | None = None) -> DataFrame:
+    """The index rows of every data file of ``table``, read from the footers in one Spark
+    job and held by the executors (a local checkpoint), ready to be written."""
     frame = spark.table(table)
     columns = index_columns(indexable_columns(frame.schema), clustering, configured)
     files = sorted(frame.inputFiles())
@@ -147,9 +150,16 @@ def build_index(spark: SparkSession, table: str, index_table: str,
     try:
         rows = _index_frame(spark, files, columns,
                             f"zspark: reading {len(files)} Parquet footers of {table}")
-        return _write(spark, rows, index_table)
+        return rows.localCheckpoint(eager=True)
     finally:
         sc.setJobDescription(previous)  # type: ignore[arg-type]
+
+
+def build_index(spark: SparkSession, table: str, index_table: str,
+                clustering: Sequence[str] = (),
+                configured: Sequence[str] | None = None) -> IndexSummary:
+    """Read every data file's footer in a Spark job and (re)write ``index_table``."""
+    return _write(spark, read_index(spark, table, clustering, configured), index_table)
 
 
 def table_location(spark: SparkSession, table: str) -> str:
@@ -161,9 +171,9 @@ def table_location(spark: SparkSession, table: str) -> str:
     return spark_path(str(location)).rstrip("/")
 
 
-def relocate_index(spark: SparkSession, staged_index: str, index_table: str, table: str,
+def relocate_index(spark: SparkSession, staged: DataFrame, index_table: str, table: str,
                    staged_location: str) -> IndexSummary | None:
-    """Write the index of a renamed table from the index built before the rename.
+    """Write the index of a renamed table from the rows read before the rename.
 
     Renaming a managed table moves its folder and keeps every file's name, size and
     modification time, so only the paths' prefix changes. Returns None (and writes nothing)
@@ -172,7 +182,6 @@ def relocate_index(spark: SparkSession, staged_index: str, index_table: str, tab
     from pyspark.sql import functions
 
     location = table_location(spark, table)
-    staged = spark.table(staged_index)
     suffix = functions.substring("file_path", len(staged_location) + 1, 1 << 30)
     rows = staged.withColumn("file_path", functions.concat(functions.lit(location), suffix))
     moved = {tuple(r) for r in rows.where("row_group is null").select(*FILE_COLUMNS).collect()}

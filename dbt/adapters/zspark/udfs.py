@@ -50,6 +50,9 @@ def register_key_udf(spark: SparkSession, name: str, function: KeyFunction,
     """Register a model's key function as a session-scoped SQL function."""
     from pyspark.sql.functions import pandas_udf
 
+    from dbt.adapters.zspark.shipping import ship_with_jobs
+
+    ship_with_jobs()
     # Variadic key functions are beyond pandas_udf's typed overloads; Spark accepts them.
     make_udf: Any = pandas_udf
     spark.udf.register(name, make_udf(function, return_type))

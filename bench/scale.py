@@ -1,0 +1,214 @@
+"""The scale series: how build cost and the skipping payoff grow with the data.
+
+    python -m bench.scale                                   # 2 M, 8 M and 20 M rows
+    python -m bench.scale --sizes 2000000 8000000           # some of them
+
+At each size, with 1000 files per layout: generate the seed-002 table; build every layout
+in its own ``dbt run`` (time = dbt's ``execution_time``, the build's own step split, peak
+resident memory of the dbt process tree and of its JVM, the driver); Z-order the same rows
+with delta-rs; run the seed's three point queries in a Python Spark session: plain on the
+random layout, plain on Hilbert, ``zspark_scan`` on Hilbert, and ``zspark_scan`` on the
+linear layout for its second column. Results go to ``BENCHMARKS-scale.json``; the report
+(BENCHMARKS.md, section "Scale series") and ``docs/img/scale.png`` are redrawn from it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from bench.common import (
+    CLUSTER_COLUMNS,
+    DEFAULT_SESSION_DIR,
+    LAYOUTS,
+    REPO,
+    TARGET_SCHEMA,
+    PeakMemory,
+    Progress,
+    generate_in_subprocess,
+    layout_files,
+    model_name,
+    model_times,
+    run_dbt,
+    seed_query,
+    session_env,
+    source_files,
+)
+from bench.delta import zorder_build
+from bench.footers import read_bounds
+
+SIZES = (2_000_000, 8_000_000, 20_000_000)
+SCALE_JSON = REPO / "BENCHMARKS-scale.json"
+#: (label, layout, through zspark_scan, columns) of the queries measured at every size.
+QUERIES = (
+    ("random, plain", "random", False, CLUSTER_COLUMNS),
+    ("Hilbert, plain", "hilbert", False, CLUSTER_COLUMNS),
+    ("Hilbert, zspark_scan", "hilbert", True, CLUSTER_COLUMNS),
+    ("linear, zspark_scan", "linear", True, CLUSTER_COLUMNS[1:2]),
+)
+
+
+def build_series_point(rows: int, files: int, layouts: tuple[str, ...], session_dir: Path,
+                       log: Progress, reps: int, with_delta: bool) -> dict[str, Any]:
+    """Every measurement at one size."""
+    from bench.run import build_steps
+
+    generate_in_subprocess(rows, "uniform", session_dir, log)
+    variables = {"file_count": files, "min_skip_ratio": 0.8}
+    builds: dict[str, Any] = {}
+    for layout in layouts:
+        model = model_name(layout)
+        output: list[str] = []
+        memory: dict[str, int] = {}
+        run_dbt(["run", "-s", "lineorder_profile", model], session_dir, log, variables,
+                lines=output, memory=memory)
+        seconds = model_times()[model]
+        bounds = read_bounds(layout_files(session_dir, layout), CLUSTER_COLUMNS)
+        builds[layout] = {
+            "seconds": seconds, "seconds_per_m_rows": seconds / (rows / 1e6),
+            "steps": build_steps(output, model), **memory, "files": bounds.files,
+            "rows": int(bounds.rows.sum()),
+            "size_max_over_mean": float(bounds.sizes.max() / bounds.sizes.mean()),
+        }
+        log(f"{model}: {seconds:.1f}s ({seconds / (rows / 1e6):.2f} s per M rows), peak "
+            f"{memory['tree_bytes'] / 2**30:.2f} GiB (JVM {memory['jvm_bytes'] / 2**30:.2f})")
+    run_dbt(["compile", "-s", "seed002_queries"], session_dir, log, variables)
+    queries = measure_in_subprocess(session_dir, reps, log)
+    point: dict[str, Any] = {"rows": rows, "files": files, "builds": builds,
+                             "queries": queries}
+    if with_delta:
+        log("delta-rs: writing the same rows, then optimize.z_order")
+        peak = PeakMemory(os.getpid())
+        delta = zorder_build(source_files(session_dir), session_dir / "delta" / "lineorder_z",
+                             CLUSTER_COLUMNS, files, log)
+        peak.stop()
+        point["delta"] = {"seconds": delta.zorder_seconds,
+                          "seconds_per_m_rows": delta.zorder_seconds / (rows / 1e6),
+                          "files": len(delta.files), "tree_bytes": peak.tree_bytes}
+    return point
+
+
+def measure_in_subprocess(session_dir: Path, reps: int, log: Progress) -> dict[str, Any]:
+    """The seed's queries in a fresh Python process, so its Spark releases the metastore."""
+    out = session_dir / "scale-queries.json"
+    command = [sys.executable, "-m", "bench.scale", "--measure-queries", str(out),
+               "--reps", str(reps), "--session-dir", str(session_dir)]
+    log("measuring the seed's queries")
+    result = subprocess.run(command, cwd=REPO, env=session_env(session_dir),
+                            capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        tail = "\n".join((result.stdout + result.stderr).splitlines()[-40:])
+        raise RuntimeError(f"query measurement failed:\n{tail}")
+    found: dict[str, Any] = json.loads(out.read_text())
+    return found
+
+
+def measure_queries(session_dir: Path, reps: int) -> dict[str, Any]:
+    """Files read, result rows and median seconds of every query in QUERIES."""
+    from bench.common import spark_session
+    from bench.measure import run_query, time_interleaved
+    from bench.run import compiled_queries
+
+    compiled = compiled_queries()
+    spark = spark_session(session_dir, "zspark-bench-scale-queries")
+    spark.sparkContext.setLogLevel("ERROR")
+    found: dict[str, Any] = {}
+    try:
+        for layout in {layout for _, layout, _, _ in QUERIES}:
+            spark.sql(f"select count(*), sum(lo_revenue) from {TARGET_SCHEMA}."
+                      f"{model_name(layout)}").collect()  # warm-up, favouring none
+        for label, layout, through_scan, columns in QUERIES:
+            model = model_name(layout)
+            table = f"{TARGET_SCHEMA}.{model}"
+            total = len(spark.table(table).inputFiles())
+            for column in columns:
+                sql = compiled[(model, column)] if through_scan else seed_query(table, column)
+                run = run_query(spark, sql)
+                time_interleaved(spark, [(sql, run)], reps)
+                found[f"{label}|{column}"] = {
+                    "label": label, "column": column, "files_total": total,
+                    "files_read": run.files_read, "median_s": run.median,
+                    "result": sorted(map(str, run.result)),
+                }
+    finally:
+        spark.stop()
+    return found
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
+    parser.add_argument("--files", type=int, default=1000)
+    parser.add_argument("--layouts", nargs="+", choices=LAYOUTS, default=list(LAYOUTS))
+    parser.add_argument("--reps", type=int, default=3, help="timed runs per query")
+    parser.add_argument("--no-delta", action="store_true")
+    parser.add_argument("--session-dir", type=Path, default=DEFAULT_SESSION_DIR)
+    parser.add_argument("--out", type=Path, default=SCALE_JSON)
+    parser.add_argument("--measure-queries", type=Path, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    session_dir = args.session_dir.resolve()
+    if args.measure_queries is not None:
+        args.measure_queries.write_text(json.dumps(measure_queries(session_dir, args.reps)))
+        return
+    needed = {layout for _, layout, _, _ in QUERIES}
+    layouts = tuple(dict.fromkeys([*args.layouts, *sorted(needed - set(args.layouts))]))
+
+    from bench.run import machine_info
+
+    log = Progress()
+    results: dict[str, Any] = {"machine": machine_info(), "files": args.files, "points": []}
+    for rows in sorted(args.sizes):
+        log(f"scale series: {rows:,} rows, {args.files} files per layout")
+        point = build_series_point(rows, args.files, layouts, session_dir, log, args.reps,
+                                   not args.no_delta)
+        results["points"].append(point)
+        # Written after every size, so a long series shows what it has so far.
+        args.out.write_text(json.dumps(results, indent=1, default=str))
+    results["machine"]["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
+    results["problems"] = check(results)
+    args.out.write_text(json.dumps(results, indent=1, default=str))
+    if args.out.resolve() == SCALE_JSON:
+        _rerender(log)
+    for problem in results["problems"]:
+        print(f"PROBLEM: {problem}", file=sys.stderr)
+    if results["problems"]:
+        sys.exit(1)
+
+
+def check(results: dict[str, Any]) -> list[str]:
+    """Every layout kept every row in about the asked file count; scans agree with plain."""
+    problems = []
+    for point in results["points"]:
+        rows, files = point["rows"], point["files"]
+        for layout, build in point["builds"].items():
+            if build["rows"] != rows:
+                problems.append(f"{rows:,} rows, {layout}: {build['rows']:,} rows written")
+            if abs(build["files"] - files) > files // 100:
+                problems.append(f"{rows:,} rows, {layout}: {build['files']} files")
+        by_column: dict[str, list[list[str]]] = {}
+        for query in point["queries"].values():
+            by_column.setdefault(query["column"], []).append(query["result"])
+        for column, answers in by_column.items():
+            if any(answer != answers[0] for answer in answers):
+                problems.append(f"{rows:,} rows, {column}: query results differ by layout")
+    return problems
+
+
+def _rerender(log: Progress) -> None:
+    """Redraw BENCHMARKS.md (which carries the scale section) from the saved JSON files."""
+    from bench.report import render
+
+    main_json = REPO / "BENCHMARKS.json"
+    if main_json.exists():
+        render(json.loads(main_json.read_text()), REPO / "BENCHMARKS.md", REPO / "docs" / "img")
+        log("BENCHMARKS.md redrawn with the scale series")
+
+
+if __name__ == "__main__":
+    main()
