@@ -203,6 +203,45 @@ def test_a_build_runs_the_model_sql_twice_and_cuts_files_of_equal_rows(
         f"select id as a, cast(pmod(hash(id), 97) as int) as b from range({rows})")
 
 
+def test_a_partitioned_build_runs_twice_and_cuts_each_partition_into_full_files(
+        layouts: DbtProject, tally: Path) -> None:
+    """partition_by: the same two passes; every table partition (NULL too) is clustered on
+    its own and cut into files of the same row count."""
+    project = layouts
+    rows, file_count = 6000, 75
+    project.write("models/passes/two_pass_parted.sql", f"""
+        {{{{ config(materialized='table', partition_by=['p'], hilbert_by=['a', 'b'],
+                    file_count={file_count}, boundary_count=32) }}}}
+        select zspark_test_tally(id) as a, cast(pmod(hash(id), 97) as int) as b,
+               case when id < 3000 then 'x' when id < 5000 then 'y'
+                    when id < 5800 then 'z' end as p
+        from (select id from {{{{ ref('build_source') }}}} where id < {rows}) input
+    """)
+    evaluations(tally)
+    project.dbt("run", "--select", "two_pass_parted")
+    assert evaluations(tally) == 2 * rows
+    assert "8 sorted partitions cut every 80 rows" in project.log_text()
+
+    table = project.table("two_pass_parted")
+    assert dict(project.rows(f"select p, count(*) from {table} group by p")) == {
+        None: 200, "x": 3000, "y": 2000, "z": 800}
+    files = project.spark.sql(
+        f"select _metadata.file_path, p, count(*) as n, min(a) as low, max(a) as high "
+        f"from {table} group by 1, 2").toPandas()
+    assert files.groupby("file_path")["p"].nunique(dropna=False).max() == 1
+    assert files["n"].max() == rows // file_count
+    partitions, table_partitions = 8, 4
+    assert len(files) <= file_count + partitions + table_partitions
+    assert (files["n"] == rows // file_count).sum() >= file_count - 2 * (
+        partitions + table_partitions)
+    # Files are clustered inside their partition: each spans a small part of its `a` range.
+    by_partition = files.groupby("p", dropna=False)
+    full = by_partition["high"].transform("max") - by_partition["low"].transform("min")
+    assert ((files["high"] - files["low"]) / full).mean() < 0.5
+    assert project.rows(f"select a, b from {table}") == project.rows(
+        f"select id as a, cast(pmod(hash(id), 97) as int) as b from range({rows})")
+
+
 def test_staged_index_moves_with_the_table_or_is_refused(project: DbtProject) -> None:
     """Index rows read before a rename are written for the renamed table only when their
     moved paths are exactly its files; otherwise nothing is written."""

@@ -17,6 +17,8 @@ BAD_CONFIGS = {
                        "a whole number >= 2"),
     "no_files": ("zorder_by=['a'], file_count=0", "file_count", "a whole number >= 1"),
     "bad_method": ("zorder_by=['a'], curve_method='fancy'", "curve_method", "'boundary'"),
+    "unknown_partition": ("zorder_by=['a'], partition_by=['day']", "partition_by",
+                          "names column 'day'"),
 }
 
 BAD_TYPES = {

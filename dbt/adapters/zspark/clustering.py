@@ -4,8 +4,8 @@ Two passes over the model's SQL: one job samples the key inputs and counts the r
 write then shuffles rows once into a few partitions owning consecutive key ranges (cut
 points from the sample, see ``partitioning.py``), sorts each by the key and cuts it into
 files of equal row count, so files and the row groups inside them stay narrow on every
-clustering column. With ``partition_by`` the key is range-partitioned together with the
-table partition, one file per Spark partition.
+clustering column. With ``partition_by`` the ranges are of (table partition, key): each
+table partition is clustered on its own and cut into files of the same row count.
 """
 
 from __future__ import annotations
@@ -113,7 +113,8 @@ def _sample_and_count(frame: DataFrame, plan: ClusteringPlan, inputs: list[str],
     observed = Observation("zspark_input")
     picked = frame.selectExpr(*[
         f"{value} as {quote(c)}" for c, value in zip(plan.columns, inputs, strict=True)
-    ]).observe(observed, sf.count(sf.lit(1)).alias("rows"))
+    ], *[f"{quote(p)} as {quote(part_column(i))}" for i, p in enumerate(plan.partition_by)]
+    ).observe(observed, sf.count(sf.lit(1)).alias("rows"))
     if not _at_most(frame, wanted):
         # The k rows of smallest random draw, kept per task and merged (a top-k, no sort of
         # the input): a uniform sample. The count rides along the same job. (An input
@@ -124,10 +125,45 @@ def _sample_and_count(frame: DataFrame, plan: ClusteringPlan, inputs: list[str],
     return sample, int(observed.get["rows"])
 
 
-def _key_literal(value: Any) -> str:
-    if isinstance(value, bytes | bytearray):
-        return f"X'{bytes(value).hex()}'"
-    return f"cast({int(value)} as bigint)"
+def part_column(position: int) -> str:
+    """Name of a table partition column's value in the build's sample."""
+    return f"__zspark_part_{position}"
+
+
+def _python_value(value: Any) -> Any:
+    """A sampled value (numpy / pandas scalar) as the plain Python value Spark takes."""
+    if value is None or (not isinstance(value, str | bytes) and bool(pd.isna(value))):
+        return None
+    if isinstance(value, pd.Timestamp):
+        return value.to_pydatetime()
+    return value.item() if hasattr(value, "item") else value
+
+
+def _sort_position(value: Any) -> tuple[bool, Any]:
+    """Where Spark's ascending sort puts a value: NULLs first."""
+    value = _python_value(value)
+    return (value is not None, value)
+
+
+def _owner(spread: FileSpread, key: Any, parts: list[tuple[str, str]], key_type: str) -> Any:
+    """The shuffle partition of a row: how many cut points sit at or below its sort position
+    ((table partition values, key) in Spark's order). Cuts only balance the partitions: any
+    owner keeps every row."""
+    from pyspark.sql import functions as sf
+
+    if not spread.cuts:
+        return sf.lit(0)
+
+    def position(values: list[Any], key_value: Any) -> Any:
+        fields = [value.alias(f"p{i}") for i, value in enumerate(values)]
+        return sf.struct(*fields, key_value.alias("k"))
+
+    row = position([sf.col(quote(name)) for name, _ in parts], key)
+    cuts = [position([sf.lit(_python_value(v[1])).cast(t)
+                      for v, (_, t) in zip(cut[:-1], parts, strict=True)],
+                     sf.lit(_python_value(cut[-1])).cast(key_type))
+            for cut in spread.cuts]
+    return sf.size(sf.filter(sf.array(*cuts), lambda cut: cut <= row))
 
 
 def prepare_build(spark: SparkSession, plan: ClusteringPlan, sql: str) -> PreparedBuild:
@@ -161,32 +197,26 @@ def prepare_build(spark: SparkSession, plan: ClusteringPlan, sql: str) -> Prepar
     order = [*(quote(p) for p in plan.partition_by), key,
              *(quote(c) for c in plan.columns if plan.layout.sorts_by_columns)]
     output = [quote(f.name) for f in frame.schema.fields]
+    schema = {f.name.lower(): f.dataType.simpleString() for f in frame.schema.fields}
 
-    if plan.partition_by:
-        # Each table partition is clustered on its own: range partitioning on (partition,
-        # key) spreads the files over the table partitions by their rows.
-        order_text = ", ".join(order)
-        select_sql = (
-            f"select {', '.join(output)} from (\n"
-            f"  select /*+ REPARTITION_BY_RANGE({file_count}, {order_text}) */ * from (\n"
-            f"{keyed_sql}\n  ) zspark_keyed\n  sort by {order_text}\n) zspark_clustered"
-        )
-        spread = FileSpread(file_count, (), None)
-    else:
-        sample_keys = function(*(sample[c] for c in plan.columns)).tolist()
-        partitions = shuffle_partitions(file_count, spark.sparkContext.defaultParallelism,
-                                        input_bytes)
-        spread = spread_files(sample_keys, rows, file_count, partitions)
-        cuts = ", ".join(_key_literal(c) for c in spread.cuts)
-        owner = (f"size(filter(array({cuts}), cut -> cut <= {key}))" if spread.cuts
-                 else "0")
-        view = f"zspark_build_{udf_name(plan.model).removeprefix('zspark_key_')}"
-        (spark.sql(keyed_sql)
-         .repartitionById(spread.partitions, expr(owner))
-         .sortWithinPartitions(*(expr(o) for o in order))
-         .select(*(expr(o) for o in output))
-         .createOrReplaceTempView(view))
-        select_sql = f"select * from {view}"
+    # Rows go to few partitions owning consecutive ranges of (table partition, key), cut
+    # where the sample puts file boundaries; each is sorted and cut into files of equal rows.
+    sample_keys = function(*(sample[c] for c in plan.columns)).tolist()
+    parts = [(p, schema[p.lower()]) for p in plan.partition_by]
+    positions = [(*(_sort_position(v) for v in values), k) for values, k in zip(
+        zip(*(sample[part_column(i)] for i in range(len(parts))), strict=True),
+        sample_keys, strict=True)] if parts else [(k,) for k in sample_keys]
+    partitions = shuffle_partitions(file_count, spark.sparkContext.defaultParallelism,
+                                    input_bytes)
+    spread = spread_files(positions, rows, file_count, partitions)
+    owner = _owner(spread, expr(key), parts, plan.layout.key_type(plan.curve_method))
+    view = f"zspark_build_{udf_name(plan.model).removeprefix('zspark_key_')}"
+    (spark.sql(keyed_sql)
+     .repartitionById(spread.partitions, owner)
+     .sortWithinPartitions(*(expr(o) for o in order))
+     .select(*(expr(o) for o in output))
+     .createOrReplaceTempView(view))
+    select_sql = f"select * from {view}"
     return PreparedBuild(select_sql=select_sql, file_count=file_count, input_rows=rows,
                          sample=sample, spread=spread,
                          sample_seconds=time.perf_counter() - started)

@@ -165,6 +165,13 @@ def plan_clustering(
             resolved.append((name, spark_type.lower()))
         columns = tuple(name for name, _ in resolved)
         column_types = tuple(spark_type for _, spark_type in resolved)
+        for part in partition_by:
+            if part.lower() not in by_lower:
+                raise ClusteringConfigError(
+                    model, "partition_by", f"names column '{part}', which the model does not "
+                    "return", "columns of the model: " + ", ".join(schema),
+                )
+        partition_by = tuple(by_lower[part.lower()][0] for part in partition_by)
 
     return ClusteringPlan(
         model=model, layout=layout, columns=columns, column_types=column_types,
