@@ -109,25 +109,38 @@ def data_files(directory: Path) -> list[Path]:
 
 class PeakMemory:
     """Peak resident memory of a process and its descendants (dbt, its JVM, the JVM's
-    Python workers), polled from /proc while the process runs."""
+    Python workers), from each process's own high-water mark (VmHWM) polled in /proc.
+
+    Processes the JVM forks to run a command (Hadoop's ``chmod`` on a local disk) share
+    its pages for a moment and would count it twice: they are left out.
+    """
+
+    TRANSIENT = ("chmod", "jspawnhelper", "sh", "bash")
 
     def __init__(self, pid: int, every: float = 0.25) -> None:
         self.pid, self.every = pid, every
-        self.tree_bytes = 0
-        self.jvm_bytes = 0
+        self._peaks: dict[int, tuple[str, int]] = {}
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
         self._thread.start()
+
+    @property
+    def tree_bytes(self) -> int:
+        """The sum of every process's own peak (they need not peak at once: an upper bound)."""
+        return sum(peak for _, peak in self._peaks.values())
+
+    @property
+    def jvm_bytes(self) -> int:
+        """The Spark driver's peak (in local mode the executors live in the same JVM)."""
+        return max((peak for name, peak in self._peaks.values() if name == "java"), default=0)
 
     def stop(self) -> None:
         self._done.set()
         self._thread.join()
 
     def _poll(self) -> None:
-        page = os.sysconf("SC_PAGE_SIZE")
         while not self._done.is_set():
             parents: dict[int, int] = {}
-            rss: dict[int, int] = {}
             names: dict[int, str] = {}
             for entry in Path("/proc").iterdir():
                 if not entry.name.isdigit():
@@ -137,20 +150,35 @@ class PeakMemory:
                 except OSError:
                     continue
                 # The command name is parenthesised and may hold spaces.
-                name, fields = stat[stat.index("(") + 1:stat.rindex(")")], \
-                    stat[stat.rindex(")") + 2:].split()
                 pid = int(entry.name)
-                parents[pid], rss[pid], names[pid] = int(fields[1]), int(fields[21]) * page, name
+                names[pid] = stat[stat.index("(") + 1:stat.rindex(")")]
+                parents[pid] = int(stat[stat.rindex(")") + 2:].split()[1])
             tree = {self.pid}
             grew = True
             while grew:
                 found = {pid for pid, parent in parents.items() if parent in tree} - tree
                 tree |= found
                 grew = bool(found)
-            self.tree_bytes = max(self.tree_bytes, sum(rss.get(pid, 0) for pid in tree))
-            self.jvm_bytes = max(self.jvm_bytes, sum(rss.get(pid, 0) for pid in tree
-                                                     if names.get(pid) == "java"))
+            for pid in tree:
+                name = names.get(pid, "")
+                if name in self.TRANSIENT or (name == "java" and
+                                              names.get(parents.get(pid, 0)) == "java"):
+                    continue
+                peak = _high_water_mark(pid)
+                if peak:
+                    self._peaks[pid] = (name, max(peak, self._peaks.get(pid, ("", 0))[1]))
             self._done.wait(self.every)
+
+
+def _high_water_mark(pid: int) -> int:
+    """Peak resident bytes of a live process (0 once it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
 
 
 def run_dbt(args: Sequence[str], session_dir: Path, log: Progress,
