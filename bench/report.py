@@ -276,6 +276,9 @@ def scale_section(scale: dict[str, Any], img_dir: Path, report_dir: Path) -> lis
     if not points:
         return []
     sizes = " ".join(str(p["rows"]) for p in points)
+    built = [n for n in LAYOUTS if n in points[-1]["builds"]]
+    if len(built) < len(LAYOUTS):
+        sizes += " --layouts " + " ".join(built)
     names = [n for n in (*LAYOUTS, "delta") if n in points[-1]["builds"] or
              (n == "delta" and "delta" in points[-1])]
     series = {n: [(p["rows"], (p["builds"].get(n) or p.get(n, {}))["seconds"]) for p in points
