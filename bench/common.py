@@ -8,7 +8,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -92,6 +93,21 @@ def spark_session(session_dir: Path, app: str = "zspark-bench") -> SparkSession:
         builder = builder.config(key, value)
     builder = builder.config("spark.driver.memory", os.environ.get("ZSPARK_DRIVER_MEMORY", "6g"))
     return builder.getOrCreate()
+
+
+@contextmanager
+def query_session(session_dir: Path, app: str, layouts: Iterable[str]) -> Iterator[SparkSession]:
+    """A Python Spark session for timing queries, stopped on exit. One full pass over every
+    layout's table first: JIT and page cache then favour none of them."""
+    spark = spark_session(session_dir, app)
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        for layout in layouts:
+            spark.sql(f"select count(*), sum(lo_revenue) from {TARGET_SCHEMA}."
+                      f"{model_name(layout)}").collect()
+        yield spark
+    finally:
+        spark.stop()
 
 
 def table_dir(session_dir: Path, schema: str, table: str) -> Path:

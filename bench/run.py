@@ -40,6 +40,7 @@ from bench.common import (
     layout_files,
     model_name,
     model_times,
+    query_session,
     run_dbt,
     run_results,
     seed_query,
@@ -105,27 +106,33 @@ def compiled_queries() -> dict[tuple[str, str], str]:
     return queries
 
 
+def build_layout(layout: str, session_dir: Path, log: Progress,
+                 variables: dict[str, Any]) -> dict[str, Any]:
+    """One ``dbt run`` of a layout's model after ``lineorder_profile`` (which pays Spark's
+    warm-up): its execution_time, step split, wall time and peak memory."""
+    model = model_name(layout)
+    output: list[str] = []
+    memory: dict[str, int] = {}
+    wall = run_dbt(["run", "-s", "lineorder_profile", model], session_dir, log, variables,
+                   lines=output, memory=memory)
+    return {"seconds": model_times()[model], "steps": build_steps(output, model),
+            "dbt_wall_seconds": wall, **memory}
+
+
 def build_layouts(session_dir: Path, log: Progress, variables: dict[str, Any],
                   repetitions: int) -> dict[str, dict[str, Any]]:
     """Build each layout in its own dbt invocation, so none inherits another's warm JVM or
-    Python workers; ``lineorder_profile`` runs first in each to pay Spark's warm-up."""
+    Python workers; the median of ``repetitions`` builds is reported."""
     builds: dict[str, dict[str, Any]] = {}
     for layout in LAYOUTS:
-        model = model_name(layout)
-        seconds = []
-        wall = 0.0
-        steps: dict[str, float] = {}
-        memory: dict[str, int] = {}
-        for _ in range(repetitions):
-            output: list[str] = []
-            wall = run_dbt(["run", "-s", "lineorder_profile", model], session_dir, log,
-                           variables, lines=output, memory=memory)
-            seconds.append(model_times()[model])
-            steps = build_steps(output, model) or steps
-        seconds.sort()
-        builds[layout] = {"seconds": seconds[len(seconds) // 2], "all_seconds": seconds,
-                          "dbt_wall_seconds": wall, "steps": steps, **memory}
-        log(f"{model}: built in {builds[layout]['seconds']:.1f}s (dbt execution_time)")
+        runs = [build_layout(layout, session_dir, log, variables) for _ in range(repetitions)]
+        seconds = sorted(run["seconds"] for run in runs)
+        steps: dict[str, float] = next(
+            (run["steps"] for run in reversed(runs) if run["steps"]), {})
+        builds[layout] = {**runs[-1], "seconds": seconds[len(seconds) // 2],
+                          "all_seconds": seconds, "steps": steps}
+        log(f"{model_name(layout)}: built in {builds[layout]['seconds']:.1f}s "
+            f"(dbt execution_time)")
     linear = builds["linear"]["seconds"]
     for build in builds.values():
         build["ratio_to_linear"] = build["seconds"] / linear if linear else float("nan")
@@ -148,18 +155,10 @@ def test_results() -> list[dict[str, Any]]:
 
 def measure_queries(session_dir: Path, log: Progress, repetitions: int) -> dict[str, Any]:
     """Seed 002's queries, plain and through zspark_scan, per layout and column."""
-    from bench.common import spark_session
-
     queries = compiled_queries()
     log("starting the Python Spark session for the queries")
-    spark = spark_session(session_dir, "zspark-bench-queries")
-    spark.sparkContext.setLogLevel("ERROR")
     found: dict[str, Any] = {}
-    try:
-        # One full pass over every layout first: JIT and page cache then favour none of them.
-        for layout in LAYOUTS:
-            spark.sql(f"select count(*), sum(lo_revenue) from {TARGET_SCHEMA}.{model_name(layout)}"
-                      ).collect()
+    with query_session(session_dir, "zspark-bench-queries", LAYOUTS) as spark:
         log("warm-up scans done")
         for layout in LAYOUTS:
             model = model_name(layout)
@@ -198,8 +197,6 @@ def measure_queries(session_dir: Path, log: Progress, repetitions: int) -> dict[
                     + ("" if same else "  RESULTS DIFFER"))
             found[layout] = {"files": len(spark.table(table).inputFiles()),
                              "queries": per_column}
-    finally:
-        spark.stop()
     return found
 
 

@@ -33,7 +33,7 @@ from bench.common import (
     generate_in_subprocess,
     layout_files,
     model_name,
-    model_times,
+    query_session,
     run_dbt,
     seed_query,
     session_env,
@@ -56,27 +56,22 @@ QUERIES = (
 def build_series_point(rows: int, files: int, layouts: tuple[str, ...], session_dir: Path,
                        log: Progress, reps: int, with_delta: bool) -> dict[str, Any]:
     """Every measurement at one size."""
-    from bench.run import build_steps
+    from bench.run import build_layout
 
     generate_in_subprocess(rows, "uniform", session_dir, log)
     variables = {"file_count": files, "min_skip_ratio": 0.8}
     builds: dict[str, Any] = {}
     for layout in layouts:
-        model = model_name(layout)
-        output: list[str] = []
-        memory: dict[str, int] = {}
-        run_dbt(["run", "-s", "lineorder_profile", model], session_dir, log, variables,
-                lines=output, memory=memory)
-        seconds = model_times()[model]
+        build = build_layout(layout, session_dir, log, variables)
+        seconds = build["seconds"]
         bounds = read_bounds(layout_files(session_dir, layout), CLUSTER_COLUMNS)
         builds[layout] = {
-            "seconds": seconds, "seconds_per_m_rows": seconds / (rows / 1e6),
-            "steps": build_steps(output, model), **memory, "files": bounds.files,
+            **build, "seconds_per_m_rows": seconds / (rows / 1e6), "files": bounds.files,
             "rows": int(bounds.rows.sum()),
             "size_max_over_mean": float(bounds.sizes.max() / bounds.sizes.mean()),
         }
-        log(f"{model}: {seconds:.1f}s ({seconds / (rows / 1e6):.2f} s per M rows), peak "
-            f"{memory['tree_bytes'] / 2**30:.2f} GiB (JVM {memory['jvm_bytes'] / 2**30:.2f})")
+        log(f"{model_name(layout)}: {seconds:.1f}s ({seconds / (rows / 1e6):.2f} s per M "
+            f"rows), driver peak {build['jvm_bytes'] / 2**30:.2f} GiB")
     run_dbt(["compile", "-s", "seed002_queries"], session_dir, log, variables)
     queries = measure_in_subprocess(session_dir, reps, log)
     point: dict[str, Any] = {"rows": rows, "files": files, "builds": builds,
@@ -110,18 +105,13 @@ def measure_in_subprocess(session_dir: Path, reps: int, log: Progress) -> dict[s
 
 def measure_queries(session_dir: Path, reps: int) -> dict[str, Any]:
     """Files read, result rows and median seconds of every query in QUERIES."""
-    from bench.common import spark_session
     from bench.measure import run_query, time_interleaved
     from bench.run import compiled_queries
 
     compiled = compiled_queries()
-    spark = spark_session(session_dir, "zspark-bench-scale-queries")
-    spark.sparkContext.setLogLevel("ERROR")
     found: dict[str, Any] = {}
-    try:
-        for layout in {layout for _, layout, _, _ in QUERIES}:
-            spark.sql(f"select count(*), sum(lo_revenue) from {TARGET_SCHEMA}."
-                      f"{model_name(layout)}").collect()  # warm-up, favouring none
+    layouts = sorted({layout for _, layout, _, _ in QUERIES})
+    with query_session(session_dir, "zspark-bench-scale-queries", layouts) as spark:
         for label, layout, through_scan, columns in QUERIES:
             model = model_name(layout)
             table = f"{TARGET_SCHEMA}.{model}"
@@ -135,8 +125,6 @@ def measure_queries(session_dir: Path, reps: int) -> dict[str, Any]:
                     "files_read": run.files_read, "median_s": run.median,
                     "result": sorted(map(str, run.result)),
                 }
-    finally:
-        spark.stop()
     return found
 
 

@@ -13,7 +13,6 @@ import pytest
 
 pytestmark = pytest.mark.spark
 
-REPO = Path(__file__).resolve().parents[2]
 WITHOUT_PLUGIN = Path(__file__).parent / "no_plugin" / "python_without_plugin.py"
 
 SCRIPT = textwrap.dedent("""

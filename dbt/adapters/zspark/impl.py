@@ -47,7 +47,8 @@ class ZSparkAdapter(SparkAdapter):
         super().__init__(*args, **kwargs)
         # Boundary samples of this run's clustered builds, reused as probes for the log.
         self._samples: dict[str, Any] = {}
-        # Locations of staging tables whose index was built before their swap.
+        # Index rows (held by the executors) and locations of staging tables, read before
+        # their swap and written once the table has its final name.
         self._staged: dict[str, tuple[Any, str]] = {}
         # Writer options and step timings of this run's clustered builds.
         self._write_options: dict[str, dict[str, str]] = {}

@@ -30,7 +30,8 @@
 
   {{ run_hooks(pre_hooks) }}
 
-  {#- Leftovers of a build that died before its swap. -#}
+  {#- Leftovers of a build that died before its swap (the staging index table is one
+      only versions that wrote the index before the swap leave). -#}
   {{ adapter.drop_relation(staging_relation) }}
   {{ adapter.drop_relation(backup_relation) }}
   {{ adapter.drop_relation(staging_relation.incorporate(path={'identifier': adapter.zspark_index_name(staging_relation)})) }}
