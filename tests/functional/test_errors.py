@@ -102,14 +102,3 @@ def test_failed_build_keeps_the_previous_table(project: DbtProject, case: str,
     project.dbt("run", "--select", case)  # and the next good run cleans up and succeeds
     assert project.rows(f"select * from {project.table(case)}") == before
     assert not table_exists(project, f"{case}__zspark_new")
-
-
-def test_clustering_an_incremental_model_is_refused(project: DbtProject) -> None:
-    project.write("models/errors/clustered_incremental.sql", f"""
-        {{{{ config(materialized='incremental', hilbert_by=['a', 's']) }}}}
-        {ROWS}
-    """)
-    project.dbt("run", "--select", "clustered_incremental", expect_pass=False)
-    assert ("Model 'clustered_incremental': config 'hilbert_by' is set on a model materialized "
-            "as 'incremental'") in project.log_text()
-    assert not table_exists(project, "clustered_incremental")

@@ -10,6 +10,7 @@ table partition is clustered on its own and cut into files of the same row count
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from dbt.adapters.zspark import curves
+from dbt.adapters.zspark.layout_state import StoredLayout
 from dbt.adapters.zspark.layouts import ColumnSpec
 from dbt.adapters.zspark.partitioning import FileSpread, shuffle_partitions, spread_files
 from dbt.adapters.zspark.planning import ClusteringPlan, normalize_type
@@ -52,6 +54,8 @@ class PreparedBuild:
     sample: pd.DataFrame = field(repr=False)
     spread: FileSpread | None = None
     sample_seconds: float = 0.0
+    #: The layout the rows were keyed with, as stored with the table.
+    layout: StoredLayout | None = None
 
     def write_options(self) -> dict[str, str]:
         """Options of the CREATE TABLE: cut partitions into files of equal rows."""
@@ -166,28 +170,41 @@ def _owner(spread: FileSpread, key: Any, parts: list[tuple[str, str]], key_type:
     return sf.size(sf.filter(sf.array(*cuts), lambda cut: cut <= row))
 
 
-def prepare_build(spark: SparkSession, plan: ClusteringPlan, sql: str) -> PreparedBuild:
+def prepare_build(spark: SparkSession, plan: ClusteringPlan, sql: str,
+                  stored: StoredLayout | None = None,
+                  rows_per_file: int | None = None) -> PreparedBuild:
     """Sample the input, register the model's key UDF and return the clustered SELECT.
 
     The model's SQL runs twice: once to sample and count, once to write. The written rows
     go through one shuffle into a few partitions that own consecutive key ranges; each is
     sorted by the key and cut into files of equal row count.
+
+    With ``stored`` (an incremental run) rows are keyed with the table's stored boundaries.
+    ``rows_per_file`` fixes the files' rows (an increment written like the table's own
+    files); without it the file count is ``plan``'s.
     """
     started = time.perf_counter()
     frame = spark.sql(sql)
     input_bytes = int(str(frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
-    file_count = plan.resolve_file_count(input_bytes)
     wanted = max(MIN_SAMPLE_ROWS, SAMPLE_ROWS_PER_BOUNDARY * plan.boundary_count)
     inputs = [key_input_sql(quote(c), t)
               for c, t in zip(plan.columns, plan.column_types, strict=True)]
     sample, rows = _sample_and_count(frame, plan, inputs, wanted)
+    if rows_per_file is not None:
+        file_count = max(1, math.ceil(rows / rows_per_file))
+    else:
+        file_count = plan.resolve_file_count(input_bytes)
 
-    specs = [
-        ColumnSpec(name, key_input_type(spark_type),
-                   curves.sample_boundaries(sample[name], plan.boundary_count)
-                   if plan.curve_method == "boundary" else None)
-        for name, spark_type in zip(plan.columns, plan.column_types, strict=True)
-    ]
+    if stored is not None:
+        boundaries = list(stored.boundaries)
+    elif plan.curve_method == "boundary":
+        boundaries = [curves.sample_boundaries(sample[name], plan.boundary_count)
+                      for name in plan.columns]
+    else:
+        boundaries = [None] * len(plan.columns)
+    specs = [ColumnSpec(name, key_input_type(spark_type), column_boundaries)
+             for name, spark_type, column_boundaries
+             in zip(plan.columns, plan.column_types, boundaries, strict=True)]
     function = plan.layout.key_function(specs, plan.curve_method, plan.boundary_count)
     name = udf_name(plan.model)
     register_key_udf(spark, name, function, plan.layout.key_type(plan.curve_method))
@@ -208,6 +225,8 @@ def prepare_build(spark: SparkSession, plan: ClusteringPlan, sql: str) -> Prepar
         sample_keys, strict=True)] if parts else [(k,) for k in sample_keys]
     partitions = shuffle_partitions(file_count, spark.sparkContext.defaultParallelism,
                                     input_bytes)
+    if stored is not None and not stored.cut_by_rows:
+        partitions = file_count  # nothing cuts files by rows: one file per partition
     spread = spread_files(positions, rows, file_count, partitions)
     owner = _owner(spread, expr(key), parts, plan.layout.key_type(plan.curve_method))
     view = f"zspark_build_{udf_name(plan.model).removeprefix('zspark_key_')}"
@@ -217,9 +236,13 @@ def prepare_build(spark: SparkSession, plan: ClusteringPlan, sql: str) -> Prepar
      .select(*(expr(o) for o in output))
      .createOrReplaceTempView(view))
     select_sql = f"select * from {view}"
+    layout = stored or StoredLayout.of_build(
+        plan, boundaries, rows=rows, files=file_count,
+        rows_per_file=spread.rows_per_file or math.ceil(rows / file_count),
+        cut_by_rows=spread.rows_per_file is not None)
     return PreparedBuild(select_sql=select_sql, file_count=file_count, input_rows=rows,
                          sample=sample, spread=spread,
-                         sample_seconds=time.perf_counter() - started)
+                         sample_seconds=time.perf_counter() - started, layout=layout)
 
 
 def spread_sql(sql: str, file_count: int) -> str:

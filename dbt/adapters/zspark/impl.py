@@ -7,7 +7,7 @@ hands back plain values or SQL text.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dbt.adapters.base import available
@@ -17,11 +17,15 @@ from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.zspark.connections import ZSparkConnectionManager
-from dbt.adapters.zspark.planning import ClusteringConfigError, plan_clustering
+from dbt.adapters.zspark.layout_state import StoredLayout, StoredLayoutError
+from dbt.adapters.zspark.planning import ClusteringConfigError, ClusteringPlan, plan_clustering
 from dbt.adapters.zspark.scan import FileKey, scan_sql, skippable_files_sql
 from dbt.adapters.zspark.sqltext import sql_string
 
 logger = AdapterLogger("zspark")
+
+#: dbt-spark's strategies for Parquet tables: insert rows, or overwrite partitions / all.
+INCREMENTAL_STRATEGIES = ("append", "insert_overwrite")
 
 
 @dataclass
@@ -53,6 +57,12 @@ class ZSparkAdapter(SparkAdapter):
         # Writer options and step timings of this run's clustered builds.
         self._write_options: dict[str, dict[str, str]] = {}
         self._timings: dict[str, dict[str, float]] = {}
+        # Layouts of this run's full builds, as table properties of the CREATE TABLE.
+        self._layout_properties: dict[str, dict[str, str]] = {}
+        # Rows counted by this run's sampling pass, per relation.
+        self._input_rows: dict[str, int] = {}
+        # The table's files before an incremental run's insert.
+        self._files_before: dict[str, set[str]] = {}
 
     @classmethod
     def type(cls) -> str:
@@ -98,7 +108,7 @@ class ZSparkAdapter(SparkAdapter):
 
             return spread_sql(sql, int(file_count))
 
-        from dbt.adapters.zspark.clustering import model_schema, prepare_build
+        from dbt.adapters.zspark.clustering import model_schema
 
         spark = self._spark(model, "clustering (zorder_by / hilbert_by / linear_by)")
         try:
@@ -110,19 +120,143 @@ class ZSparkAdapter(SparkAdapter):
             f"zspark: {model}: {plan.layout.name} layout on {', '.join(plan.columns)} "
             f"({plan.curve_method}, boundary_count={plan.boundary_count}); sampling input"
         )
-        prepared = prepare_build(spark, plan, sql)
+        return self._prepare(spark, relation, plan, sql, stored=None, rows_per_file=None)
+
+    def _prepare(self, spark: Any, relation: Any, plan: ClusteringPlan, sql: str,
+                 stored: StoredLayout | None, rows_per_file: int | None) -> str:
+        """Sample, register the key and keep what the rest of the build needs."""
+        from dbt.adapters.zspark.clustering import prepare_build
+
+        prepared = prepare_build(spark, plan, sql, stored, rows_per_file)
         key = str(relation).lower()
         self._samples[key] = (plan.columns, plan.column_types, prepared.sample)
-        self._write_options[model] = prepared.write_options()
+        if stored is None and prepared.layout is not None:
+            self._write_options[plan.model] = prepared.write_options()
+            self._layout_properties[plan.model] = prepared.layout.to_properties()
         self._timings[key] = {"sample": prepared.sample_seconds, "since": time.perf_counter()}
+        self._input_rows[key] = prepared.input_rows
         spread = prepared.spread
         how = (f"{spread.partitions} sorted partitions cut every {spread.rows_per_file} rows"
                if spread is not None and spread.rows_per_file else "one file per partition")
+        keyed = "" if stored is None else ", keyed with the table's stored layout"
         logger.info(
-            f"zspark: {model}: writing {prepared.input_rows} rows into "
-            f"{prepared.file_count} files ({how})"
+            f"zspark: {plan.model}: writing {prepared.input_rows} rows into "
+            f"{prepared.file_count} files ({how}{keyed})"
         )
         return prepared.select_sql
+
+    @available
+    def zspark_layout_properties(self, model: str) -> dict[str, str]:
+        """Table properties that store the layout of this run's full build of ``model``."""
+        return self._layout_properties.pop(model, {})
+
+    # -- clustered incremental runs -----------------------------------------------------
+    @available
+    def zspark_check_incremental(self, model: str, file_format: str, strategy: str) -> None:
+        """Clustered incremental models write Parquet with append or insert_overwrite."""
+        if file_format != "parquet":
+            raise DbtRuntimeError(
+                f"Model '{model}': config 'file_format' is '{file_format}' on a clustered "
+                f"incremental model. Allowed: 'parquet'.")
+        if strategy not in INCREMENTAL_STRATEGIES:
+            raise DbtRuntimeError(
+                f"Model '{model}': config 'incremental_strategy' is '{strategy}' on a "
+                f"clustered incremental model. Allowed: "
+                f"{' or '.join(repr(s) for s in INCREMENTAL_STRATEGIES)}.")
+
+    def _stored_layout(self, model: str, relation: Any) -> StoredLayout:
+        _, table = self.execute(f"show tblproperties {relation}", fetch=True)
+        properties = {str(row[0]): str(row[1]) for row in table.rows}
+        try:
+            stored = StoredLayout.from_properties(properties)
+        except StoredLayoutError as error:
+            stored, problem = None, str(error)
+        else:
+            problem = "it has no stored clustering layout"
+        if stored is None:
+            raise DbtRuntimeError(
+                f"Model '{model}': cannot add clustered rows to {relation}: {problem}. Run "
+                f"`dbt run --full-refresh --select {model}` to rebuild it clustered.")
+        return stored
+
+    @available
+    def zspark_increment_sql(self, model: str, relation: Any, config: dict[str, Any],
+                             sql: str) -> str:
+        """The SELECT of an incremental run's new rows, keyed with the layout stored with
+        ``relation`` and sorted into files like the table's own. A config that keys rows
+        differently from the stored layout is refused before anything is written."""
+        from dbt.adapters.zspark.clustering import model_schema
+
+        spark = self._spark(model, "clustering (zorder_by / hilbert_by / linear_by)")
+        stored = self._stored_layout(model, relation)
+        try:
+            plan = plan_clustering(model, config, model_schema(spark, sql), "incremental")
+        except ClusteringConfigError as error:
+            raise DbtRuntimeError(str(error)) from error
+        assert plan is not None
+        drift = stored.drift(plan)
+        if drift is not None:
+            raise DbtRuntimeError(
+                f"Model '{model}': the clustering config no longer matches the layout stored "
+                f"with {relation}: {drift}. Run `dbt run --full-refresh --select {model}` to "
+                f"rebuild the table with the new layout.")
+        # file_count and target_file_size_mb size full builds; new rows go into files of
+        # the table's own rows per file (the table's writer option cuts them there).
+        logger.info(f"zspark: {model}: {stored.describe()} (stored); sampling new rows")
+        return self._prepare(spark, relation, replace(plan, file_count=None), sql, stored,
+                             stored.rows_per_file)
+
+    @available
+    def zspark_begin_increment(self, model: str, relation: Any) -> bool:
+        """Before the insert: note the table's files, to index the new ones after it.
+        False when the run has no rows to write: then nothing is inserted (Spark would
+        still write an empty file) and the table, its layout and index stay as they are."""
+        if self._input_rows.pop(str(relation).lower(), None) == 0:
+            self._samples.pop(str(relation).lower(), None)
+            self._timings.pop(str(relation).lower(), None)
+            logger.info(f"zspark: {relation.identifier}: no rows written; table, layout and "
+                        f"index unchanged")
+            return False
+        spark = self._spark(model, "clustering")
+        self._files_before[str(relation).lower()] = self._table_files(spark, relation)
+        return True
+
+    @staticmethod
+    def _table_files(spark: Any, relation: Any) -> set[str]:
+        """A table's data files, named as the index names them."""
+        from dbt.adapters.zspark.stats import spark_path
+
+        spark.catalog.refreshTable(str(relation))
+        return {spark_path(f) for f in spark.table(str(relation)).inputFiles()}
+
+    @available
+    def zspark_finish_increment(self, model: str, relation: Any, want_index: bool,
+                                clustering: list[str] | None = None,
+                                configured: list[str] | None = None) -> dict[str, Any]:
+        """After the insert: add the new files' footers to the index (and drop the rows of
+        files an overwrite replaced), then log the layout."""
+        from dbt.adapters.zspark.index import build_index, update_index
+
+        spark = self._spark(model, "clustering")
+        before = self._files_before.pop(str(relation).lower(), set())
+        self._lap(relation, "write")
+        after = self._table_files(spark, relation)
+        added, removed = sorted(after - before), sorted(before - after)
+        if not want_index:
+            return {"added": len(added), "removed": len(removed)}
+        index = self._index_relation(relation)
+        summary = update_index(spark, str(relation), str(index), added, removed,
+                               clustering or (), configured)
+        if summary is None:
+            logger.warning(f"zspark: {relation.identifier}: no index matching the configured "
+                           f"columns; reading every footer")
+            summary = build_index(spark, str(relation), str(index), clustering or (),
+                                  configured)
+        self._lap(relation, "index")
+        logger.info(f"zspark: {relation.identifier}: {len(added)} files added, "
+                    f"{len(removed)} replaced; their footers indexed")
+        self._log_index(spark, relation, index, summary)
+        return {"added": len(added), "removed": len(removed)}
 
     @available
     def zspark_write_options(self, model: str) -> dict[str, str]:

@@ -129,6 +129,10 @@ def _files_rdd(spark: SparkSession, files: list[str]) -> Any:
 
 def _write(spark: SparkSession, rows: DataFrame, index_table: str) -> IndexSummary:
     rows.coalesce(1).write.mode("overwrite").format("parquet").saveAsTable(index_table)
+    return _summary(spark, index_table)
+
+
+def _summary(spark: SparkSession, index_table: str) -> IndexSummary:
     totals = spark.sql(
         f"select count(*), coalesce(sum(row_count), 0) from {index_table} where row_group is null"
     ).first()
@@ -160,6 +164,40 @@ def build_index(spark: SparkSession, table: str, index_table: str,
                 configured: Sequence[str] | None = None) -> IndexSummary:
     """Read every data file's footer in a Spark job and (re)write ``index_table``."""
     return _write(spark, read_index(spark, table, clustering, configured), index_table)
+
+
+def update_index(spark: SparkSession, table: str, index_table: str, added: Sequence[str],
+                 removed: Sequence[str], clustering: Sequence[str] = (),
+                 configured: Sequence[str] | None = None) -> IndexSummary | None:
+    """Bring ``index_table`` up to date after files were ``added`` to ``table`` and others
+    ``removed``, reading the footers of the added files only. Returns None (and writes
+    nothing) when there is no index, or its columns are not the ones asked for now."""
+    from pyspark.sql import functions
+
+    if not spark.catalog.tableExists(index_table):
+        return None
+    spark.catalog.refreshTable(index_table)
+    existing = spark.table(index_table)
+    columns = index_columns(indexable_columns(spark.table(table).schema), clustering,
+                            configured)
+    sc = spark.sparkContext
+    previous = sc.getLocalProperty("spark.job.description")
+    try:
+        new_rows = _index_frame(spark, sorted(added), columns,
+                                f"zspark: reading {len(added)} new Parquet footers of {table}")
+    finally:
+        sc.setJobDescription(previous)  # type: ignore[arg-type]
+    if existing.schema.simpleString() != new_rows.schema.simpleString():
+        return None
+    if not removed:
+        if added:
+            new_rows.coalesce(1).write.insertInto(index_table)
+        return _summary(spark, index_table)
+    # Parquet tables have no DELETE: the kept rows and the new ones are held by the
+    # executors, then written over the old index in one overwrite.
+    gone = spark.createDataFrame([(path,) for path in removed], "file_path string")
+    kept = existing.join(functions.broadcast(gone), "file_path", "left_anti")
+    return _write(spark, kept.unionByName(new_rows).localCheckpoint(eager=True), index_table)
 
 
 def table_location(spark: SparkSession, table: str) -> str:

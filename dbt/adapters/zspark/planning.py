@@ -16,6 +16,7 @@ from typing import Any
 from dbt.adapters.zspark.layouts import CURVE_METHODS, LAYOUTS, Layout
 
 DEFAULT_BOUNDARY_COUNT = 1000
+CLUSTERED_MATERIALIZATIONS = ("table", "incremental")
 DEFAULT_TARGET_FILE_SIZE_MB = 128
 
 CLUSTERABLE_TYPES = (
@@ -114,10 +115,10 @@ def plan_clustering(
         file_count = _as_int(model, "file_count", file_count, 1, "a whole number >= 1")
     if not chosen:
         return None
-    if materialized != "table":
+    if materialized not in CLUSTERED_MATERIALIZATIONS:
         raise ClusteringConfigError(
             model, chosen[0], f"is set on a model materialized as '{materialized}'",
-            "clustering configs on materialized='table' models only",
+            "clustering configs on SQL models materialized as 'table' or 'incremental'",
         )
     key = chosen[0]
     layout = LAYOUTS[key]

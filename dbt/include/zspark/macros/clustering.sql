@@ -11,7 +11,7 @@
 {% endmacro %}
 
 
-{#- Clustering lives in tables only: any other materialization refuses the configs. -#}
+{#- Clustering lives in tables and incremental models only: the others refuse the configs. -#}
 {% macro zspark_refuse_clustering(materialized) %}
   {%- do adapter.zspark_check_config(model['name'], zspark_model_config(), materialized) -%}
 {% endmacro %}
@@ -29,7 +29,7 @@
     create table {{ relation }}
     {{ file_format_clause() }}
     {{ zspark_options_clause(adapter.zspark_write_options(model['name'])) }}
-    {{ tblproperties_clause() }}
+    {{ zspark_tblproperties_clause(adapter.zspark_layout_properties(model['name'])) }}
     {{ partition_cols(label="partitioned by") }}
     {{ clustered_cols(label="clustered by") }}
     {%- set location_root = config.get('location_root', validator=validation.any[basestring]) -%}
@@ -40,6 +40,22 @@
     as
     {{ select_sql }}
   {%- endif -%}
+{% endmacro %}
+
+
+{#- dbt-spark's `tblproperties` config, plus the stored layout of a clustered build. -#}
+{% macro zspark_tblproperties_clause(layout_properties) %}
+  {%- if not layout_properties -%}
+    {{ return(tblproperties_clause()) }}
+  {%- endif -%}
+  {%- set properties = {} -%}
+  {%- do properties.update(config.get('tblproperties') or {}) -%}
+  {%- do properties.update(layout_properties) -%}
+  tblproperties (
+    {%- for prop in properties -%}
+    '{{ prop }}' = '{{ properties[prop] }}' {% if not loop.last %}, {% endif %}
+    {%- endfor %}
+  )
 {% endmacro %}
 
 

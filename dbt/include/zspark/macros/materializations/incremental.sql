@@ -1,15 +1,59 @@
 {#-
-  dbt-spark's incremental materialization validates its file format first, through this
-  macro; zspark's copy of it (adapter packages shadow their parents' macros) also refuses
-  clustering configs, which incremental builds do not support yet.
+  Incremental models. Unclustered ones are dbt-spark's. A clustered one is built like a
+  clustered table on its first run and on --full-refresh (atomic swap, layout stored with
+  the table, index); later runs key their new rows with the stored layout, insert them
+  sorted into files of the table's size (append or insert_overwrite), and index the new
+  files' footers only.
 -#}
-{% macro dbt_spark_validate_get_file_format(raw_file_format) %}
-  {%- do zspark_refuse_clustering('incremental') -%}
-  {%- set known = ['text', 'csv', 'json', 'jdbc', 'parquet', 'orc', 'hive', 'delta', 'iceberg',
-                   'libsvm', 'hudi'] -%}
-  {%- if raw_file_format not in known -%}
-    {%- do exceptions.raise_compiler_error("Invalid file format provided: " ~ raw_file_format
-        ~ "\n    Expected one of: " ~ known | join(', ')) -%}
+{% materialization incremental, adapter='zspark', supported_languages=['sql', 'python'] -%}
+  {%- set zconfig = zspark_model_config() -%}
+  {%- set language = model['language'] -%}
+  {%- if not adapter.zspark_check_config(model['name'], zconfig, 'incremental' if language == 'sql' else 'python') -%}
+    {{ return(materialization_incremental_spark()) }}
   {%- endif -%}
-  {{ return(raw_file_format) }}
-{% endmacro %}
+
+  {%- set file_format = dbt_spark_validate_get_file_format(config.get('file_format', default='parquet')) -%}
+  {%- set strategy = dbt_spark_validate_get_incremental_strategy(config.get('incremental_strategy') or 'append', file_format) -%}
+  {%- do adapter.zspark_check_incremental(model['name'], file_format, strategy) -%}
+  {%- set grant_config = config.get('grants') -%}
+  {%- set existing_relation = load_relation(this) -%}
+
+  {%- if existing_relation is none or existing_relation.is_view or should_full_refresh() -%}
+    {%- set build = zspark_prepare_table_build('incremental') -%}
+    {{ run_hooks(pre_hooks) }}
+    {%- do zspark_write_table_build(build, existing_relation) -%}
+    {%- set target_relation = build.target -%}
+    {% do persist_constraints(target_relation, model) %}
+  {%- else -%}
+    {%- set target_relation = existing_relation -%}
+    {%- set build_sql = adapter.zspark_increment_sql(model['name'], target_relation, zconfig, compiled_code) -%}
+    {%- set tmp_relation = this.incorporate(path={"identifier": this.identifier ~ '__dbt_tmp'}).include(database=false, schema=false) -%}
+    {%- if strategy == 'insert_overwrite' and config.get('partition_by') -%}
+      {%- call statement() -%} set spark.sql.sources.partitionOverwriteMode = DYNAMIC {%- endcall -%}
+    {%- endif -%}
+    {{ run_hooks(pre_hooks) }}
+    {%- call statement('create_tmp_relation') -%}
+      {{ create_table_as(True, tmp_relation, build_sql) }}
+    {%- endcall -%}
+    {%- do process_schema_changes(incremental_validate_on_schema_change(config.get('on_schema_change'), default='ignore'), tmp_relation, existing_relation) -%}
+    {%- if adapter.zspark_begin_increment(model['name'], target_relation) -%}
+      {%- call statement('main') -%}
+        {{ dbt_spark_get_incremental_sql(strategy, tmp_relation, target_relation, existing_relation, none, none) }}
+      {%- endcall -%}
+      {%- set index_args = zspark_index_args() -%}
+      {%- set want_index = zconfig.zspark_index is none or zconfig.zspark_index -%}
+      {%- do adapter.zspark_finish_increment(model['name'], target_relation, want_index, index_args.clustering, index_args.index_columns) -%}
+    {%- else -%}
+      {#- No new rows: nothing is inserted; the statement dbt records for the run. -#}
+      {%- call statement('main') -%} select 0 as rows_inserted {%- endcall -%}
+    {%- endif -%}
+  {%- endif -%}
+
+  {% set should_revoke = should_revoke(existing_relation, full_refresh_mode) %}
+  {% do apply_grants(target_relation, grant_config, should_revoke) %}
+  {% do persist_docs(target_relation, model) %}
+
+  {{ run_hooks(post_hooks) }}
+
+  {{ return({'relations': [target_relation]}) }}
+{%- endmaterialization %}

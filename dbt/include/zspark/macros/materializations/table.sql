@@ -1,34 +1,52 @@
 {#-
   Table builds that never lose the previous table: the new table is written under a
   staging name first; only once it is whole does it replace the old one (two renames).
-  Clustering configs turn the SELECT into a range-partitioned, key-sorted one, and a
-  clustered table gets its file-stats index right after.
+  Clustering configs turn the SELECT into a range-partitioned, key-sorted one; a clustered
+  table stores its layout in its own properties and gets its file-stats index right after.
 -#}
 {% materialization table, adapter='zspark', supported_languages=['sql', 'python'] %}
-  {%- set language = model['language'] -%}
-  {%- set identifier = model['alias'] -%}
   {%- set grant_config = config.get('grants') -%}
+  {%- set old_relation = adapter.get_relation(database=database, schema=schema, identifier=model['alias']) -%}
+  {%- set build = zspark_prepare_table_build('table') -%}
+
+  {{ run_hooks(pre_hooks) }}
+  {%- do zspark_write_table_build(build, old_relation) -%}
+
+  {% set should_revoke = should_revoke(old_relation, full_refresh_mode=True) %}
+  {% do apply_grants(build.target, grant_config, should_revoke) %}
+  {% do persist_docs(build.target, model) %}
+  {% do persist_constraints(build.target, model) %}
+
+  {{ run_hooks(post_hooks) }}
+
+  {{ return({'relations': [build.target]}) }}
+{% endmaterialization %}
+
+
+{#- Everything a table build checks and samples before it writes anything. -#}
+{% macro zspark_prepare_table_build(materialized) %}
+  {%- set language = model['language'] -%}
   {%- set zconfig = zspark_model_config() -%}
-
-  {%- set old_relation = adapter.get_relation(database=database, schema=schema, identifier=identifier) -%}
-  {%- set target_relation = api.Relation.create(identifier=identifier, schema=schema,
+  {%- set target_relation = api.Relation.create(identifier=model['alias'], schema=schema,
                                                 database=database, type='table') -%}
-  {%- set staging_relation = api.Relation.create(identifier=identifier ~ '__zspark_new',
-                                                 schema=schema, database=database, type='table') -%}
-  {%- set backup_relation = api.Relation.create(identifier=identifier ~ '__zspark_old',
-                                                schema=schema, database=database, type='table') -%}
-
-  {#- All validation (columns, types, configs) happens here, before anything is written. -#}
   {%- if language == 'sql' -%}
     {%- set build_sql = adapter.zspark_build_sql(model['name'], target_relation, zconfig, compiled_code) -%}
-    {%- set clustered = adapter.zspark_check_config(model['name'], zconfig, 'table') -%}
+    {%- set clustered = adapter.zspark_check_config(model['name'], zconfig, materialized) -%}
   {%- else -%}
     {%- do adapter.zspark_check_config(model['name'], zconfig, 'python') -%}
     {%- set build_sql = compiled_code -%}
     {%- set clustered = false -%}
   {%- endif -%}
+  {{ return({'target': target_relation, 'sql': build_sql, 'language': language,
+             'want_index': clustered if zconfig.zspark_index is none else zconfig.zspark_index}) }}
+{% endmacro %}
 
-  {{ run_hooks(pre_hooks) }}
+
+{#- Write a prepared build under the staging name, read its index, swap it in. -#}
+{% macro zspark_write_table_build(build, old_relation) %}
+  {%- set target_relation = build.target -%}
+  {%- set staging_relation = target_relation.incorporate(path={'identifier': target_relation.identifier ~ '__zspark_new'}) -%}
+  {%- set backup_relation = target_relation.incorporate(path={'identifier': target_relation.identifier ~ '__zspark_old'}) -%}
 
   {#- Leftovers of a build that died before its swap (the staging index table is one
       only versions that wrote the index before the swap leave). -#}
@@ -36,15 +54,14 @@
   {{ adapter.drop_relation(backup_relation) }}
   {{ adapter.drop_relation(staging_relation.incorporate(path={'identifier': adapter.zspark_index_name(staging_relation)})) }}
 
-  {%- call statement('main', language=language) -%}
-    {{ zspark_create_table(staging_relation, build_sql, language) }}
+  {%- call statement('main', language=build.language) -%}
+    {{ zspark_create_table(staging_relation, build.sql, build.language) }}
   {%- endcall -%}
 
   {#- The index is read from the staging table's footers before the swap: should that fail,
       the previous table and its index stay as they were. -#}
-  {%- set want_index = clustered if zconfig.zspark_index is none else zconfig.zspark_index -%}
   {%- set index_args = zspark_index_args() -%}
-  {%- if want_index -%}
+  {%- if build.want_index -%}
     {%- do adapter.zspark_stage_index(staging_relation, target_relation, index_args.clustering, index_args.index_columns) -%}
   {%- endif -%}
 
@@ -56,16 +73,7 @@
     {{ adapter.drop_relation(backup_relation.incorporate(type=old_relation.type)) }}
   {%- endif -%}
 
-  {%- if want_index -%}
+  {%- if build.want_index -%}
     {%- do adapter.zspark_publish_index(staging_relation, target_relation, index_args.clustering, index_args.index_columns) -%}
   {%- endif -%}
-
-  {% set should_revoke = should_revoke(old_relation, full_refresh_mode=True) %}
-  {% do apply_grants(target_relation, grant_config, should_revoke) %}
-  {% do persist_docs(target_relation, model) %}
-  {% do persist_constraints(target_relation, model) %}
-
-  {{ run_hooks(post_hooks) }}
-
-  {{ return({'relations': [target_relation]}) }}
-{% endmaterialization %}
+{% endmacro %}

@@ -1,0 +1,169 @@
+"""The layout of a clustered table's last full build, stored with the table.
+
+An incremental run keys its new rows exactly as the full build keyed the table's rows:
+same layout, columns, curve method, boundaries. The build writes them into the table's
+own ``TBLPROPERTIES`` in the same CREATE TABLE that writes its files, so the layout and the
+rows it describes appear together at the swap, survive renames, and any later dbt process
+reads them from the metastore (session or thrift alike).
+
+Pure Python: properties in, :class:`StoredLayout` out, and back.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dbt.adapters.zspark.planning import ClusteringPlan, normalize_type
+
+PREFIX = "zspark.layout"
+#: A readable summary of the layout (``SHOW TBLPROPERTIES``).
+SUMMARY_KEY = f"{PREFIX}.summary"
+PARTS_KEY = f"{PREFIX}.parts"
+#: Some metastores cap a property value at 4000 characters (Spark splits its own schema
+#: property the same way).
+PART_CHARS = 4000
+FORMAT_VERSION = 1
+
+
+class StoredLayoutError(ValueError):
+    """The stored layout cannot be read."""
+
+
+@dataclass(frozen=True)
+class StoredLayout:
+    """What keys a row the way the last full build did, and how big its files were."""
+
+    config_key: str
+    columns: tuple[str, ...]
+    column_types: tuple[str, ...]
+    curve_method: str
+    boundary_count: int
+    #: Per column, the sampled boundaries in ``curves.rank_values``' comparable form;
+    #: None for the direct method.
+    boundaries: tuple[np.ndarray | None, ...]
+    partition_by: tuple[str, ...]
+    rows: int
+    files: int
+    rows_per_file: int
+    #: Whether the table's writer option cuts every insert into files of
+    #: ``rows_per_file`` rows (else each shuffle partition is written as one file).
+    cut_by_rows: bool
+
+    @classmethod
+    def of_build(cls, plan: ClusteringPlan, boundaries: Sequence[np.ndarray | None],
+                 rows: int, files: int, rows_per_file: int,
+                 cut_by_rows: bool) -> StoredLayout:
+        return cls(config_key=plan.layout.config_key, columns=plan.columns,
+                   column_types=plan.column_types, curve_method=plan.curve_method,
+                   boundary_count=plan.boundary_count, boundaries=tuple(boundaries),
+                   partition_by=plan.partition_by, rows=rows, files=files,
+                   rows_per_file=max(1, rows_per_file), cut_by_rows=cut_by_rows)
+
+    def describe(self) -> str:
+        return (f"{self.config_key}=[{', '.join(self.columns)}], curve_method="
+                f"{self.curve_method}, boundary_count={self.boundary_count}")
+
+    def drift(self, plan: ClusteringPlan) -> str | None:
+        """How ``plan`` keys rows differently from this layout, or None if it does not."""
+        def lowered(names: Sequence[str]) -> list[str]:
+            return [n.lower() for n in names]
+
+        wanted = (f"{plan.layout.config_key}=[{', '.join(plan.columns)}], curve_method="
+                  f"{plan.curve_method}, boundary_count={plan.boundary_count}")
+        if (plan.layout.config_key != self.config_key
+                or lowered(plan.columns) != lowered(self.columns)
+                or plan.curve_method != self.curve_method
+                or plan.boundary_count != self.boundary_count):
+            return f"the table was clustered with {self.describe()}; the model asks for {wanted}"
+        if lowered(plan.partition_by) != lowered(self.partition_by):
+            return (f"the table is partitioned by [{', '.join(self.partition_by)}]; the model "
+                    f"asks for partition_by=[{', '.join(plan.partition_by)}]")
+        for column, stored, now in zip(self.columns, self.column_types, plan.column_types,
+                                       strict=True):
+            if _rank_family(stored) != _rank_family(now):
+                return (f"column '{column}' was {stored} when the table was clustered and "
+                        f"the model now returns {now}")
+        return None
+
+    def to_properties(self) -> dict[str, str]:
+        """Table properties holding this layout: a summary, and the layout encoded in
+        parts (compressed JSON, base64: no quotes or backslashes to escape in SQL)."""
+        document = {
+            "version": FORMAT_VERSION, "config_key": self.config_key,
+            "columns": list(self.columns), "column_types": list(self.column_types),
+            "curve_method": self.curve_method, "boundary_count": self.boundary_count,
+            "boundaries": [None if b is None else _encode_array(b) for b in self.boundaries],
+            "partition_by": list(self.partition_by), "rows": self.rows, "files": self.files,
+            "rows_per_file": self.rows_per_file, "cut_by_rows": self.cut_by_rows,
+        }
+        packed = base64.b64encode(zlib.compress(json.dumps(document).encode())).decode()
+        parts = [packed[i:i + PART_CHARS] for i in range(0, len(packed), PART_CHARS)]
+        properties = {SUMMARY_KEY: self.describe(), PARTS_KEY: str(len(parts))}
+        properties.update({f"{PREFIX}.{i}": part for i, part in enumerate(parts)})
+        return properties
+
+    @classmethod
+    def from_properties(cls, properties: Mapping[str, str]) -> StoredLayout | None:
+        """The layout in a table's properties; None when the table has none."""
+        if PARTS_KEY not in properties:
+            return None
+        try:
+            count = int(properties[PARTS_KEY])
+            packed = "".join(properties[f"{PREFIX}.{i}"] for i in range(count))
+            document = json.loads(zlib.decompress(base64.b64decode(packed)))
+            if document["version"] != FORMAT_VERSION:
+                raise StoredLayoutError(f"format version {document['version']}")
+            return cls(
+                config_key=document["config_key"], columns=tuple(document["columns"]),
+                column_types=tuple(document["column_types"]),
+                curve_method=document["curve_method"],
+                boundary_count=int(document["boundary_count"]),
+                boundaries=tuple(None if b is None else _decode_array(b)
+                                 for b in document["boundaries"]),
+                partition_by=tuple(document["partition_by"]), rows=int(document["rows"]),
+                files=int(document["files"]), rows_per_file=int(document["rows_per_file"]),
+                cut_by_rows=bool(document["cut_by_rows"]),
+            )
+        except (KeyError, ValueError, TypeError, zlib.error) as error:
+            raise StoredLayoutError(f"unreadable stored layout ({error})") from error
+
+
+def _rank_family(spark_type: str) -> str:
+    """Types whose values rank against the same boundaries."""
+    family = normalize_type(spark_type)
+    if family in ("tinyint", "smallint", "int", "bigint", "float", "double", "decimal",
+                  "boolean"):
+        return "number"
+    return family
+
+
+def _encode_array(values: np.ndarray) -> dict[str, Any]:
+    kind = values.dtype.kind
+    if kind == "M":
+        unit = np.datetime_data(values.dtype)[0]
+        return {"kind": f"M8[{unit}]", "values": values.astype(np.int64).tolist()}
+    if kind == "U":
+        return {"kind": "U", "values": values.tolist()}
+    if kind in "iub":
+        return {"kind": "i8", "values": values.astype(np.int64).tolist()}
+    if kind == "f":
+        # repr of a float round-trips exactly; JSON keeps +-Infinity.
+        return {"kind": "f8", "values": values.astype(np.float64).tolist()}
+    raise StoredLayoutError(f"boundaries of dtype {values.dtype} cannot be stored")
+
+
+def _decode_array(encoded: Mapping[str, Any]) -> np.ndarray:
+    kind, values = encoded["kind"], encoded["values"]
+    if kind.startswith("M8"):
+        return np.array(values, dtype=np.int64).view(kind)
+    if kind == "U":
+        width = max([len(v) for v in values] + [1])
+        return np.array(values, dtype=f"U{width}")
+    return np.array(values, dtype=kind)

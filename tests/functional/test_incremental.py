@@ -1,0 +1,194 @@
+"""Clustered incremental models: new rows keyed with the stored layout, the index follows."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from tests.functional.dbt_project import DbtProject, files_read
+
+MODEL = """
+{{{{ config(materialized='incremental', incremental_strategy='{strategy}',
+            {layout}=['city', 'brand'], file_count=8{extra}) }}}}
+select id,
+       concat('CITY', lpad(cast(pmod(hash(id, 1), 50) as string), 3, '0')) as city,
+       cast(pmod(hash(id, 2), 1000) as int) as brand,
+       cast(id div 1000 as int) as part
+from range({{{{ var('start', 0) }}}}, {{{{ var('stop', 4000) }}}})
+"""
+
+
+def source_rows(project: DbtProject, *ranges: tuple[int, int]) -> list[tuple[Any, ...]]:
+    union = " union all ".join(
+        f"select id, concat('CITY', lpad(cast(pmod(hash(id, 1), 50) as string), 3, '0')), "
+        f"cast(pmod(hash(id, 2), 1000) as int), cast(id div 1000 as int) "
+        f"from range({start}, {stop})" for start, stop in ranges)
+    return project.rows(union)
+
+
+def write_model(project: DbtProject, name: str, strategy: str = "append",
+                layout: str = "hilbert_by", extra: str = "") -> str:
+    project.write(f"models/incremental/{name}.sql",
+                  MODEL.format(strategy=strategy, layout=layout, extra=extra))
+    return project.table(name)
+
+
+def run(project: DbtProject, name: str, start: int, stop: int, *flags: str,
+        expect_pass: bool = True) -> None:
+    project.dbt("run", "--select", name, "--vars", f"{{start: {start}, stop: {stop}}}", *flags,
+                expect_pass=expect_pass)
+
+
+def layout_properties(project: DbtProject, table: str) -> dict[str, str]:
+    return {str(r[0]): str(r[1]) for r in project.spark.sql(f"show tblproperties {table}")
+            .collect() if str(r[0]).startswith("zspark.layout")}
+
+
+def assert_index_equals_full_reindex(project: DbtProject, table: str) -> None:
+    from dbt.adapters.zspark.index import build_index
+
+    spark = project.spark
+    build_index(spark, table, f"{table}__fresh", clustering=["city", "brand"])
+    columns = ", ".join(c for c in spark.table(f"{table}__fresh").columns)
+    ordered = "order by file_path, row_group nulls first"
+    spark.catalog.refreshTable(f"{table}__zindex")
+    assert spark.sql(f"select {columns} from {table}__zindex {ordered}").collect() == \
+        spark.sql(f"select {columns} from {table}__fresh {ordered}").collect()
+    spark.sql(f"drop table {table}__fresh")
+
+
+def stored_keys(table_properties: dict[str, str], path: str) -> list[int]:
+    """Keys of a data file's rows, in file order, computed from the stored layout."""
+    import pandas as pd
+
+    from dbt.adapters.zspark.layout_state import StoredLayout
+    from dbt.adapters.zspark.layouts import LAYOUTS, ColumnSpec
+
+    stored = StoredLayout.from_properties(table_properties)
+    assert stored is not None
+    specs = [ColumnSpec(c, t, b) for c, t, b in
+             zip(stored.columns, stored.column_types, stored.boundaries, strict=True)]
+    function = LAYOUTS[stored.config_key].key_function(specs, stored.curve_method,
+                                                       stored.boundary_count)
+    frame = pq.read_table(path.removeprefix("file:")).to_pandas()
+    keys: pd.Series = function(*(frame[c] for c in stored.columns))
+    return [int(k) for k in keys]
+
+
+def test_appended_rows_are_keyed_with_the_stored_layout_and_indexed(
+        project: DbtProject) -> None:
+    table = write_model(project, "inc_append")
+    run(project, "inc_append", 0, 4000)
+    first_files = set(project.files("inc_append"))
+    stored = layout_properties(project, table)
+    assert stored["zspark.layout.summary"].startswith("hilbert_by=[city, brand]")
+    assert len(first_files) == 8
+
+    run(project, "inc_append", 4000, 5000)
+    assert "keyed with the table's stored layout" in project.log_text()
+    assert project.rows(f"select * from {table}") == source_rows(project, (0, 5000))
+    assert layout_properties(project, table) == stored
+    new_files = sorted(set(project.files("inc_append")) - first_files)
+    assert set(project.files("inc_append")) >= first_files
+    # 1000 rows in files of the table's 500 rows: two files, a third if a cut falls short.
+    assert 2 <= len(new_files) <= 3
+    ranges = []
+    for path in new_files:
+        keys = stored_keys(stored, path)
+        assert len(keys) <= 500
+        assert keys == sorted(keys)  # written in the order of the stored layout's key
+        ranges.append((keys[0], keys[-1]))
+    ranges.sort()
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(ranges))
+    assert_index_equals_full_reindex(project, table)
+
+    predicate = "city = 'CITY007'"
+    relation = "ref('inc_append')"
+    compiled = project.dbt("compile", "--inline",
+                           f'select * from {{{{ zspark_scan({relation}, "{predicate}") }}}} t')
+    scan = str(compiled.results[0].node.compiled_code)
+    rows, opened = files_read(project.spark, scan)
+    assert project.rows(scan) == project.rows(f"select * from {table} where {predicate}")
+    assert rows > 0
+    assert opened < len(first_files) + len(new_files)
+
+    index_before = project.spark.table(f"{table}__zindex").collect()
+    run(project, "inc_append", 5000, 5000)  # nothing new
+    assert "no rows written; table, layout and index unchanged" in project.log_text()
+    project.spark.catalog.refreshTable(f"{table}__zindex")
+    assert project.spark.table(f"{table}__zindex").collect() == index_before
+
+
+def test_insert_overwrite_replaces_partitions_and_their_index_rows(
+        project: DbtProject) -> None:
+    table = write_model(project, "inc_parts", strategy="insert_overwrite",
+                        extra=", partition_by=['part']")
+    run(project, "inc_parts", 0, 3000)
+    before = set(project.files("inc_parts"))
+    run(project, "inc_parts", 2500, 4000)  # replaces partition 2, adds partition 3
+    assert project.rows(f"select * from {table}") == \
+        source_rows(project, (0, 2000), (2500, 4000))
+    after = set(project.files("inc_parts"))
+    replaced = before - after
+    assert replaced
+    assert all("part=2" in path for path in replaced)
+    assert all("part=0" in p or "part=1" in p for p in before & after)
+    assert_index_equals_full_reindex(project, table)
+
+
+def test_insert_overwrite_without_partitions_replaces_the_table(project: DbtProject) -> None:
+    table = write_model(project, "inc_whole", strategy="insert_overwrite")
+    run(project, "inc_whole", 0, 4000)
+    stored = layout_properties(project, table)
+    run(project, "inc_whole", 1000, 2000)
+    assert project.rows(f"select * from {table}") == source_rows(project, (1000, 2000))
+    assert layout_properties(project, table) == stored
+    assert_index_equals_full_reindex(project, table)
+
+
+def test_a_changed_layout_is_refused_until_a_full_refresh(project: DbtProject) -> None:
+    table = write_model(project, "inc_drift")
+    run(project, "inc_drift", 0, 2000)
+    rows = project.rows(f"select * from {table}")
+
+    write_model(project, "inc_drift", layout="zorder_by")
+    run(project, "inc_drift", 2000, 3000, expect_pass=False)
+    text = project.log_text()
+    assert "Model 'inc_drift': the clustering config no longer matches the layout stored" in text
+    assert "clustered with hilbert_by=[city, brand]" in text
+    assert "dbt run --full-refresh --select inc_drift" in text
+    assert project.rows(f"select * from {table}") == rows
+
+    run(project, "inc_drift", 0, 3000, "--full-refresh")
+    assert layout_properties(project, table)["zspark.layout.summary"].startswith(
+        "zorder_by=[city, brand]")
+    assert project.rows(f"select * from {table}") == source_rows(project, (0, 3000))
+    assert_index_equals_full_reindex(project, table)
+
+
+@pytest.mark.parametrize(("case", "extra", "message"), [
+    ("inc_orc", ", file_format='orc'",
+     "Model 'inc_orc': config 'file_format' is 'orc' on a clustered incremental model. "
+     "Allowed: 'parquet'."),
+])
+def test_unsupported_incremental_settings_are_refused(project: DbtProject, case: str,
+                                                      extra: str, message: str) -> None:
+    write_model(project, case, extra=extra)
+    run(project, case, 0, 100, expect_pass=False)
+    assert message in project.log_text()
+    assert not project.spark.catalog.tableExists(project.table(case))
+
+
+def test_unclustered_incremental_models_are_dbt_sparks(project: DbtProject) -> None:
+    project.write("models/incremental/inc_plain.sql", """
+        {{ config(materialized='incremental') }}
+        select id from range({{ var('start', 0) }}, {{ var('stop', 10) }})
+    """)
+    run(project, "inc_plain", 0, 10)
+    run(project, "inc_plain", 10, 15)
+    assert project.rows(f"select * from {project.table('inc_plain')}") == \
+        project.rows("select id from range(15)")
+    assert not project.spark.catalog.tableExists(project.table("inc_plain__zindex"))
