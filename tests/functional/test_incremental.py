@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import itertools
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
 
 from tests.functional.dbt_project import DbtProject, files_read
+from tests.functional.test_executors import WITHOUT_PLUGIN
 
 MODEL = """
 {{{{ config(materialized='incremental', incremental_strategy='{strategy}',
@@ -192,3 +199,65 @@ def test_unclustered_incremental_models_are_dbt_sparks(project: DbtProject) -> N
     assert project.rows(f"select * from {project.table('inc_plain')}") == \
         project.rows("select id from range(15)")
     assert not project.spark.catalog.tableExists(project.table("inc_plain__zindex"))
+
+
+NEW_PROCESS_RUN = textwrap.dedent("""
+    import json, sys
+    from dbt.cli.main import dbtRunner
+    from dbt.adapters.zspark.session import active_session
+
+    project, start, stop = sys.argv[1], sys.argv[2], sys.argv[3]
+    result = dbtRunner().invoke(["run", "--project-dir", project, "--profiles-dir", project,
+                                 "--vars", f"{{start: {start}, stop: {stop}}}"])
+    assert result.success, result.exception
+    spark = active_session()
+    properties = {r[0]: r[1] for r in spark.sql("show tblproperties zspark_test.inc").collect()}
+    spark.catalog.refreshTable("zspark_test.inc")
+    print("RESULT " + json.dumps({"properties": properties,
+                                  "files": spark.table("zspark_test.inc").inputFiles()}))
+""")
+
+
+def test_a_new_process_finds_the_stored_layout(tmp_path: Path) -> None:
+    """Each run is its own process with its own Spark, and the executors' Python cannot
+    import the plugin: the second run's keys come from the metastore alone."""
+    project = tmp_path / "project"
+    (project / "models").mkdir(parents=True)
+    (project / "dbt_project.yml").write_text(
+        "name: inc_new_process\nversion: '1.0'\nconfig-version: 2\nprofile: inc\n")
+    (project / "profiles.yml").write_text(textwrap.dedent(f"""
+        inc:
+          target: dev
+          outputs:
+            dev: {{type: zspark, method: session, schema: zspark_test,
+                  session_dir: {tmp_path / 'session'}}}
+    """))
+    (project / "models" / "inc.sql").write_text(
+        MODEL.format(strategy="append", layout="hilbert_by", extra=""))
+    python = tmp_path / "python-without-plugin"
+    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{WITHOUT_PLUGIN}" "$@"\n')
+    python.chmod(0o755)
+    env = {**os.environ, "PYSPARK_PYTHON": str(python), "SPARK_LOCAL_IP": "127.0.0.1"}
+
+    runs = []
+    for start, stop in ((0, 4000), (4000, 5000)):
+        result = subprocess.run([sys.executable, "-c", NEW_PROCESS_RUN, str(project),
+                                 str(start), str(stop)], cwd=tmp_path, env=env,
+                                capture_output=True, text=True, timeout=600, check=False)
+        assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+        line = next(x for x in result.stdout.splitlines() if x.startswith("RESULT "))
+        runs.append(json.loads(line.removeprefix("RESULT ")))
+    assert "keyed with the table's stored layout" in result.stdout
+
+    first, second = runs
+    assert first["properties"] == second["properties"]
+    new_files = sorted(set(second["files"]) - set(first["files"]))
+    assert set(second["files"]) >= set(first["files"])
+    assert 2 <= len(new_files) <= 3
+    for path in new_files:
+        keys = stored_keys(second["properties"], path)
+        assert keys == sorted(keys)
+    ids = sorted(i for path in second["files"]
+                 for i in pq.read_table(path.removeprefix("file:"), columns=["id"])["id"]
+                 .to_pylist())
+    assert ids == list(range(5000))
