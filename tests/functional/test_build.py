@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from range(6000)
 
 def skipped_share(project: DbtProject, model: str, column: str) -> float:
     """Share of files a point query on ``column`` skips, over 200 values of the data."""
-    from dbt.adapters.zspark.index import point_depth
+    from dbt.adapters.zspark.health import point_depth
 
     bounds = project.spark.sql(
         f"select {column}__min as min, {column}__max as max "
@@ -100,8 +101,16 @@ def test_build_logs_files_rows_and_layout_depth(project: DbtProject) -> None:
     project.dbt("run", "--select", "logged")
     text = project.log_text()
     assert "logged: 4 files, 400 rows" in text
-    assert "files per point value: id " in text
-    assert ", b " in text
+    found = re.search(r"layout: 4 files; id depth ([\d.]+) vs ([\d.]+) rebuilt \(([\d.]+)% "
+                      r"skipped\), overlaps ([\d.]+), overlap depth ([\d.]+); b depth ", text)
+    assert found is not None, text
+    depth, rebuilt, skipped, overlaps, overlap_depth = map(float, found.groups())
+    assert 1 <= depth <= 4
+    assert 1 <= rebuilt <= 4
+    assert skipped == pytest.approx(100 * (1 - depth / 4), abs=1.5)  # depth printed to 0.1
+    assert 0 <= overlaps <= 3
+    assert 1 <= overlap_depth <= 4
+    assert "0.0% of rows written since the last full clustering" in text
 
 
 def test_partitioned_build_clusters_within_each_partition(project: DbtProject) -> None:

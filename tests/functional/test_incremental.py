@@ -92,10 +92,12 @@ def test_appended_rows_are_keyed_with_the_stored_layout_and_indexed(
     first_files = set(project.files("inc_append"))
     stored = layout_properties(project, table)
     assert stored["zspark.layout.summary"].startswith("hilbert_by=[city, brand]")
+    assert "0.0% of rows written since the last full clustering" in project.log_text()
     assert len(first_files) == 8
 
     run(project, "inc_append", 4000, 5000)
     assert "keyed with the table's stored layout" in project.log_text()
+    assert "20.0% of rows written since the last full clustering" in project.log_text()
     assert project.rows(f"select * from {table}") == source_rows(project, (0, 5000))
     assert layout_properties(project, table) == stored
     new_files = sorted(set(project.files("inc_append")) - first_files)

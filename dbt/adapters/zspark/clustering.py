@@ -56,6 +56,9 @@ class PreparedBuild:
     sample_seconds: float = 0.0
     #: The layout the rows were keyed with, as stored with the table.
     layout: StoredLayout | None = None
+    #: The sample rows' keys, and the sample's columns of the table partition values.
+    sample_keys: list[Any] = field(default_factory=list, repr=False)
+    sample_partitions: list[str] = field(default_factory=list)
 
     def write_options(self) -> dict[str, str]:
         """Options of the CREATE TABLE: cut partitions into files of equal rows."""
@@ -242,7 +245,9 @@ def prepare_build(spark: SparkSession, plan: ClusteringPlan, sql: str,
         cut_by_rows=spread.rows_per_file is not None)
     return PreparedBuild(select_sql=select_sql, file_count=file_count, input_rows=rows,
                          sample=sample, spread=spread,
-                         sample_seconds=time.perf_counter() - started, layout=layout)
+                         sample_seconds=time.perf_counter() - started, layout=layout,
+                         sample_keys=sample_keys,
+                         sample_partitions=[part_column(i) for i in range(len(parts))])
 
 
 def spread_sql(sql: str, file_count: int) -> str:

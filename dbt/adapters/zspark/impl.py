@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 from dbt.adapters.base import available
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import SparkConnectionMethod
@@ -17,7 +18,11 @@ from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.zspark.connections import ZSparkConnectionManager
-from dbt.adapters.zspark.layout_state import StoredLayout, StoredLayoutError
+from dbt.adapters.zspark.layout_state import (
+    StoredLayout,
+    StoredLayoutError,
+    clustered_writes_property,
+)
 from dbt.adapters.zspark.planning import ClusteringConfigError, ClusteringPlan, plan_clustering
 from dbt.adapters.zspark.scan import FileKey, scan_sql, skippable_files_sql
 from dbt.adapters.zspark.sqltext import sql_string
@@ -26,6 +31,8 @@ logger = AdapterLogger("zspark")
 
 #: dbt-spark's strategies for Parquet tables: insert rows, or overwrite partitions / all.
 INCREMENTAL_STRATEGIES = ("append", "insert_overwrite")
+#: Sample values a point query is probed with when the layout is judged.
+PROBES = 1000
 
 
 @dataclass
@@ -41,6 +48,17 @@ class ZSparkConfig(SparkConfig):
     target_file_size_mb: int | None = None
     index_columns: list[str] | None = None
     zspark_index: bool | None = None
+
+
+@dataclass
+class _BuildSample:
+    """A build's sample, kept to judge the layout once the files are written."""
+
+    columns: tuple[str, ...]
+    types: tuple[str, ...]
+    rows: Any  # pandas DataFrame of key inputs and table partition values
+    keys: list[Any]
+    partitions: list[str]
 
 
 class ZSparkAdapter(SparkAdapter):
@@ -129,7 +147,8 @@ class ZSparkAdapter(SparkAdapter):
 
         prepared = prepare_build(spark, plan, sql, stored, rows_per_file)
         key = str(relation).lower()
-        self._samples[key] = (plan.columns, plan.column_types, prepared.sample)
+        self._samples[key] = _BuildSample(plan.columns, plan.column_types, prepared.sample,
+                                          prepared.sample_keys, prepared.sample_partitions)
         if stored is None and prepared.layout is not None:
             self._write_options[plan.model] = prepared.write_options()
             self._layout_properties[plan.model] = prepared.layout.to_properties()
@@ -165,10 +184,8 @@ class ZSparkAdapter(SparkAdapter):
                 f"{' or '.join(repr(s) for s in INCREMENTAL_STRATEGIES)}.")
 
     def _stored_layout(self, model: str, relation: Any) -> StoredLayout:
-        _, table = self.execute(f"show tblproperties {relation}", fetch=True)
-        properties = {str(row[0]): str(row[1]) for row in table.rows}
         try:
-            stored = StoredLayout.from_properties(properties)
+            stored = StoredLayout.from_properties(self._table_properties(relation))
         except StoredLayoutError as error:
             stored, problem = None, str(error)
         else:
@@ -306,6 +323,15 @@ class ZSparkAdapter(SparkAdapter):
         self._lap(target, "write")
         rows = read_index(spark, str(staging), clustering or (), configured)
         self._staged[str(staging).lower()] = (rows, table_location(spark, str(staging)))
+        if clustering:
+            # Before the swap, so the table and the record of its clustered files appear
+            # together.
+            files = [str(r[0]) for r in rows.where("row_group is null")
+                     .select("file_path").collect()]
+            properties = clustered_writes_property(files)
+            self.execute(f"alter table {staging} set tblproperties ("
+                         + ", ".join(f"{sql_string(k)} = {sql_string(v)}"
+                                     for k, v in properties.items()) + ")")
         self._lap(target, "index")
 
     @available
@@ -338,22 +364,14 @@ class ZSparkAdapter(SparkAdapter):
 
     def _log_index(self, spark: Any, relation: Any, index: Any,
                    summary: Any) -> dict[str, Any]:
-        from dbt.adapters.zspark.clustering import probe_bounds_sql
-        from dbt.adapters.zspark.index import point_depth
-
         message = (
             f"zspark: {relation.identifier}: {summary.files} files, {summary.rows} rows, "
             f"{len(summary.columns)} columns indexed in {index.identifier}"
         )
         sample = self._samples.pop(str(relation).lower(), None)
         if sample is not None and summary.files:
-            columns, types, probes = sample
-            depths = []
-            for column, spark_type in zip(columns, types, strict=True):
-                bounds = spark.sql(probe_bounds_sql(str(index), column, spark_type)).toPandas()
-                depth = point_depth(bounds, probes[column].head(1000))
-                depths.append(f"{column} {depth:.1f} ({1 - depth / summary.files:.1%} skipped)")
-            message += "; files per point value: " + ", ".join(depths)
+            message += "; layout: " + self._layout_health(spark, relation, index, sample,
+                                                           summary).describe()
         timings = self._timings.pop(str(relation).lower(), None)
         if timings is not None:
             self._lap_into(timings, "log")
@@ -362,6 +380,29 @@ class ZSparkAdapter(SparkAdapter):
                 f"{step} {timings.get(step, 0.0):.1f}" for step in steps)
         logger.info(message)
         return {"files": summary.files, "rows": summary.rows, "columns": summary.columns}
+
+    def _layout_health(self, spark: Any, relation: Any, index: Any, sample: _BuildSample,
+                       summary: Any) -> Any:
+        """Depth and overlaps per clustering column from the index, probed with the
+        build's sample, against a rebuild estimated from the same sample."""
+        from dbt.adapters.zspark.clustering import probe_bounds_sql
+        from dbt.adapters.zspark.health import layout_health, rebuild_bounds
+        from dbt.adapters.zspark.layout_state import pending_rows
+
+        bounds = {column: spark.sql(probe_bounds_sql(str(index), column, spark_type)).toPandas()
+                  for column, spark_type in zip(sample.columns, sample.types, strict=True)}
+        probes = sample.rows.head(PROBES)
+        rebuilt = rebuild_bounds(sample.rows, sample.partitions, np.asarray(sample.keys),
+                                 sample.columns, summary.files)
+        files = spark.sql(f"select file_path, row_count from {index} "
+                          f"where row_group is null").collect()
+        pending = pending_rows([(str(r[0]), int(r[1])) for r in files],
+                               self._table_properties(relation))
+        return layout_health(bounds, probes, rebuilt, summary.rows, pending)
+
+    def _table_properties(self, relation: Any) -> dict[str, str]:
+        _, table = self.execute(f"show tblproperties {relation}", fetch=True)
+        return {str(row[0]): str(row[1]) for row in table.rows}
 
     # -- skip-aware scans --------------------------------------------------------------
     @available

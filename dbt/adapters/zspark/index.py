@@ -10,9 +10,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
-
 from dbt.adapters.zspark.planning import normalize_type
 from dbt.adapters.zspark.pruning import path_name, stat_column
 from dbt.adapters.zspark.sqltext import quote
@@ -229,26 +226,3 @@ def relocate_index(spark: SparkSession, staged: DataFrame, index_table: str, tab
     if moved != present:  # e.g. an object store whose rename copies and re-dates files
         return None
     return _write(spark, rows.select(*[quote(c) for c in staged.columns]), index_table)
-
-
-def point_depth(bounds: pd.DataFrame, probes: pd.Series) -> float:
-    """Average number of files whose [min, max] holds a value drawn from the data.
-
-    ``bounds`` has ``min`` and ``max`` columns, one row per file (NULL: the file cannot be
-    ruled out); ``probes`` are sample values. Both should come from Spark's ``toPandas`` so
-    they compare alike.
-    """
-    values = probes.dropna()
-    if isinstance(values.dtype, np.dtype) and values.dtype.kind == "f":
-        values = values[~np.isnan(values.to_numpy())]
-    if values.empty or bounds.empty:
-        return float(len(bounds))
-    points = values.to_numpy(dtype=object)
-    low = bounds["min"].to_numpy(dtype=object)
-    high = bounds["max"].to_numpy(dtype=object)
-    # A file without usable bounds holds every value: widen it to the probes' own range.
-    unknown = pd.isna(low) | pd.isna(high)
-    low = np.where(unknown, points.min(), low)
-    high = np.where(unknown, points.max(), high)
-    inside = (low[None, :] <= points[:, None]) & (points[:, None] <= high[None, :])
-    return float(inside.sum(axis=1).mean())

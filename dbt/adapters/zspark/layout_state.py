@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,6 +31,11 @@ PARTS_KEY = f"{PREFIX}.parts"
 #: property the same way).
 PART_CHARS = 4000
 FORMAT_VERSION = 1
+#: Ids of the write jobs whose files were clustered together (by the last full build):
+#: files of any other write were added since.
+CLUSTERED_WRITES_KEY = f"{PREFIX}.clustered_writes"
+# Spark names a job's files part-<task>-<job uuid>[-.]c<n>...; the uuid tells the write.
+_WRITE_ID = re.compile(r"part-\d+-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
 
 
 class StoredLayoutError(ValueError):
@@ -167,3 +173,21 @@ def _decode_array(encoded: Mapping[str, Any]) -> np.ndarray:
         width = max([len(v) for v in values] + [1])
         return np.array(values, dtype=f"U{width}")
     return np.array(values, dtype=kind)
+
+
+def write_id(path: str) -> str | None:
+    """The id of the write job that wrote a data file, from its name (None: unknown)."""
+    found = _WRITE_ID.search(path.rsplit("/", 1)[-1])
+    return found.group(1) if found else None
+
+
+def clustered_writes_property(paths: Sequence[str]) -> dict[str, str]:
+    """The table property naming the writes of a full build's files."""
+    ids = sorted({w for w in map(write_id, paths) if w is not None})
+    return {CLUSTERED_WRITES_KEY: ",".join(ids)}
+
+
+def pending_rows(files: Sequence[tuple[str, int]], properties: Mapping[str, str]) -> int:
+    """Rows in files (path, rows) not written by the table's clustered writes."""
+    clustered = set(filter(None, properties.get(CLUSTERED_WRITES_KEY, "").split(",")))
+    return sum(rows for path, rows in files if write_id(path) not in clustered)
