@@ -173,31 +173,66 @@ def _owner(spread: FileSpread, key: Any, parts: list[tuple[str, str]], key_type:
     return sf.size(sf.filter(sf.array(*cuts), lambda cut: cut <= row))
 
 
-def prepare_build(spark: SparkSession, plan: ClusteringPlan, sql: str,
-                  stored: StoredLayout | None = None,
-                  rows_per_file: int | None = None) -> PreparedBuild:
+@dataclass
+class InputSample:
+    """The first pass over a build's input: a uniform sample and the exact row count."""
+
+    sample: pd.DataFrame = field(repr=False)
+    rows: int
+    input_bytes: int
+    seconds: float
+
+    def union(self, other: InputSample) -> InputSample:
+        """The sample of both inputs together: each side thinned to the same share of its
+        rows, so the result is still uniform over all rows."""
+        share = min(len(self.sample) / max(self.rows, 1), len(other.sample) / max(other.rows, 1))
+        parts = [s.sample.sample(n=min(len(s.sample), round(share * s.rows)),
+                                 random_state=SAMPLE_SEED) for s in (self, other)]
+        return InputSample(pd.concat(parts, ignore_index=True), self.rows + other.rows,
+                           self.input_bytes + other.input_bytes, self.seconds + other.seconds)
+
+
+def sample_input(spark: SparkSession, plan: ClusteringPlan, sql: str) -> InputSample:
+    """One job over ``sql``: a uniform sample of the key inputs (and table partition
+    values) and the row count."""
+    started = time.perf_counter()
+    frame = spark.sql(sql)
+    input_bytes = int(str(frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+    wanted = max(MIN_SAMPLE_ROWS, SAMPLE_ROWS_PER_BOUNDARY * plan.boundary_count)
+    sample, rows = _sample_and_count(frame, plan, _key_inputs(plan), wanted)
+    return InputSample(sample, rows, input_bytes, time.perf_counter() - started)
+
+
+def _key_inputs(plan: ClusteringPlan) -> list[str]:
+    return [key_input_sql(quote(c), t) for c, t in zip(plan.columns, plan.column_types,
+                                                         strict=True)]
+
+
+def prepare_build(spark: SparkSession, plan: ClusteringPlan, sql: str) -> PreparedBuild:
     """Sample the input, register the model's key UDF and return the clustered SELECT.
 
     The model's SQL runs twice: once to sample and count, once to write. The written rows
     go through one shuffle into a few partitions that own consecutive key ranges; each is
     sorted by the key and cut into files of equal row count.
+    """
+    sampled = sample_input(spark, plan, sql)
+    return keyed_build(spark, plan, sql, sampled, None,
+                       plan.resolve_file_count(sampled.input_bytes))
 
-    With ``stored`` (an incremental run) rows are keyed with the table's stored boundaries.
-    ``rows_per_file`` fixes the files' rows (an increment written like the table's own
-    files); without it the file count is ``plan``'s.
+
+def keyed_build(spark: SparkSession, plan: ClusteringPlan, sql: str, sampled: InputSample,
+                stored: StoredLayout | None, file_count: int,
+                pieces: bool = False) -> PreparedBuild:
+    """The clustered SELECT of ``sql`` (already sampled) into ``file_count`` files.
+
+    With ``stored`` rows are keyed with the table's stored boundaries, else with
+    boundaries from the sample. With ``pieces`` every file is its own shuffle partition (a
+    key range of equal rows), whatever rows per file the table's writer option allows.
     """
     started = time.perf_counter()
     frame = spark.sql(sql)
-    input_bytes = int(str(frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
-    wanted = max(MIN_SAMPLE_ROWS, SAMPLE_ROWS_PER_BOUNDARY * plan.boundary_count)
-    inputs = [key_input_sql(quote(c), t)
-              for c, t in zip(plan.columns, plan.column_types, strict=True)]
-    sample, rows = _sample_and_count(frame, plan, inputs, wanted)
-    if rows_per_file is not None:
-        file_count = max(1, math.ceil(rows / rows_per_file))
-    else:
-        file_count = plan.resolve_file_count(input_bytes)
-
+    sample, rows, input_bytes = sampled.sample, sampled.rows, sampled.input_bytes
+    inputs = _key_inputs(plan)
     if stored is not None:
         boundaries = list(stored.boundaries)
     elif plan.curve_method == "boundary":
@@ -226,10 +261,8 @@ def prepare_build(spark: SparkSession, plan: ClusteringPlan, sql: str,
     positions = [(*(_sort_position(v) for v in values), k) for values, k in zip(
         zip(*(sample[part_column(i)] for i in range(len(parts))), strict=True),
         sample_keys, strict=True)] if parts else [(k,) for k in sample_keys]
-    partitions = shuffle_partitions(file_count, spark.sparkContext.defaultParallelism,
-                                    input_bytes)
-    if stored is not None and not stored.cut_by_rows:
-        partitions = file_count  # nothing cuts files by rows: one file per partition
+    partitions = file_count if pieces else shuffle_partitions(
+        file_count, spark.sparkContext.defaultParallelism, input_bytes)
     spread = spread_files(positions, rows, file_count, partitions)
     owner = _owner(spread, expr(key), parts, plan.layout.key_type(plan.curve_method))
     view = f"zspark_build_{udf_name(plan.model).removeprefix('zspark_key_')}"
@@ -241,11 +274,11 @@ def prepare_build(spark: SparkSession, plan: ClusteringPlan, sql: str,
     select_sql = f"select * from {view}"
     layout = stored or StoredLayout.of_build(
         plan, boundaries, rows=rows, files=file_count,
-        rows_per_file=spread.rows_per_file or math.ceil(rows / file_count),
-        cut_by_rows=spread.rows_per_file is not None)
+        rows_per_file=spread.rows_per_file or math.ceil(rows / file_count))
     return PreparedBuild(select_sql=select_sql, file_count=file_count, input_rows=rows,
                          sample=sample, spread=spread,
-                         sample_seconds=time.perf_counter() - started, layout=layout,
+                         sample_seconds=sampled.seconds + time.perf_counter() - started,
+                         layout=layout,
                          sample_keys=sample_keys,
                          sample_partitions=[part_column(i) for i in range(len(parts))])
 

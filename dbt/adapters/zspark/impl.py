@@ -25,7 +25,7 @@ from dbt.adapters.zspark.layout_state import (
 )
 from dbt.adapters.zspark.planning import ClusteringConfigError, ClusteringPlan, plan_clustering
 from dbt.adapters.zspark.scan import FileKey, scan_sql, skippable_files_sql
-from dbt.adapters.zspark.sqltext import sql_string
+from dbt.adapters.zspark.sqltext import quote, sql_string
 
 logger = AdapterLogger("zspark")
 
@@ -48,6 +48,7 @@ class ZSparkConfig(SparkConfig):
     target_file_size_mb: int | None = None
     index_columns: list[str] | None = None
     zspark_index: bool | None = None
+    zspark_recluster: bool | None = None
 
 
 @dataclass
@@ -59,6 +60,18 @@ class _BuildSample:
     rows: Any  # pandas DataFrame of key inputs and table partition values
     keys: list[Any]
     partitions: list[str]
+
+
+@dataclass
+class _Rewrite:
+    """A re-clustering between its plan and its swap."""
+
+    decision: Any  # recluster.ReclusterPlan
+    new_rows: int
+    table_rows: int
+    #: Table properties of a new layout (full re-clustering), else None.
+    layout: dict[str, str] | None
+    partitioned: bool
 
 
 class ZSparkAdapter(SparkAdapter):
@@ -77,8 +90,10 @@ class ZSparkAdapter(SparkAdapter):
         self._timings: dict[str, dict[str, float]] = {}
         # Layouts of this run's full builds, as table properties of the CREATE TABLE.
         self._layout_properties: dict[str, dict[str, str]] = {}
-        # Rows counted by this run's sampling pass, per relation.
-        self._input_rows: dict[str, int] = {}
+        # Re-clusterings between their plan and their swap, and each incremental run's
+        # strategy.
+        self._rewrites: dict[str, _Rewrite] = {}
+        self._strategies: dict[str, str] = {}
         # The table's files before an incremental run's insert.
         self._files_before: dict[str, set[str]] = {}
 
@@ -138,31 +153,30 @@ class ZSparkAdapter(SparkAdapter):
             f"zspark: {model}: {plan.layout.name} layout on {', '.join(plan.columns)} "
             f"({plan.curve_method}, boundary_count={plan.boundary_count}); sampling input"
         )
-        return self._prepare(spark, relation, plan, sql, stored=None, rows_per_file=None)
-
-    def _prepare(self, spark: Any, relation: Any, plan: ClusteringPlan, sql: str,
-                 stored: StoredLayout | None, rows_per_file: int | None) -> str:
-        """Sample, register the key and keep what the rest of the build needs."""
         from dbt.adapters.zspark.clustering import prepare_build
 
-        prepared = prepare_build(spark, plan, sql, stored, rows_per_file)
+        prepared = prepare_build(spark, plan, sql)
+        self._keep(relation, plan, prepared, new_layout=True)
+        self._write_options[plan.model] = prepared.write_options()
+        assert prepared.layout is not None
+        self._layout_properties[plan.model] = prepared.layout.to_properties()
+        return prepared.select_sql
+
+    def _keep(self, relation: Any, plan: ClusteringPlan, prepared: Any,
+              new_layout: bool) -> None:
+        """Keep what the rest of a build needs (its sample, timings) and log the write."""
         key = str(relation).lower()
         self._samples[key] = _BuildSample(plan.columns, plan.column_types, prepared.sample,
                                           prepared.sample_keys, prepared.sample_partitions)
-        if stored is None and prepared.layout is not None:
-            self._write_options[plan.model] = prepared.write_options()
-            self._layout_properties[plan.model] = prepared.layout.to_properties()
         self._timings[key] = {"sample": prepared.sample_seconds, "since": time.perf_counter()}
-        self._input_rows[key] = prepared.input_rows
         spread = prepared.spread
         how = (f"{spread.partitions} sorted partitions cut every {spread.rows_per_file} rows"
                if spread is not None and spread.rows_per_file else "one file per partition")
-        keyed = "" if stored is None else ", keyed with the table's stored layout"
+        keyed = "" if new_layout else ", keyed with the table's stored layout"
         logger.info(
             f"zspark: {plan.model}: writing {prepared.input_rows} rows into "
             f"{prepared.file_count} files ({how}{keyed})"
         )
-        return prepared.select_sql
 
     @available
     def zspark_layout_properties(self, model: str) -> dict[str, str]:
@@ -196,16 +210,12 @@ class ZSparkAdapter(SparkAdapter):
                 f"`dbt run --full-refresh --select {model}` to rebuild it clustered.")
         return stored
 
-    @available
-    def zspark_increment_sql(self, model: str, relation: Any, config: dict[str, Any],
-                             sql: str) -> str:
-        """The SELECT of an incremental run's new rows, keyed with the layout stored with
-        ``relation`` and sorted into files like the table's own. A config that keys rows
-        differently from the stored layout is refused before anything is written."""
+    def _checked_plan(self, spark: Any, model: str, relation: Any, stored: StoredLayout,
+                      config: dict[str, Any], sql: str) -> ClusteringPlan:
+        """The model's clustering plan, refused when it keys rows differently from the
+        layout stored with the table."""
         from dbt.adapters.zspark.clustering import model_schema
 
-        spark = self._spark(model, "clustering (zorder_by / hilbert_by / linear_by)")
-        stored = self._stored_layout(model, relation)
         try:
             plan = plan_clustering(model, config, model_schema(spark, sql), "incremental")
         except ClusteringConfigError as error:
@@ -217,26 +227,181 @@ class ZSparkAdapter(SparkAdapter):
                 f"Model '{model}': the clustering config no longer matches the layout stored "
                 f"with {relation}: {drift}. Run `dbt run --full-refresh --select {model}` to "
                 f"rebuild the table with the new layout.")
-        # file_count and target_file_size_mb size full builds; new rows go into files of
-        # the table's own rows per file (the table's writer option cuts them there).
-        logger.info(f"zspark: {model}: {stored.describe()} (stored); sampling new rows")
-        return self._prepare(spark, relation, replace(plan, file_count=None), sql, stored,
-                             stored.rows_per_file)
+        return plan
 
     @available
-    def zspark_begin_increment(self, model: str, relation: Any) -> bool:
-        """Before the insert: note the table's files, to index the new ones after it.
-        False when the run has no rows to write: then nothing is inserted (Spark would
-        still write an empty file) and the table, its layout and index stay as they are."""
-        if self._input_rows.pop(str(relation).lower(), None) == 0:
-            self._samples.pop(str(relation).lower(), None)
-            self._timings.pop(str(relation).lower(), None)
+    def zspark_increment(self, model: str, relation: Any, config: dict[str, Any], sql: str,
+                         strategy: str) -> dict[str, Any]:
+        """Plan an incremental run of a clustered model, before anything is written.
+
+        New rows are keyed with the layout stored with the table. With ``append`` the
+        re-clustering policy (``recluster.py``) decides: insert them as a run of pieces,
+        or rewrite them together with some pending runs (or the whole table) into the
+        table's next version. Returns ``rows`` (0: nothing to write), ``rewrite`` and the
+        ``sql`` that selects the rows to insert.
+        """
+        from dbt.adapters.zspark.clustering import sample_input
+        from dbt.adapters.zspark.recluster import APPEND, ReclusterPlan, plan_increment
+        from dbt.adapters.zspark.recluster import rebuild_files as files_for
+
+        spark = self._spark(model, "clustering (zorder_by / hilbert_by / linear_by)")
+        stored = self._stored_layout(model, relation)
+        plan = replace(self._checked_plan(spark, model, relation, stored, config, sql),
+                       file_count=None)
+        logger.info(f"zspark: {model}: {stored.describe()} (stored); sampling new rows")
+        sampled = sample_input(spark, plan, sql)
+        if sampled.rows == 0:
             logger.info(f"zspark: {relation.identifier}: no rows written; table, layout and "
                         f"index unchanged")
-            return False
-        spark = self._spark(model, "clustering")
-        self._files_before[str(relation).lower()] = self._table_files(spark, relation)
-        return True
+            return {"rows": 0, "rewrite": False, "sql": ""}
+        runs = self._runs(spark, relation)
+        if strategy != "append":
+            decision = ReclusterPlan(APPEND, (), 0, files_for(sampled.rows, stored.rows_per_file),
+                                     f"{strategy} writes whole partitions in table-sized files")
+        else:
+            automatic = config.get("zspark_recluster") is not False and runs is not None
+            decision = plan_increment(runs or [], sampled.rows, stored.rows_per_file,
+                                      automatic)
+        logger.info(f"zspark: {model}: {decision.action} ({decision.reason})")
+        select_sql = self._rewrite_select(spark, relation, plan, stored, decision, sql,
+                                          sampled, runs)
+        if not decision.rewrites:
+            self._files_before[str(relation).lower()] = self._table_files(spark, relation)
+        self._strategies[str(relation).lower()] = strategy
+        return {"rows": sampled.rows, "rewrite": decision.rewrites, "sql": select_sql}
+
+    def _runs(self, spark: Any, relation: Any) -> list[Any] | None:
+        """The table's runs from its index; None when the index does not describe exactly
+        the table's files (re-clustering then waits for a full build)."""
+        from dbt.adapters.zspark.layout_state import CLUSTERED_WRITES_KEY
+        from dbt.adapters.zspark.rewrite import table_runs
+
+        index = self._index_relation(relation)
+        if not spark.catalog.tableExists(str(index)):
+            return None
+        spark.catalog.refreshTable(str(index))
+        rows = [(str(r[0]), int(r[1]), int(r[2] or 0)) for r in spark.sql(
+            f"select file_path, row_count, file_mtime from {index} where row_group is null"
+        ).collect()]
+        if {r[0] for r in rows} != self._table_files(spark, relation):
+            logger.warning(f"zspark: {relation.identifier}: the index does not list exactly "
+                           f"the table's files; no re-clustering until it is rebuilt")
+            return None
+        clustered = self._table_properties(relation).get(CLUSTERED_WRITES_KEY, "")
+        return table_runs(rows, set(filter(None, clustered.split(","))))
+
+    def _rewrite_select(self, spark: Any, relation: Any, plan: ClusteringPlan,
+                        stored: StoredLayout, decision: Any, sql: str, sampled: Any,
+                        runs: list[Any] | None) -> str:
+        """The keyed SELECT an incremental run or a re-clustering writes."""
+        from dbt.adapters.zspark.clustering import keyed_build, sample_input
+        from dbt.adapters.zspark.recluster import FULL
+        from dbt.adapters.zspark.rewrite import rows_of_files_sql
+
+        model = plan.model
+        if not decision.rewrites:
+            prepared = keyed_build(spark, plan, sql, sampled, stored, decision.pieces,
+                                   pieces=True)
+            self._keep(relation, plan, prepared, new_layout=False)
+            return str(prepared.select_sql)
+        columns = [c.name for c in self.get_columns_in_relation(relation)]
+        everything = decision.action == FULL
+        old_sql = rows_of_files_sql(str(relation), columns,
+                                    None if everything else decision.rewritten_paths)
+        old = sample_input(spark, plan, old_sql)
+        both = sampled if not sql else sampled.union(old)
+        if sql:
+            listed = ", ".join(quote(c) for c in columns)
+            union_sql = f"select {listed} from (\n{sql}\n) zspark_new union all {old_sql}"
+        else:
+            union_sql, both = old_sql, old
+        prepared = keyed_build(spark, plan, union_sql, both, None if everything else stored,
+                               decision.pieces, pieces=not everything)
+        self._keep(relation, plan, prepared, new_layout=everything)
+        self._rewrites[str(relation).lower()] = _Rewrite(
+            decision=decision, new_rows=sampled.rows if sql else 0,
+            table_rows=sum(r.rows for r in runs or []),
+            layout=prepared.layout.to_properties() if everything and prepared.layout else None,
+            partitioned=bool(plan.partition_by))
+        logger.info(f"zspark: {model}: rewriting {decision.rewritten_rows} rows of "
+                    f"{len(decision.rewritten_paths)} files into the table's next version")
+        return str(prepared.select_sql)
+
+    @available
+    def zspark_begin_rewrite(self, model: str, relation: Any) -> Any:
+        """The staging table of a re-clustering, created like the table (columns,
+        partitioning, writer options) with its properties; leftovers dropped first."""
+        from dbt.adapters.zspark.rewrite import carried_properties, set_properties_sql
+
+        staging = self._sibling(relation, "__zspark_new")
+        for leftover in (staging, self._sibling(relation, "__zspark_old")):
+            self.execute(f"drop table if exists {leftover}")
+        self.execute(f"create table {staging} like {relation}")
+        rewrite = self._rewrites[str(relation).lower()]
+        properties = carried_properties(self._table_properties(relation), rewrite.layout, None)
+        if properties:
+            self.execute(set_properties_sql(str(staging), properties))
+        return staging
+
+    def _sibling(self, relation: Any, suffix: str) -> Any:
+        return relation.incorporate(path={"identifier": relation.identifier + suffix},
+                                    type="table")
+
+    @available
+    def zspark_finish_rewrite(self, model: str, relation: Any, staging: Any) -> None:
+        """Link the files that stay into the staging table, check its rows, swap it in and
+        bring the index along."""
+        from dbt.adapters.zspark.index import (
+            _index_frame,
+            index_columns,
+            indexable_columns,
+            replace_index_rows,
+            table_location,
+        )
+        from dbt.adapters.zspark.layout_state import clustered_writes_property
+        from dbt.adapters.zspark.recluster import FULL
+        from dbt.adapters.zspark.rewrite import link_files, set_properties_sql
+
+        spark = self._spark(model, "re-clustering")
+        rewrite = self._rewrites.pop(str(relation).lower())
+        self._lap(relation, "write")
+        location, staged_at = (table_location(spark, str(relation)),
+                               table_location(spark, str(staging)))
+        written = sorted(self._table_files(spark, staging))
+        kept = sorted(self._table_files(spark, relation) - set(rewrite.decision.rewritten_paths))
+        link_files(spark, kept, location, staged_at)
+        if rewrite.partitioned:
+            self.execute(f"alter table {staging} recover partitions")
+        index = self._index_relation(relation)
+        existing = spark.table(str(index))
+        names = [c.removesuffix("__min") for c in existing.columns if c.endswith("__min")]
+        columns = index_columns(indexable_columns(spark.table(str(staging)).schema), names, [])
+        new_rows = _index_frame(spark, written, columns,
+                                f"zspark: reading {len(written)} new Parquet footers of "
+                                f"{staging}").localCheckpoint(eager=True)
+        kept_rows = existing.where("row_group is null").join(
+            spark.createDataFrame([(p,) for p in kept], "file_path string"), "file_path")
+        counted = sum(int(r[0] or 0) for r in [
+            new_rows.where("row_group is null").selectExpr("sum(row_count)").first(),
+            kept_rows.selectExpr("sum(row_count)").first()] if r is not None)
+        expected = rewrite.table_rows + rewrite.new_rows
+        if counted != expected or len(self._table_files(spark, staging)) != len(written) + \
+                len(kept):
+            raise DbtRuntimeError(
+                f"zspark: {relation}: re-clustering stopped before the swap: the next version "
+                f"holds {counted} rows, the table and the new rows {expected}; the table and "
+                f"its index are unchanged")
+        if rewrite.decision.action == FULL:
+            self.execute(set_properties_sql(str(staging), clustered_writes_property(written)))
+        backup = self._sibling(relation, "__zspark_old")
+        self.execute(f"alter table {relation} rename to {backup}")
+        self.execute(f"alter table {staging} rename to {relation}")
+        self.execute(f"drop table if exists {backup}")
+        self._lap(relation, "write")
+        summary = replace_index_rows(spark, str(index), rewrite.decision.rewritten_paths,
+                                     new_rows, staged_at, location)
+        self._lap(relation, "index")
+        self._log_index(spark, relation, index, summary)
 
     @staticmethod
     def _table_files(spark: Any, relation: Any) -> set[str]:
@@ -253,12 +418,23 @@ class ZSparkAdapter(SparkAdapter):
         """After the insert: add the new files' footers to the index (and drop the rows of
         files an overwrite replaced), then log the layout."""
         from dbt.adapters.zspark.index import build_index, update_index
+        from dbt.adapters.zspark.layout_state import CLUSTERED_WRITES_KEY, write_id
+        from dbt.adapters.zspark.rewrite import set_properties_sql
 
         spark = self._spark(model, "clustering")
         before = self._files_before.pop(str(relation).lower(), set())
         self._lap(relation, "write")
         after = self._table_files(spark, relation)
         added, removed = sorted(after - before), sorted(before - after)
+        if self._strategies.pop(str(relation).lower(), "append") == "insert_overwrite":
+            # An overwrite writes whole partitions sorted by the key: clustered like a
+            # full build's files.
+            writes = {w for w in map(write_id, after) if w}
+            clustered = set(self._table_properties(relation).get(CLUSTERED_WRITES_KEY,
+                                                                  "").split(","))
+            kept = sorted((clustered & writes) | {w for w in map(write_id, added) if w})
+            self.execute(set_properties_sql(str(relation),
+                                            {CLUSTERED_WRITES_KEY: ",".join(kept)}))
         if not want_index:
             return {"added": len(added), "removed": len(removed)}
         index = self._index_relation(relation)

@@ -197,6 +197,22 @@ def update_index(spark: SparkSession, table: str, index_table: str, added: Seque
     return _write(spark, kept.unionByName(new_rows).localCheckpoint(eager=True), index_table)
 
 
+def replace_index_rows(spark: SparkSession, index_table: str, removed: Sequence[str],
+                       added: DataFrame, added_at: str, location: str) -> IndexSummary:
+    """Rewrite ``index_table`` without the rows of the ``removed`` files and with the
+    ``added`` rows, whose paths move from under ``added_at`` to under ``location``."""
+    from pyspark.sql import functions
+
+    spark.catalog.refreshTable(index_table)
+    existing = spark.table(index_table)
+    gone = spark.createDataFrame([(path,) for path in removed], "file_path string")
+    kept = existing.join(functions.broadcast(gone), "file_path", "left_anti")
+    suffix = functions.substring("file_path", len(added_at) + 1, 1 << 30)
+    moved = added.withColumn("file_path", functions.concat(functions.lit(location), suffix))
+    rows = kept.unionByName(moved.select(*existing.columns))
+    return _write(spark, rows.localCheckpoint(eager=True), index_table)
+
+
 def table_location(spark: SparkSession, table: str) -> str:
     """A table's location in the form of its files' paths (``file:/...``, no trailing /)."""
     rows = spark.sql(f"describe table extended {table}").collect()

@@ -58,19 +58,20 @@ class StoredLayout:
     rows: int
     files: int
     rows_per_file: int
-    #: Whether the table's writer option cuts every insert into files of
-    #: ``rows_per_file`` rows (else each shuffle partition is written as one file).
-    cut_by_rows: bool
 
     @classmethod
     def of_build(cls, plan: ClusteringPlan, boundaries: Sequence[np.ndarray | None],
-                 rows: int, files: int, rows_per_file: int,
-                 cut_by_rows: bool) -> StoredLayout:
+                 rows: int, files: int, rows_per_file: int) -> StoredLayout:
         return cls(config_key=plan.layout.config_key, columns=plan.columns,
                    column_types=plan.column_types, curve_method=plan.curve_method,
                    boundary_count=plan.boundary_count, boundaries=tuple(boundaries),
                    partition_by=plan.partition_by, rows=rows, files=files,
-                   rows_per_file=max(1, rows_per_file), cut_by_rows=cut_by_rows)
+                   rows_per_file=max(1, rows_per_file))
+
+    def as_config(self) -> dict[str, Any]:
+        """The model config of this layout (to rebuild the table from itself)."""
+        return {self.config_key: list(self.columns), "curve_method": self.curve_method,
+                "boundary_count": self.boundary_count, "partition_by": list(self.partition_by)}
 
     def describe(self) -> str:
         return (f"{self.config_key}=[{', '.join(self.columns)}], curve_method="
@@ -107,7 +108,7 @@ class StoredLayout:
             "curve_method": self.curve_method, "boundary_count": self.boundary_count,
             "boundaries": [None if b is None else _encode_array(b) for b in self.boundaries],
             "partition_by": list(self.partition_by), "rows": self.rows, "files": self.files,
-            "rows_per_file": self.rows_per_file, "cut_by_rows": self.cut_by_rows,
+            "rows_per_file": self.rows_per_file,
         }
         packed = base64.b64encode(zlib.compress(json.dumps(document).encode())).decode()
         parts = [packed[i:i + PART_CHARS] for i in range(0, len(packed), PART_CHARS)]
@@ -135,7 +136,6 @@ class StoredLayout:
                                  for b in document["boundaries"]),
                 partition_by=tuple(document["partition_by"]), rows=int(document["rows"]),
                 files=int(document["files"]), rows_per_file=int(document["rows_per_file"]),
-                cut_by_rows=bool(document["cut_by_rows"]),
             )
         except (KeyError, ValueError, TypeError, zlib.error) as error:
             raise StoredLayoutError(f"unreadable stored layout ({error})") from error

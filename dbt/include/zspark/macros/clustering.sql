@@ -2,7 +2,7 @@
 {% macro zspark_model_config() %}
   {%- set keys = ['zorder_by', 'hilbert_by', 'linear_by', 'boundary_count', 'curve_method',
                   'file_count', 'target_file_size_mb', 'partition_by', 'index_columns',
-                  'zspark_index'] -%}
+                  'zspark_index', 'zspark_recluster'] -%}
   {%- set values = {} -%}
   {%- for key in keys -%}
     {%- do values.update({key: config.get(key)}) -%}

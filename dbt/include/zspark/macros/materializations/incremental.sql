@@ -1,9 +1,10 @@
 {#-
   Incremental models. Unclustered ones are dbt-spark's. A clustered one is built like a
   clustered table on its first run and on --full-refresh (atomic swap, layout stored with
-  the table, index); later runs key their new rows with the stored layout, insert them
-  sorted into files of the table's size (append or insert_overwrite), and index the new
-  files' footers only.
+  the table, index); later runs key their new rows with the stored layout. insert_overwrite
+  writes them sorted in files of the table's size; append follows the re-clustering policy
+  (recluster.py): insert them as a run of narrow pieces, or rewrite them with some pending
+  runs (or the whole table) into the table's next version. The index follows either way.
 -#}
 {% materialization incremental, adapter='zspark', supported_languages=['sql', 'python'] -%}
   {%- set zconfig = zspark_model_config() -%}
@@ -26,30 +27,38 @@
     {% do persist_constraints(target_relation, model) %}
   {%- else -%}
     {%- set target_relation = existing_relation -%}
-    {%- set build_sql = adapter.zspark_increment_sql(model['name'], target_relation, zconfig, compiled_code) -%}
-    {%- set tmp_relation = this.incorporate(path={"identifier": this.identifier ~ '__dbt_tmp'}).include(database=false, schema=false) -%}
-    {%- if strategy == 'insert_overwrite' and config.get('partition_by') -%}
-      {%- call statement() -%} set spark.sql.sources.partitionOverwriteMode = DYNAMIC {%- endcall -%}
-    {%- endif -%}
+    {%- set step = adapter.zspark_increment(model['name'], target_relation, zconfig, compiled_code, strategy) -%}
+    {%- set index_args = zspark_index_args() -%}
     {{ run_hooks(pre_hooks) }}
-    {%- call statement('create_tmp_relation') -%}
-      {{ create_table_as(True, tmp_relation, build_sql) }}
-    {%- endcall -%}
-    {%- do process_schema_changes(incremental_validate_on_schema_change(config.get('on_schema_change'), default='ignore'), tmp_relation, existing_relation) -%}
-    {%- if adapter.zspark_begin_increment(model['name'], target_relation) -%}
+    {%- if step.rows == 0 -%}
+      {#- No new rows: nothing is inserted (Spark would still write an empty file). -#}
+      {%- call statement('main') -%} select 0 as rows_inserted {%- endcall -%}
+    {%- elif step.rewrite -%}
+      {#- The new rows and the runs they are merged with go into the table's next
+          version, swapped in once whole. -#}
+      {%- set staging = adapter.zspark_begin_rewrite(model['name'], target_relation) -%}
+      {%- call statement('main') -%}
+        insert into {{ staging }} {{ step.sql }}
+      {%- endcall -%}
+      {%- do adapter.zspark_finish_rewrite(model['name'], target_relation, staging) -%}
+    {%- else -%}
+      {%- set tmp_relation = this.incorporate(path={"identifier": this.identifier ~ '__dbt_tmp'}).include(database=false, schema=false) -%}
+      {%- if strategy == 'insert_overwrite' and config.get('partition_by') -%}
+        {%- call statement() -%} set spark.sql.sources.partitionOverwriteMode = DYNAMIC {%- endcall -%}
+      {%- endif -%}
+      {%- call statement('create_tmp_relation') -%}
+        {{ create_table_as(True, tmp_relation, step.sql) }}
+      {%- endcall -%}
+      {%- do process_schema_changes(incremental_validate_on_schema_change(config.get('on_schema_change'), default='ignore'), tmp_relation, existing_relation) -%}
       {%- call statement('main') -%}
         {{ dbt_spark_get_incremental_sql(strategy, tmp_relation, target_relation, existing_relation, none, none) }}
       {%- endcall -%}
-      {%- set index_args = zspark_index_args() -%}
       {%- set want_index = zconfig.zspark_index is none or zconfig.zspark_index -%}
       {%- do adapter.zspark_finish_increment(model['name'], target_relation, want_index, index_args.clustering, index_args.index_columns) -%}
-    {%- else -%}
-      {#- No new rows: nothing is inserted; the statement dbt records for the run. -#}
-      {%- call statement('main') -%} select 0 as rows_inserted {%- endcall -%}
     {%- endif -%}
   {%- endif -%}
 
-  {% set should_revoke = should_revoke(existing_relation, full_refresh_mode) %}
+  {% set should_revoke = should_revoke(existing_relation, should_full_refresh()) %}
   {% do apply_grants(target_relation, grant_config, should_revoke) %}
   {% do persist_docs(target_relation, model) %}
 
