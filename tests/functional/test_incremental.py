@@ -272,3 +272,69 @@ def test_a_new_process_finds_the_stored_layout(tmp_path: Path) -> None:
                  for i in pq.read_table(path.removeprefix("file:"), columns=["id"])["id"]
                  .to_pylist())
     assert ids == list(range(5000))
+
+
+def assert_scan_equals_plain_filter(project: DbtProject, model: str) -> None:
+    for predicate in ("city = 'CITY007'", "brand = 42"):
+        relation = f"ref('{model}')"
+        escaped = predicate.replace("'", "\\'")
+        compiled = project.dbt("compile", "--inline",
+                               f"select * from {{{{ zspark_scan({relation}, '{escaped}') }}}} t")
+        scan = str(compiled.results[0].node.compiled_code)
+        assert project.rows(scan) == project.rows(
+            f"select * from {project.table(model)} where {predicate}")
+
+
+def test_the_default_policy_appends_pieces_merges_runs_and_reclusters_in_full(
+        project: DbtProject) -> None:
+    """Base of 4000 rows in 8 files (500 rows each), then appends of 400 rows: pieces of
+    62 rows while they fit in twice a rebuild's files, merges of the newest runs when
+    they do not, a full re-clustering once pending rows reach half the base."""
+    table = write_model(project, "inc_policy")
+    run(project, "inc_policy", 0, 4000)
+    expected = ["append", "merge", "merge", "merge", "full"]
+    for step, action in enumerate(expected):
+        start = 4000 + 400 * step
+        run(project, "inc_policy", start, start + 400)
+        text = project.log_text()
+        assert f"inc_policy: {action} (" in text
+        if action == "full":
+            assert "0.0% of rows written since the last full clustering" in text
+        assert project.rows(f"select * from {table}") == source_rows(project, (0, start + 400))
+        files = len(project.files("inc_policy"))
+        assert files <= 2 * -(-(start + 400) // 500)
+        assert_index_equals_full_reindex(project, table)
+        assert_scan_equals_plain_filter(project, "inc_policy")
+        assert not project.spark.catalog.tableExists(project.table("inc_policy__zspark_new"))
+    assert len(project.files("inc_policy")) == -(-6000 // 500)
+
+
+def test_recluster_on_demand_merges_pending_runs_and_is_a_no_op_after(
+        project: DbtProject) -> None:
+    table = write_model(project, "inc_demand")
+    run(project, "inc_demand", 0, 4000)
+    run(project, "inc_demand", 4000, 4300)
+    run(project, "inc_demand", 4300, 4600)
+    assert "inc_demand: append (" in project.log_text()
+    before = project.rows(f"select * from {table}")
+    files_before = set(project.files("inc_demand"))
+
+    project.dbt("run-operation", "zspark_recluster", "--args", f"{{relation: {table}}}")
+    assert "inc_demand: merge (2 pending runs merged into one)" in project.log_text()
+    assert project.rows(f"select * from {table}") == before
+    after = set(project.files("inc_demand"))
+    base = {p for p in files_before if p in after}
+    assert len(base) == 8  # the base's files stay, untouched
+    assert_index_equals_full_reindex(project, table)
+
+    project.dbt("run-operation", "zspark_recluster", "--args", f"{{relation: {table}}}")
+    assert "inc_demand: none (" in project.log_text()
+    assert set(project.files("inc_demand")) == after
+
+    project.dbt("run-operation", "zspark_recluster", "--args",
+                f"{{relation: {table}, full: true}}")
+    assert "inc_demand: full (" in project.log_text()
+    assert project.rows(f"select * from {table}") == before
+    assert not set(project.files("inc_demand")) & after
+    assert_index_equals_full_reindex(project, table)
+    assert_scan_equals_plain_filter(project, "inc_demand")

@@ -309,11 +309,11 @@ class ZSparkAdapter(SparkAdapter):
         old_sql = rows_of_files_sql(str(relation), columns,
                                     None if everything else decision.rewritten_paths)
         old = sample_input(spark, plan, old_sql)
-        both = sampled if not sql else sampled.union(old)
         if sql:
             listed = ", ".join(quote(c) for c in columns)
             union_sql = f"select {listed} from (\n{sql}\n) zspark_new union all {old_sql}"
-        else:
+            both = sampled.union(old)
+        else:  # re-clustering on demand: only the table's own rows
             union_sql, both = old_sql, old
         prepared = keyed_build(spark, plan, union_sql, both, None if everything else stored,
                                decision.pieces, pieces=not everything)
@@ -326,6 +326,38 @@ class ZSparkAdapter(SparkAdapter):
         logger.info(f"zspark: {model}: rewriting {decision.rewritten_rows} rows of "
                     f"{len(decision.rewritten_paths)} files into the table's next version")
         return str(prepared.select_sql)
+
+    @available
+    def zspark_recluster(self, relation: Any, full: bool = False) -> dict[str, Any]:
+        """``zspark_recluster``: merge the pending runs (or, ``full``, re-cluster the whole
+        table) into the table's next version; a no-op when there is nothing to do."""
+        from dbt.adapters.zspark.clustering import model_schema
+        from dbt.adapters.zspark.recluster import plan_on_demand
+
+        model = relation.identifier
+        spark = self._spark(model, "re-clustering")
+        stored = self._stored_layout(model, relation)
+        runs = self._runs(spark, relation)
+        if runs is None:
+            raise DbtRuntimeError(
+                f"zspark_recluster: {relation}: its index does not list exactly its files; "
+                f"run zspark_build_index on it first")
+        decision = plan_on_demand(runs, stored.rows_per_file, bool(full))
+        logger.info(f"zspark: {model}: {decision.action} ({decision.reason})")
+        if not decision.rewrites:
+            return {"action": decision.action, "rewritten_rows": 0}
+        try:
+            plan = plan_clustering(model, stored.as_config(),
+                                   model_schema(spark, f"select * from {relation}"), "table")
+        except ClusteringConfigError as error:
+            raise DbtRuntimeError(str(error)) from error
+        assert plan is not None
+        select_sql = self._rewrite_select(spark, relation, plan, stored, decision, "", None,
+                                          runs)
+        staging = self.zspark_begin_rewrite(model, relation)
+        self.execute(f"insert into {staging} {select_sql}")
+        self.zspark_finish_rewrite(model, relation, staging)
+        return {"action": decision.action, "rewritten_rows": decision.rewritten_rows}
 
     @available
     def zspark_begin_rewrite(self, model: str, relation: Any) -> Any:

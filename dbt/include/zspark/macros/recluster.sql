@@ -1,0 +1,17 @@
+{#-
+  Re-cluster a clustered table on demand:
+      dbt run-operation zspark_recluster --args '{relation: my_schema.my_table}'
+  merges every run written since the last full clustering into one run of narrow pieces;
+  with `full: true` the whole table is re-sampled and rewritten. Nothing to do rewrites
+  nothing. Either way the next version replaces the table only once it is whole.
+-#}
+{% macro zspark_recluster(relation, full=false) %}
+  {{ return(adapter.dispatch('zspark_recluster', 'zspark')(relation, full)) }}
+{% endmacro %}
+
+{% macro default__zspark_recluster(relation, full) %}
+  {%- if not execute -%}{{ return('') }}{%- endif -%}
+  {%- set relation = zspark_resolve_relation(relation) -%}
+  {%- do adapter.zspark_recluster(relation, full) -%}
+  {{ return('') }}
+{% endmacro %}
