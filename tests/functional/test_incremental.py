@@ -338,3 +338,51 @@ def test_recluster_on_demand_merges_pending_runs_and_is_a_no_op_after(
     assert not set(project.files("inc_demand")) & after
     assert_index_equals_full_reindex(project, table)
     assert_scan_equals_plain_filter(project, "inc_demand")
+
+
+def snapshot(project: DbtProject, table: str) -> tuple[Any, ...]:
+    """Rows, files and index rows of a table, to compare before and after a failure."""
+    project.spark.catalog.refreshTable(f"{table}__zindex")
+    index = project.spark.sql(f"select * from {table}__zindex "
+                              f"order by file_path, row_group nulls first").collect()
+    name = table.split(".")[-1]
+    return (project.rows(f"select * from {table}"), sorted(project.files(name)), index)
+
+
+@pytest.mark.parametrize("where", ["writing", "linking"])
+def test_a_failed_rewrite_leaves_the_table_and_its_index_as_they_were(
+        project: DbtProject, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    from dbt.adapters.zspark import rewrite
+
+    name = f"inc_broken_{where}"
+    table = project.table(name)
+    breakable = MODEL.replace("select id,", "select case when {{{{ var('break_it', false) }}}} "
+                                            "and id = 4450 then raise_error('injected') "
+                                            "else id end as id,")
+    project.write(f"models/incremental/{name}.sql",
+                  breakable.format(strategy="append", layout="hilbert_by", extra=""))
+    run(project, name, 0, 4000)
+    run(project, name, 4000, 4400)  # pieces; the next run merges with them
+    before = snapshot(project, table)
+
+    if where == "linking":
+        link = rewrite.link_files
+
+        def link_then_fail(*args: Any) -> list[str]:
+            link(*args)
+            raise RuntimeError("injected failure after linking")
+
+        monkeypatch.setattr(rewrite, "link_files", link_then_fail)
+        run(project, name, 4400, 4800, expect_pass=False)
+        monkeypatch.undo()
+    else:
+        project.dbt("run", "--select", name, "--vars",
+                    "{start: 4400, stop: 4800, break_it: true}", expect_pass=False)
+    assert "merge (" in project.log_text()
+    assert snapshot(project, table) == before
+
+    run(project, name, 4400, 4800)  # the next run drops the leftovers and merges
+    assert "merge (" in project.log_text()
+    assert project.rows(f"select * from {table}") == source_rows(project, (0, 4800))
+    assert not project.spark.catalog.tableExists(f"{table}__zspark_new")
+    assert_index_equals_full_reindex(project, table)
