@@ -1,0 +1,174 @@
+"""The pipeline scenario: a clustered incremental model fed 5% of the rows per run.
+
+Seed 002's table (uniform and Zipf variants), Hilbert on s_city, c_city, p_brand. A base
+build of the first 50% of the rows (by lo_orderkey) into 500 files, then ten `dbt run`s
+each appending the next 5%, for three policies side by side:
+
+  default   zspark's re-clustering policy (recluster.py)
+  never     no re-clustering (zspark_recluster: false)
+  optimize  a full re-clustering after every run, as dbt-databricks' OPTIMIZE post-hook;
+            its table is a full rebuild of the same rows into files of the table's size,
+            the reference the other two are compared with.
+
+After every run: files, rows (checked exact: every (lo_orderkey, lo_linenumber) once),
+the share of rows in files a point query skips per clustering column (200 sampled values,
+from the index's per-file bounds), rows and bytes written and rewritten, and run time.
+
+    python -m bench.pipeline            # 2 M rows, uniform and zipf
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.dataset as ds
+
+from bench.common import (
+    CLUSTER_COLUMNS,
+    DEFAULT_SESSION_DIR,
+    REPO,
+    TARGET_SCHEMA,
+    Progress,
+    data_files,
+    generate_in_subprocess,
+    model_times,
+    run_dbt,
+    source_files,
+    table_dir,
+)
+from bench.footers import sample_values
+
+POLICIES = ("default", "never", "optimize")
+BASE_SHARE, STEP_SHARE, RUNS, BASE_FILES = 0.5, 0.05, 10, 500
+REWRITTEN = re.compile(r"rewriting (\d+) rows of")
+
+
+def model(policy: str) -> str:
+    return f"pipeline_{policy}"
+
+
+def skip_shares(index_dir: Path, probes: dict[str, list[Any]]) -> dict[str, float]:
+    """Per column, the share of rows in files whose [min, max] excludes a sampled value."""
+    index = ds.dataset([str(f) for f in data_files(index_dir)], format="parquet").to_table()
+    files = index.filter(ds.field("row_group").is_null()).to_pandas()
+    rows = files["row_count"].to_numpy()
+    shares = {}
+    for column in CLUSTER_COLUMNS:
+        low = files[f"{column}__min"].to_numpy(dtype=object)
+        high = files[f"{column}__max"].to_numpy(dtype=object)
+        read = [rows[(low <= v) & (v <= high)].sum() for v in probes[column]]
+        shares[column] = float(1 - np.mean(read) / rows.sum())
+    return shares
+
+
+def check_rows(directory: Path, upto: int) -> int:
+    """The table's rows: every (lo_orderkey, lo_linenumber) up to ``upto`` exactly once."""
+    table = ds.dataset([str(f) for f in data_files(directory)], format="parquet").to_table(
+        columns=["lo_orderkey", "lo_linenumber"]).to_pandas()
+    pairs = table["lo_orderkey"].to_numpy() * 8 + table["lo_linenumber"].to_numpy()
+    if len(pairs) != 4 * upto or len(np.unique(pairs)) != len(pairs) or \
+            int(table["lo_orderkey"].max()) != upto:
+        raise RuntimeError(f"{directory.name}: {len(pairs)} rows, {len(np.unique(pairs))} "
+                           f"distinct, expected {4 * upto} up to order {upto}")
+    return len(pairs)
+
+
+def file_sizes(directory: Path) -> dict[str, int]:
+    return {str(f): f.stat().st_size for f in data_files(directory)}
+
+
+def run_policy(policy: str, rows: int, session_dir: Path, probes: dict[str, list[Any]],
+               log: Progress) -> list[dict[str, Any]]:
+    orders = rows // 4
+    base_upto, step = int(orders * BASE_SHARE), int(orders * STEP_SHARE)
+    name = model(policy)
+    directory = table_dir(session_dir, TARGET_SCHEMA, name)
+    steps: list[dict[str, Any]] = []
+    for run in range(RUNS + 1):
+        upto = base_upto + run * step
+        before = file_sizes(directory) if run else {}
+        output: list[str] = []
+        flags = ["--full-refresh"] if run == 0 else []
+        run_dbt(["run", "-s", name, *flags], session_dir, log,
+                {"pipeline": True, "pipeline_upto": upto, "pipeline_base_files": BASE_FILES},
+                lines=output)
+        after = file_sizes(directory)
+        added = {f: s for f, s in after.items() if f not in before}
+        rewritten = sum(int(m.group(1)) for line in output for m in [REWRITTEN.search(line)]
+                        if m)
+        total = check_rows(directory, upto)
+        new_rows = total if run == 0 else 4 * step
+        steps.append({
+            "run": run, "rows": total, "files": len(after), "new_rows": new_rows,
+            "rewritten_rows": rewritten, "bytes_written": sum(added.values()),
+            "bytes_removed": sum(s for f, s in before.items() if f not in after),
+            "table_bytes": sum(after.values()),
+            "seconds": model_times().get(name, 0.0),
+            "skip": skip_shares(table_dir(session_dir, TARGET_SCHEMA, f"{name}__zindex"),
+                                probes),
+        })
+        skip = ", ".join(f"{c} {100 * v:.1f}%" for c, v in steps[-1]["skip"].items())
+        log(f"{policy} run {run}: {len(after)} files, rewrote {rewritten} rows; skips {skip}")
+    return steps
+
+
+def summarize(variant: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, float]]:
+    """Per policy: worst and last gap to the reference (points), rows rewritten over the
+    runs against the final table, seconds and files."""
+    reference = variant["optimize"]
+    totals = {}
+    for policy, steps in variant.items():
+        gaps = [max(100 * (ref["skip"][c] - got["skip"][c]) for c in CLUSTER_COLUMNS)
+                for got, ref in zip(steps[1:], reference[1:], strict=True)]
+        final = steps[-1]["rows"]
+        totals[policy] = {
+            "worst_gap_points": max(gaps), "final_gap_points": gaps[-1],
+            "rewritten_over_final": sum(s["rewritten_rows"] for s in steps[1:]) / final,
+            "bytes_written_over_final": sum(s["bytes_written"] for s in steps[1:])
+            / max(1, steps[-1]["table_bytes"]),
+            "run_seconds": sum(s["seconds"] for s in steps[1:]),
+            "max_files": max(s["files"] for s in steps), "final_files": steps[-1]["files"],
+            "final_skip": min(steps[-1]["skip"].values()),
+        }
+    return totals
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=2_000_000)
+    parser.add_argument("--variants", nargs="+", default=["uniform", "zipf"])
+    parser.add_argument("--policies", nargs="+", default=list(POLICIES))
+    parser.add_argument("--session-dir", type=Path, default=DEFAULT_SESSION_DIR)
+    parser.add_argument("--out", type=Path, default=REPO / "BENCHMARKS-pipeline.json")
+    args = parser.parse_args(argv)
+    if "optimize" not in args.policies:
+        parser.error("the optimize policy is the reference: keep it in --policies")
+    session_dir = args.session_dir.resolve()
+    log = Progress()
+    results: dict[str, Any] = {"config": {
+        "rows": args.rows, "base_share": BASE_SHARE, "step_share": STEP_SHARE, "runs": RUNS,
+        "base_files": BASE_FILES, "command": "python -m bench.pipeline " + " ".join(
+            argv if argv is not None else sys.argv[1:])}, "variants": {}}
+    for variant in args.variants:
+        generate_in_subprocess(args.rows, variant, session_dir, log)
+        probes = sample_values(source_files(session_dir), CLUSTER_COLUMNS, 200)
+        steps = {policy: run_policy(policy, args.rows, session_dir, probes, log)
+                 for policy in args.policies}
+        results["variants"][variant] = {"steps": steps, "totals": summarize(steps)}
+        for policy, total in results["variants"][variant]["totals"].items():
+            log(f"{variant} {policy}: worst gap {total['worst_gap_points']:.2f} points, final "
+                f"{total['final_gap_points']:.2f}, rewrote {total['rewritten_over_final']:.2f}x "
+                f"the final table, {total['run_seconds']:.0f} s of runs")
+    args.out.write_text(json.dumps(results, indent=1))
+    log(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
