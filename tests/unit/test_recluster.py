@@ -1,0 +1,109 @@
+"""The re-clustering policy, on runs described by numbers alone."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dbt.adapters.zspark.layout_state import StoredLayout, write_id
+from dbt.adapters.zspark.recluster import (
+    APPEND,
+    FULL,
+    MAX_FILES_FACTOR,
+    MERGE,
+    NOTHING,
+    Run,
+    plan_increment,
+    plan_on_demand,
+    rebuild_files,
+)
+from dbt.adapters.zspark.rewrite import carried_properties, table_runs
+
+
+def run(name: str, rows: int, files: int, at: int, clustered: bool = False) -> Run:
+    return Run(name, tuple(f"{name}/{i}" for i in range(files)), rows, at, clustered)
+
+
+BASE = run("base", 1_000_000, 500, 0, clustered=True)  # 2000 rows per file
+
+
+def test_new_rows_become_pieces_an_eighth_of_a_file_while_they_fit() -> None:
+    plan = plan_increment([BASE], 100_000, 2000)
+    assert (plan.action, plan.pieces, plan.rewritten_rows) == (APPEND, 400, 0)
+
+
+def test_pending_runs_merge_with_the_new_rows_when_the_pieces_do_not_fit() -> None:
+    runs = [BASE, run("a", 100_000, 400, 1), run("b", 100_000, 400, 2)]
+    plan = plan_increment(runs, 100_000, 2000)
+    # 1300 files allowed at 1.3 M rows: 1300 + 400 do not fit; the base stays.
+    assert plan.action == MERGE
+    assert set(plan.rewritten_paths) == {f"{r}/{i}" for r in "ab" for i in range(400)}
+    assert plan.rewritten_rows == 200_000
+    assert plan.pieces == 1300 - 500
+
+
+def test_half_the_base_pending_means_a_full_reclustering() -> None:
+    runs = [BASE, run("a", 450_000, 900, 1)]
+    plan = plan_increment(runs, 50_000, 2000)
+    assert (plan.action, plan.pieces, plan.rewritten_rows) == (FULL, 750, 1_450_000)
+    assert len(plan.rewritten_paths) == 1400
+
+
+def test_turned_off_new_rows_go_into_files_of_the_tables_size() -> None:
+    plan = plan_increment([BASE, run("a", 450_000, 900, 1)], 100_000, 2000, automatic=False)
+    assert (plan.action, plan.pieces, plan.rewritten_rows) == (APPEND, 50, 0)
+
+
+def test_on_demand_nothing_to_do_rewrites_nothing() -> None:
+    assert plan_on_demand([BASE], 2000, full=False).action == NOTHING
+    assert plan_on_demand([BASE], 2000, full=True).action == NOTHING
+    assert plan_on_demand([BASE, run("a", 10, 1, 1)], 2000, full=False).action == NOTHING
+    merged = plan_on_demand([BASE, run("a", 10, 1, 1), run("b", 10, 1, 2)], 2000, full=False)
+    assert (merged.action, merged.rewritten_rows) == (MERGE, 20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 200_000), st.integers(1, 400)), max_size=8),
+       st.integers(1, 300_000), st.integers(100, 5000))
+def test_the_table_never_exceeds_twice_a_rebuilds_files(pending: list[tuple[int, int]],
+                                                         new_rows: int,
+                                                         rows_per_file: int) -> None:
+    base = run("base", 1_000_000, rebuild_files(1_000_000, rows_per_file), 0, clustered=True)
+    runs = [base, *(run(f"r{i}", rows, files, i + 1) for i, (rows, files) in
+                    enumerate(pending))]
+    total = sum(r.rows for r in runs) + new_rows
+    plan = plan_increment(runs, new_rows, rows_per_file)
+    rewritten = set(plan.rewritten_paths)
+    kept_files = sum(1 for r in runs for p in r.paths if p not in rewritten)
+    assert plan.rewritten_rows == sum(r.rows for r in runs if set(r.paths) <= rewritten)
+    if plan.action == FULL:
+        assert kept_files == 0
+        assert plan.pieces == rebuild_files(total, rows_per_file)
+    else:
+        budget = MAX_FILES_FACTOR * rebuild_files(total, rows_per_file)
+        assert kept_files + plan.pieces <= max(budget, base.files + 1)
+        assert plan.pieces <= -(-(new_rows + plan.rewritten_rows) // max(1, rows_per_file // 8))
+
+
+def test_runs_are_told_apart_by_the_write_that_made_them() -> None:
+    job = "0a4c1cae-75fa-4216-a18f-9f8860cd2e4d"
+    paths = [f"file:/t/part-0000{i}-{job}-c000.snappy.parquet" for i in range(3)]
+    assert write_id(paths[0]) == job
+    assert write_id("file:/t/k=1/part-00001-" + job + ".c000.snappy.parquet") == job
+    assert write_id("file:/t/data.parquet") is None
+    runs = table_runs([(p, 10, 5 + i) for i, p in enumerate(paths)]
+                      + [("file:/t/data.parquet", 7, 1)], {job})
+    by_write = {r.write: r for r in runs}
+    assert (by_write[job].rows, by_write[job].files, by_write[job].clustered) == (30, 3, True)
+    assert by_write["file:/t/data.parquet"].clustered is False
+
+
+def test_a_full_reclustering_carries_user_properties_and_replaces_the_layout() -> None:
+    old = {"zspark.layout.parts": "2", "zspark.layout.0": "a", "zspark.layout.1": "b",
+           "zspark.layout.clustered_writes": "w1", "owner": "team", "option.x": "1",
+           "transient_lastDdlTime": "1"}
+    new = {"zspark.layout.parts": "1", "zspark.layout.0": "c"}
+    carried = carried_properties(old, new, {"zspark.layout.clustered_writes": "w2"})
+    assert carried == {"owner": "team", "zspark.layout.parts": "1", "zspark.layout.0": "c",
+                       "zspark.layout.clustered_writes": "w2"}
+    assert StoredLayout.from_properties({}) is None
