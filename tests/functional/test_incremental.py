@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -318,6 +319,16 @@ def test_recluster_on_demand_merges_pending_runs_and_is_a_no_op_after(
     assert "inc_demand: append (" in project.log_text()
     before = project.rows(f"select * from {table}")
     files_before = set(project.files("inc_demand"))
+
+    picture = project.root / "target" / "demand.png"
+    project.dbt("run-operation", "zspark_layout_report", "--args",
+                f"{{relation: {table}, path: '{picture}'}}")
+    text = project.log_text()
+    assert "column  files  depth  rebuild_depth  skip_share" in text
+    assert re.search(r"\ncity\s+\d+\s+[\d.]+", text)
+    assert re.search(r"\nbrand\s+\d+\s+[\d.]+", text)
+    assert "4600 rows; 13.0% of rows written since the last full clustering" in text
+    assert picture.read_bytes().startswith(b"\x89PNG")
 
     project.dbt("run-operation", "zspark_recluster", "--args", f"{{relation: {table}}}")
     assert "inc_demand: merge (2 pending runs merged into one)" in project.log_text()

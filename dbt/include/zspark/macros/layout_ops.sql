@@ -15,3 +15,16 @@
   {%- do adapter.zspark_recluster(relation, full) -%}
   {{ return('') }}
 {% endmacro %}
+
+
+{#-
+  The layout figures of a clustered table, as a table, and a picture of its files'
+  [min, max] boxes over two clustering columns (the first two unless x / y say):
+      dbt run-operation zspark_layout_report --args '{relation: my_schema.my_table}'
+-#}
+{% macro zspark_layout_report(relation, x=none, y=none, path=none) %}
+  {%- if not execute -%}{{ return('') }}{%- endif -%}
+  {%- set relation = zspark_resolve_relation(relation) -%}
+  {%- do adapter.zspark_layout_report(relation, x, y, path) -%}
+  {{ return('') }}
+{% endmacro %}
