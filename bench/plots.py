@@ -129,3 +129,28 @@ def scale_chart(path: Path, series: Mapping[str, Sequence[tuple[int, float]]],
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+POLICY_COLORS = {"default": "#4C72B0", "never": "#C44E52", "optimize": "#55A868"}
+POLICY_LABELS = {"default": "zspark default policy", "never": "never re-cluster",
+                 "optimize": "full re-cluster every run (OPTIMIZE)"}
+
+
+def pipeline_chart(path: Path, variants: Mapping[str, Mapping[str, Sequence[float]]],
+                   title: str) -> None:
+    """Per data variant, the lowest skip share over the clustering columns after each run,
+    one line per re-clustering policy."""
+    fig, axes = plt.subplots(1, len(variants), figsize=(5.5 * len(variants), 4), squeeze=False)
+    for ax, (variant, policies) in zip(axes[0], variants.items(), strict=True):
+        for policy, shares in policies.items():
+            ax.plot(range(len(shares)), [100 * s for s in shares], marker="o", markersize=3,
+                    color=POLICY_COLORS.get(policy), label=POLICY_LABELS.get(policy, policy))
+        ax.set_title(f"{variant} data", fontsize=10)
+        ax.set_xlabel("dbt run (0: base build of 50% of the rows)")
+        ax.set_ylabel("rows skipped by a point query, worst column (%)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

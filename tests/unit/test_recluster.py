@@ -107,3 +107,33 @@ def test_a_full_reclustering_carries_user_properties_and_replaces_the_layout() -
     assert carried == {"owner": "team", "zspark.layout.parts": "1", "zspark.layout.0": "c",
                        "zspark.layout.clustered_writes": "w2"}
     assert StoredLayout.from_properties({}) is None
+
+
+def test_the_stored_layout_survives_the_round_trip_and_never_spells_a_secret() -> None:
+    import numpy as np
+
+    from dbt.adapters.zspark.layouts import LAYOUTS
+    from dbt.adapters.zspark.planning import plan_clustering
+
+    plan = plan_clustering("m", {"hilbert_by": ["s", "d", "x"]},
+                           {"s": "string", "d": "date", "x": "double"})
+    assert plan is not None
+    rng = np.random.default_rng(3)
+    words = np.array(sorted({"".join(rng.choice(list("tokensecrTOKEN"), 8)) for _ in range(900)}))
+    boundaries = (words, np.arange(0, 900, dtype=np.int64).view("M8[D]"),
+                  np.sort(rng.normal(size=900)))
+    layout = StoredLayout.of_build(plan, boundaries, rows=10, files=2, rows_per_file=5)
+    properties = layout.to_properties()
+    assert len(properties) > 3  # several parts
+    secret = ("token", "secret", "password", "access")
+    assert not any(w in v.lower() for k, v in properties.items() if k != "zspark.layout.summary"
+                   for w in secret)
+    again = StoredLayout.from_properties(properties)
+    assert again is not None
+    assert again.describe() == layout.describe()
+    for a, b in zip(again.boundaries, layout.boundaries, strict=True):
+        assert a is not None
+        assert b is not None
+        assert a.dtype == b.dtype
+        assert a.tolist() == b.tolist()
+    assert LAYOUTS[again.config_key].name == "hilbert"

@@ -11,7 +11,6 @@ Pure Python: properties in, :class:`StoredLayout` out, and back.
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 import zlib
@@ -31,6 +30,8 @@ PARTS_KEY = f"{PREFIX}.parts"
 #: property the same way).
 PART_CHARS = 4000
 FORMAT_VERSION = 1
+#: What Spark shows instead of a property value that looks like a secret.
+REDACTED = "*********(redacted)"
 #: Ids of the write jobs whose files were clustered together (by the last full build):
 #: files of any other write were added since.
 CLUSTERED_WRITES_KEY = f"{PREFIX}.clustered_writes"
@@ -101,7 +102,9 @@ class StoredLayout:
 
     def to_properties(self) -> dict[str, str]:
         """Table properties holding this layout: a summary, and the layout encoded in
-        parts (compressed JSON, base64: no quotes or backslashes to escape in SQL)."""
+        parts (compressed JSON in hex: nothing to escape in SQL, and no run of letters
+        that Spark's redaction of secrets (``spark.sql.redaction.string.regex``: "token",
+        "secret", ...) would mask in SHOW TBLPROPERTIES, as base64 sometimes spells)."""
         document = {
             "version": FORMAT_VERSION, "config_key": self.config_key,
             "columns": list(self.columns), "column_types": list(self.column_types),
@@ -110,7 +113,7 @@ class StoredLayout:
             "partition_by": list(self.partition_by), "rows": self.rows, "files": self.files,
             "rows_per_file": self.rows_per_file,
         }
-        packed = base64.b64encode(zlib.compress(json.dumps(document).encode())).decode()
+        packed = zlib.compress(json.dumps(document).encode()).hex()
         parts = [packed[i:i + PART_CHARS] for i in range(0, len(packed), PART_CHARS)]
         properties = {SUMMARY_KEY: self.describe(), PARTS_KEY: str(len(parts))}
         properties.update({f"{PREFIX}.{i}": part for i, part in enumerate(parts)})
@@ -124,7 +127,10 @@ class StoredLayout:
         try:
             count = int(properties[PARTS_KEY])
             packed = "".join(properties[f"{PREFIX}.{i}"] for i in range(count))
-            document = json.loads(zlib.decompress(base64.b64decode(packed)))
+            if REDACTED in packed:
+                raise StoredLayoutError("Spark redacted it (spark.sql.redaction.string.regex "
+                                        "matches it)")
+            document = json.loads(zlib.decompress(bytes.fromhex(packed)))
             if document["version"] != FORMAT_VERSION:
                 raise StoredLayoutError(f"format version {document['version']}")
             return cls(
