@@ -286,28 +286,35 @@ def assert_scan_equals_plain_filter(project: DbtProject, model: str) -> None:
             f"select * from {project.table(model)} where {predicate}")
 
 
+@pytest.mark.parametrize("partitioned", [False, True])
 def test_the_default_policy_appends_pieces_merges_runs_and_reclusters_in_full(
-        project: DbtProject) -> None:
+        project: DbtProject, partitioned: bool) -> None:
     """Base of 4000 rows in 8 files (500 rows each), then appends of 400 rows: pieces of
-    62 rows while they fit in twice a rebuild's files, merges of the newest runs when
-    they do not, a full re-clustering once pending rows reach half the base."""
-    table = write_model(project, "inc_policy")
-    run(project, "inc_policy", 0, 4000)
+    62 rows while they fit in twice a rebuild's files, a merge of the pending runs with
+    the new rows when they do not, a full re-clustering once pending rows reach half the
+    base. Partitioned, the appends land in table partitions 4 and 5."""
+    name = "inc_policy_parts" if partitioned else "inc_policy"
+    table = write_model(project, name, extra=", partition_by=['part']" if partitioned else "")
+    run(project, name, 0, 4000)
     expected = ["append", "merge", "merge", "merge", "full"]
     for step, action in enumerate(expected):
         start = 4000 + 400 * step
-        run(project, "inc_policy", start, start + 400)
+        before = set(project.files(name))
+        run(project, name, start, start + 400)
         text = project.log_text()
-        assert f"inc_policy: {action} (" in text
+        assert f"{name}: {action} (" in text
         if action == "full":
             assert "0.0% of rows written since the last full clustering" in text
         assert project.rows(f"select * from {table}") == source_rows(project, (0, start + 400))
-        files = len(project.files("inc_policy"))
-        assert files <= 2 * -(-(start + 400) // 500)
+        after = set(project.files(name))
+        assert len(after) <= 2 * -(-(start + 400) // 500)
+        if action != "full":  # the base's files stay where they were
+            assert len(before & after) >= 8
+        if partitioned and action != "full":  # partitions 0-3 received nothing
+            assert not [p for p in after ^ before for k in range(4) if f"part={k}/" in p]
         assert_index_equals_full_reindex(project, table)
-        assert_scan_equals_plain_filter(project, "inc_policy")
-        assert not project.spark.catalog.tableExists(project.table("inc_policy__zspark_new"))
-    assert len(project.files("inc_policy")) == -(-6000 // 500)
+        assert_scan_equals_plain_filter(project, name)
+        assert not project.spark.catalog.tableExists(project.table(f"{name}__zspark_new"))
 
 
 def test_recluster_on_demand_merges_pending_runs_and_is_a_no_op_after(
