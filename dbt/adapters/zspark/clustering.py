@@ -261,8 +261,14 @@ def keyed_build(spark: SparkSession, plan: ClusteringPlan, sql: str, sampled: In
     positions = [(*(_sort_position(v) for v in values), k) for values, k in zip(
         zip(*(sample[part_column(i)] for i in range(len(parts))), strict=True),
         sample_keys, strict=True)] if parts else [(k,) for k in sample_keys]
-    partitions = file_count if pieces else shuffle_partitions(
-        file_count, spark.sparkContext.defaultParallelism, input_bytes)
+    if pieces:
+        # A piece straddling two table partitions is written as two files: take one piece
+        # off per table partition boundary, so at most file_count files come out.
+        touched = len({position[:len(parts)] for position in positions})
+        partitions = max(1, file_count - max(touched - 1, 0))
+    else:
+        partitions = shuffle_partitions(file_count, spark.sparkContext.defaultParallelism,
+                                        input_bytes)
     spread = spread_files(positions, rows, file_count, partitions)
     owner = _owner(spread, expr(key), parts, plan.layout.key_type(plan.curve_method))
     view = f"zspark_build_{udf_name(plan.model).removeprefix('zspark_key_')}"
