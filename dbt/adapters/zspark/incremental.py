@@ -1,0 +1,418 @@
+"""The adapter's methods for clustered incremental runs and re-clustering.
+
+A mixin of :class:`~dbt.adapters.zspark.impl.ZSparkAdapter`: plan an incremental run
+(stored layout, drift check, the re-clustering policy), write the table's next version
+and swap it in, report the layout. The decisions are made by the pure modules
+(``layout_state``, ``recluster``, ``health``); this module runs them on Spark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from dbt.adapters.base import available
+from dbt.adapters.base.meta import AdapterMeta
+from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.zspark.layout_state import StoredLayout, StoredLayoutError
+from dbt.adapters.zspark.planning import ClusteringConfigError, ClusteringPlan, plan_clustering
+from dbt.adapters.zspark.sqltext import quote
+
+logger = AdapterLogger("zspark")
+
+#: dbt-spark's strategies for Parquet tables: insert rows, or overwrite partitions / all.
+INCREMENTAL_STRATEGIES = ("append", "insert_overwrite")
+#: Sample values a point query is probed with when the layout is judged.
+PROBES = 1000
+
+
+@dataclass
+class _Rewrite:
+    """A re-clustering between its plan and its swap."""
+
+    decision: Any  # recluster.ReclusterPlan
+    new_rows: int
+    table_rows: int
+    #: Table properties of a new layout (full re-clustering), else None.
+    layout: dict[str, str] | None
+    partitioned: bool
+
+
+class IncrementalMethods(metaclass=AdapterMeta):
+    """@available methods of clustered incremental runs, re-clustering and the layout
+    report; the state and helpers they use are the adapter's."""
+
+    _rewrites: dict[str, _Rewrite]
+    _strategies: dict[str, str]
+    _files_before: dict[str, set[str]]
+    config: Any
+    _spark: Callable[..., Any]
+    _keep: Callable[..., None]
+    _lap: Callable[..., None]
+    _log_index: Callable[..., dict[str, Any]]
+    _index_relation: Callable[[Any], Any]
+    _table_properties: Callable[[Any], dict[str, str]]
+    execute: Callable[..., Any]
+    get_columns_in_relation: Callable[[Any], list[Any]]
+
+    @available
+    def zspark_check_incremental(self, model: str, file_format: str, strategy: str) -> None:
+        """Clustered incremental models write Parquet with append or insert_overwrite."""
+        if file_format != "parquet":
+            raise DbtRuntimeError(
+                f"Model '{model}': config 'file_format' is '{file_format}' on a clustered "
+                f"incremental model. Allowed: 'parquet'.")
+        if strategy not in INCREMENTAL_STRATEGIES:
+            raise DbtRuntimeError(
+                f"Model '{model}': config 'incremental_strategy' is '{strategy}' on a "
+                f"clustered incremental model. Allowed: "
+                f"{' or '.join(repr(s) for s in INCREMENTAL_STRATEGIES)}.")
+
+    def _stored_layout(self, model: str, relation: Any) -> StoredLayout:
+        try:
+            stored = StoredLayout.from_properties(self._table_properties(relation))
+        except StoredLayoutError as error:
+            stored, problem = None, str(error)
+        else:
+            problem = "it has no stored clustering layout"
+        if stored is None:
+            raise DbtRuntimeError(
+                f"Model '{model}': cannot add clustered rows to {relation}: {problem}. Run "
+                f"`dbt run --full-refresh --select {model}` to rebuild it clustered.")
+        return stored
+
+    def _checked_plan(self, spark: Any, model: str, relation: Any, stored: StoredLayout,
+                      config: dict[str, Any], sql: str) -> ClusteringPlan:
+        """The model's clustering plan, refused when it keys rows differently from the
+        layout stored with the table."""
+        from dbt.adapters.zspark.clustering import model_schema
+
+        try:
+            plan = plan_clustering(model, config, model_schema(spark, sql), "incremental")
+        except ClusteringConfigError as error:
+            raise DbtRuntimeError(str(error)) from error
+        assert plan is not None
+        drift = stored.drift(plan)
+        if drift is not None:
+            raise DbtRuntimeError(
+                f"Model '{model}': the clustering config no longer matches the layout stored "
+                f"with {relation}: {drift}. Run `dbt run --full-refresh --select {model}` to "
+                f"rebuild the table with the new layout.")
+        return plan
+
+    @available
+    def zspark_increment(self, model: str, relation: Any, config: dict[str, Any], sql: str,
+                         strategy: str) -> dict[str, Any]:
+        """Plan an incremental run of a clustered model, before anything is written.
+
+        New rows are keyed with the layout stored with the table. With ``append`` the
+        re-clustering policy (``recluster.py``) decides: insert them as a run of pieces,
+        or rewrite them together with some pending runs (or the whole table) into the
+        table's next version. Returns ``rows`` (0: nothing to write), ``rewrite`` and the
+        ``sql`` that selects the rows to insert.
+        """
+        from dbt.adapters.zspark.clustering import sample_input
+        from dbt.adapters.zspark.recluster import APPEND, ReclusterPlan, plan_increment
+        from dbt.adapters.zspark.recluster import rebuild_files as files_for
+
+        spark = self._spark(model, "clustering (zorder_by / hilbert_by / linear_by)")
+        stored = self._stored_layout(model, relation)
+        plan = replace(self._checked_plan(spark, model, relation, stored, config, sql),
+                       file_count=None)
+        logger.info(f"zspark: {model}: {stored.describe()} (stored); sampling new rows")
+        sampled = sample_input(spark, plan, sql)
+        if sampled.rows == 0:
+            logger.info(f"zspark: {relation.identifier}: no rows written; table, layout and "
+                        f"index unchanged")
+            return {"rows": 0, "rewrite": False, "sql": ""}
+        runs = self._runs(spark, relation)
+        if strategy != "append":
+            decision = ReclusterPlan(APPEND, (), 0, files_for(sampled.rows, stored.rows_per_file),
+                                     f"{strategy} writes whole partitions in table-sized files")
+        else:
+            automatic = config.get("zspark_recluster") is not False and runs is not None
+            decision = plan_increment(runs or [], sampled.rows, stored.rows_per_file,
+                                      automatic)
+        logger.info(f"zspark: {model}: {decision.action} ({decision.reason})")
+        select_sql = self._rewrite_select(spark, relation, plan, stored, decision, sql,
+                                          sampled, runs)
+        if not decision.rewrites:
+            self._files_before[str(relation).lower()] = self._table_files(spark, relation)
+        self._strategies[str(relation).lower()] = strategy
+        return {"rows": sampled.rows, "rewrite": decision.rewrites, "sql": select_sql}
+
+    def _runs(self, spark: Any, relation: Any) -> list[Any] | None:
+        """The table's runs from its index; None when the index does not describe exactly
+        the table's files (re-clustering then waits for a full build)."""
+        from dbt.adapters.zspark.layout_state import CLUSTERED_WRITES_KEY
+        from dbt.adapters.zspark.rewrite import table_runs
+
+        index = self._index_relation(relation)
+        if not spark.catalog.tableExists(str(index)):
+            return None
+        spark.catalog.refreshTable(str(index))
+        rows = [(str(r[0]), int(r[1]), int(r[2] or 0)) for r in spark.sql(
+            f"select file_path, row_count, file_mtime from {index} where row_group is null"
+        ).collect()]
+        if {r[0] for r in rows} != self._table_files(spark, relation):
+            logger.warning(f"zspark: {relation.identifier}: the index does not list exactly "
+                           f"the table's files; no re-clustering until it is rebuilt")
+            return None
+        clustered = self._table_properties(relation).get(CLUSTERED_WRITES_KEY, "")
+        return table_runs(rows, set(filter(None, clustered.split(","))))
+
+    def _rewrite_select(self, spark: Any, relation: Any, plan: ClusteringPlan,
+                        stored: StoredLayout, decision: Any, sql: str, sampled: Any,
+                        runs: list[Any] | None) -> str:
+        """The keyed SELECT an incremental run or a re-clustering writes."""
+        from dbt.adapters.zspark.clustering import keyed_build, sample_input
+        from dbt.adapters.zspark.recluster import FULL
+        from dbt.adapters.zspark.rewrite import rows_of_files_sql
+
+        model = plan.model
+        if not decision.rewrites:
+            prepared = keyed_build(spark, plan, sql, sampled, stored, decision.pieces,
+                                   pieces=True)
+            self._keep(relation, plan, prepared, new_layout=False)
+            return str(prepared.select_sql)
+        columns = [c.name for c in self.get_columns_in_relation(relation)]
+        everything = decision.action == FULL
+        old_sql = rows_of_files_sql(str(relation), columns,
+                                    None if everything else decision.rewritten_paths)
+        old = sample_input(spark, plan, old_sql)
+        if sql:
+            listed = ", ".join(quote(c) for c in columns)
+            union_sql = f"select {listed} from (\n{sql}\n) zspark_new union all {old_sql}"
+            both = sampled.union(old)
+        else:  # re-clustering on demand: only the table's own rows
+            union_sql, both = old_sql, old
+        prepared = keyed_build(spark, plan, union_sql, both, None if everything else stored,
+                               decision.pieces, pieces=not everything)
+        self._keep(relation, plan, prepared, new_layout=everything)
+        self._rewrites[str(relation).lower()] = _Rewrite(
+            decision=decision, new_rows=sampled.rows if sql else 0,
+            table_rows=sum(r.rows for r in runs or []),
+            layout=prepared.layout.to_properties() if everything and prepared.layout else None,
+            partitioned=bool(plan.partition_by))
+        logger.info(f"zspark: {model}: rewriting {decision.rewritten_rows} rows of "
+                    f"{len(decision.rewritten_paths)} files into the table's next version")
+        return str(prepared.select_sql)
+
+    @available
+    def zspark_recluster(self, relation: Any, full: bool = False) -> dict[str, Any]:
+        """``zspark_recluster``: merge the pending runs (or, ``full``, re-cluster the whole
+        table) into the table's next version; a no-op when there is nothing to do."""
+        from dbt.adapters.zspark.clustering import model_schema
+        from dbt.adapters.zspark.recluster import plan_on_demand
+
+        model = relation.identifier
+        spark = self._spark(model, "re-clustering")
+        stored = self._stored_layout(model, relation)
+        runs = self._runs(spark, relation)
+        if runs is None:
+            raise DbtRuntimeError(
+                f"zspark_recluster: {relation}: its index does not list exactly its files; "
+                f"run zspark_build_index on it first")
+        decision = plan_on_demand(runs, stored.rows_per_file, bool(full))
+        logger.info(f"zspark: {model}: {decision.action} ({decision.reason})")
+        if not decision.rewrites:
+            return {"action": decision.action, "rewritten_rows": 0}
+        try:
+            plan = plan_clustering(model, stored.as_config(),
+                                   model_schema(spark, f"select * from {relation}"), "table")
+        except ClusteringConfigError as error:
+            raise DbtRuntimeError(str(error)) from error
+        assert plan is not None
+        select_sql = self._rewrite_select(spark, relation, plan, stored, decision, "", None,
+                                          runs)
+        staging = self.zspark_begin_rewrite(model, relation)
+        self.execute(f"insert into {staging} {select_sql}")
+        self.zspark_finish_rewrite(model, relation, staging)
+        return {"action": decision.action, "rewritten_rows": decision.rewritten_rows}
+
+    @available
+    def zspark_layout_report(self, relation: Any, x: str | None = None, y: str | None = None,
+                             path: str | None = None) -> dict[str, Any]:
+        """``zspark_layout_report``: the layout figures of a clustered table as a table,
+        and a picture of its files' boxes over two clustering columns."""
+        from pathlib import Path
+
+        from dbt.adapters.zspark.clustering import key_input_sql, part_column
+        from dbt.adapters.zspark.health import layout_health, rebuild_bounds
+        from dbt.adapters.zspark.layout_report import draw_boxes, health_table
+        from dbt.adapters.zspark.layout_state import pending_rows, write_id
+        from dbt.adapters.zspark.layouts import LAYOUTS, ColumnSpec
+        from dbt.adapters.zspark.pruning import stat_column
+
+        model = relation.identifier
+        spark = self._spark(model, "the layout report")
+        stored = self._stored_layout(model, relation)
+        columns, types = stored.columns, stored.column_types
+        x, y = x or columns[0], y or columns[min(1, len(columns) - 1)]
+        for name in (x, y):
+            if name not in columns:
+                raise DbtRuntimeError(f"zspark_layout_report: {relation}: '{name}' is not a "
+                                      f"clustering column. Allowed: {', '.join(columns)}")
+        index = self._index_relation(relation)
+        picked = ", ".join(
+            f"{key_input_sql(quote(stat_column(c, s)), t)} as {quote(f'{c}.{s}')}"
+            for c, t in zip(columns, types, strict=True) for s in ("min", "max"))
+        files = spark.sql(f"select file_path, row_count, {picked} from {index} "
+                          f"where row_group is null and row_count > 0").toPandas()
+        bounds = {c: files[[f"{c}.min", f"{c}.max"]].set_axis(["min", "max"], axis=1)
+                  for c in columns}
+        rows = int(files["row_count"].sum())
+        inputs = [f"{key_input_sql(quote(c), t)} as {quote(c)}"
+                  for c, t in zip(columns, types, strict=True)]
+        parts = [f"{quote(p)} as {quote(part_column(i))}"
+                 for i, p in enumerate(stored.partition_by)]
+        sample = (spark.table(str(relation)).selectExpr(*inputs, *parts)
+                  .sample(fraction=min(1.0, 100_000 / max(rows, 1)), seed=17).toPandas())
+        specs = [ColumnSpec(c, t, b) for c, t, b in
+                 zip(columns, types, stored.boundaries, strict=True)]
+        keys = LAYOUTS[stored.config_key].key_function(
+            specs, stored.curve_method, stored.boundary_count)(*(sample[c] for c in columns))
+        rebuilt = rebuild_bounds(sample, [part_column(i) for i in range(len(parts))],
+                                 keys.to_numpy(), columns, len(files))
+        properties = self._table_properties(relation)
+        paths = [str(p) for p in files["file_path"]]
+        pending = pending_rows(list(zip(paths, (int(r) for r in files["row_count"]),
+                                        strict=True)), properties)
+        health = layout_health(bounds, sample.head(PROBES), rebuilt, rows, pending)
+        logger.info(f"zspark_layout_report {relation}:\n{health_table(health)}")
+        clustered = set(properties.get("zspark.layout.clustered_writes", "").split(","))
+        target = Path(path) if path else Path(getattr(self.config, "project_root", ".")) \
+            / "target" / f"zspark_layout_{model}.png"
+        draw_boxes(target, bounds[x], bounds[y], [write_id(p) not in clustered for p in paths],
+                   x, y, f"{relation}: {len(files)} files")
+        logger.info(f"zspark_layout_report {relation}: files' boxes over {x} and {y} in "
+                    f"{target}")
+        return {"columns": health.table(), "picture": str(target)}
+
+    @available
+    def zspark_begin_rewrite(self, model: str, relation: Any) -> Any:
+        """The staging table of a re-clustering, created like the table (columns,
+        partitioning, writer options) with its properties; leftovers dropped first."""
+        from dbt.adapters.zspark.rewrite import carried_properties, set_properties_sql
+
+        staging = self._sibling(relation, "__zspark_new")
+        for leftover in (staging, self._sibling(relation, "__zspark_old")):
+            self.execute(f"drop table if exists {leftover}")
+        self.execute(f"create table {staging} like {relation}")
+        rewrite = self._rewrites[str(relation).lower()]
+        properties = carried_properties(self._table_properties(relation), rewrite.layout, None)
+        if properties:
+            self.execute(set_properties_sql(str(staging), properties))
+        return staging
+
+    def _sibling(self, relation: Any, suffix: str) -> Any:
+        return relation.incorporate(path={"identifier": relation.identifier + suffix},
+                                    type="table")
+
+    @available
+    def zspark_finish_rewrite(self, model: str, relation: Any, staging: Any) -> None:
+        """Link the files that stay into the staging table, check its rows, swap it in and
+        bring the index along."""
+        from dbt.adapters.zspark.index import (
+            _index_frame,
+            index_columns,
+            indexable_columns,
+            replace_index_rows,
+            table_location,
+        )
+        from dbt.adapters.zspark.layout_state import clustered_writes_property
+        from dbt.adapters.zspark.recluster import FULL
+        from dbt.adapters.zspark.rewrite import link_files, set_properties_sql
+
+        spark = self._spark(model, "re-clustering")
+        rewrite = self._rewrites.pop(str(relation).lower())
+        self._lap(relation, "write")
+        location, staged_at = (table_location(spark, str(relation)),
+                               table_location(spark, str(staging)))
+        written = sorted(self._table_files(spark, staging))
+        kept = sorted(self._table_files(spark, relation) - set(rewrite.decision.rewritten_paths))
+        link_files(spark, kept, location, staged_at)
+        if rewrite.partitioned:
+            self.execute(f"alter table {staging} recover partitions")
+        index = self._index_relation(relation)
+        existing = spark.table(str(index))
+        names = [c.removesuffix("__min") for c in existing.columns if c.endswith("__min")]
+        columns = index_columns(indexable_columns(spark.table(str(staging)).schema), names, [])
+        new_rows = _index_frame(spark, written, columns,
+                                f"zspark: reading {len(written)} new Parquet footers of "
+                                f"{staging}").localCheckpoint(eager=True)
+        kept_rows = existing.where("row_group is null").join(
+            spark.createDataFrame([(p,) for p in kept], "file_path string"), "file_path")
+        counted = sum(int(r[0] or 0) for r in [
+            new_rows.where("row_group is null").selectExpr("sum(row_count)").first(),
+            kept_rows.selectExpr("sum(row_count)").first()] if r is not None)
+        expected = rewrite.table_rows + rewrite.new_rows
+        if counted != expected or len(self._table_files(spark, staging)) != len(written) + \
+                len(kept):
+            raise DbtRuntimeError(
+                f"zspark: {relation}: re-clustering stopped before the swap: the next version "
+                f"holds {counted} rows, the table and the new rows {expected}; the table and "
+                f"its index are unchanged")
+        if rewrite.decision.action == FULL:
+            self.execute(set_properties_sql(str(staging), clustered_writes_property(written)))
+        backup = self._sibling(relation, "__zspark_old")
+        self.execute(f"alter table {relation} rename to {backup}")
+        self.execute(f"alter table {staging} rename to {relation}")
+        self.execute(f"drop table if exists {backup}")
+        self._lap(relation, "write")
+        summary = replace_index_rows(spark, str(index), rewrite.decision.rewritten_paths,
+                                     new_rows, staged_at, location)
+        self._lap(relation, "index")
+        self._log_index(spark, relation, index, summary)
+
+    @staticmethod
+    def _table_files(spark: Any, relation: Any) -> set[str]:
+        """A table's data files, named as the index names them."""
+        from dbt.adapters.zspark.stats import spark_path
+
+        spark.catalog.refreshTable(str(relation))
+        return {spark_path(f) for f in spark.table(str(relation)).inputFiles()}
+
+    @available
+    def zspark_finish_increment(self, model: str, relation: Any, want_index: bool,
+                                clustering: list[str] | None = None,
+                                configured: list[str] | None = None) -> dict[str, Any]:
+        """After the insert: add the new files' footers to the index (and drop the rows of
+        files an overwrite replaced), then log the layout."""
+        from dbt.adapters.zspark.index import build_index, update_index
+        from dbt.adapters.zspark.layout_state import CLUSTERED_WRITES_KEY, write_id
+        from dbt.adapters.zspark.rewrite import set_properties_sql
+
+        spark = self._spark(model, "clustering")
+        before = self._files_before.pop(str(relation).lower(), set())
+        self._lap(relation, "write")
+        after = self._table_files(spark, relation)
+        added, removed = sorted(after - before), sorted(before - after)
+        if self._strategies.pop(str(relation).lower(), "append") == "insert_overwrite":
+            # An overwrite writes whole partitions sorted by the key: clustered like a
+            # full build's files.
+            writes = {w for w in map(write_id, after) if w}
+            clustered = set(self._table_properties(relation).get(CLUSTERED_WRITES_KEY,
+                                                                  "").split(","))
+            kept = sorted((clustered & writes) | {w for w in map(write_id, added) if w})
+            self.execute(set_properties_sql(str(relation),
+                                            {CLUSTERED_WRITES_KEY: ",".join(kept)}))
+        if not want_index:
+            return {"added": len(added), "removed": len(removed)}
+        index = self._index_relation(relation)
+        summary = update_index(spark, str(relation), str(index), added, removed,
+                               clustering or (), configured)
+        if summary is None:
+            logger.warning(f"zspark: {relation.identifier}: no index matching the configured "
+                           f"columns; reading every footer")
+            summary = build_index(spark, str(relation), str(index), clustering or (),
+                                  configured)
+        self._lap(relation, "index")
+        logger.info(f"zspark: {relation.identifier}: {len(added)} files added, "
+                    f"{len(removed)} replaced; their footers indexed")
+        self._log_index(spark, relation, index, summary)
+        return {"added": len(added), "removed": len(removed)}
+
