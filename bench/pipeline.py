@@ -43,6 +43,7 @@ from bench.common import (
     table_dir,
 )
 from bench.footers import sample_values
+from bench.run import build_steps
 
 POLICIES = ("default", "never", "optimize")
 BASE_SHARE, STEP_SHARE, RUNS, BASE_FILES = 0.5, 0.05, 10, 500
@@ -110,6 +111,9 @@ def run_policy(policy: str, rows: int, session_dir: Path, probes: dict[str, list
             "bytes_removed": sum(s for f, s in before.items() if f not in after),
             "table_bytes": sum(after.values()),
             "seconds": model_times().get(name, 0.0),
+            # sample / write / index / log seconds of the run's own step (the OPTIMIZE
+            # post-hook's re-clustering logs a second line, not counted here).
+            "steps": build_steps(output, name),
             "skip": skip_shares(table_dir(session_dir, TARGET_SCHEMA, f"{name}__zindex"),
                                 probes),
         })

@@ -410,5 +410,11 @@ def pipeline_section(pipeline: dict[str, Any], img_dir: Path, report_dir: Path) 
         lines += _table(["run", *[f"{POLICY_LABELS.get(p, p)}: skip % / files / s"
                                   for p in steps]], rows)
         lines.append("")
+        for policy, policy_steps in steps.items():
+            index = [f"{s['steps']['index']:.1f}" for s in policy_steps[1:]
+                     if s.get("steps", {}).get("index") is not None]
+            if index:
+                lines += [f"Index step of each run, seconds ({POLICY_LABELS.get(policy, policy)}"
+                          f"): {', '.join(index)}.", ""]
     lines += [f"![skip share per run]({os.path.relpath(picture, report_dir)})", ""]
     return lines
