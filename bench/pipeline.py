@@ -85,19 +85,20 @@ def file_sizes(directory: Path) -> dict[str, int]:
 
 
 def run_policy(policy: str, rows: int, session_dir: Path, probes: dict[str, list[Any]],
-               log: Progress) -> list[dict[str, Any]]:
+               log: Progress, runs: int = RUNS,
+               base_files: int = BASE_FILES) -> list[dict[str, Any]]:
     orders = rows // 4
     base_upto, step = int(orders * BASE_SHARE), int(orders * STEP_SHARE)
     name = model(policy)
     directory = table_dir(session_dir, TARGET_SCHEMA, name)
     steps: list[dict[str, Any]] = []
-    for run in range(RUNS + 1):
+    for run in range(runs + 1):
         upto = base_upto + run * step
         before = file_sizes(directory) if run else {}
         output: list[str] = []
         flags = ["--full-refresh"] if run == 0 else []
         run_dbt(["run", "-s", name, *flags], session_dir, log,
-                {"pipeline": True, "pipeline_upto": upto, "pipeline_base_files": BASE_FILES},
+                {"pipeline": True, "pipeline_upto": upto, "pipeline_base_files": base_files},
                 lines=output)
         after = file_sizes(directory)
         added = {f: s for f, s in after.items() if f not in before}
@@ -149,6 +150,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--variants", nargs="+", default=["uniform", "zipf"])
     parser.add_argument("--policies", nargs="+", default=list(POLICIES))
+    parser.add_argument("--runs", type=int, default=RUNS, help="appends after the base")
+    parser.add_argument("--base-files", type=int, default=BASE_FILES)
     parser.add_argument("--session-dir", type=Path, default=DEFAULT_SESSION_DIR)
     parser.add_argument("--out", type=Path, default=REPO / "BENCHMARKS-pipeline.json")
     args = parser.parse_args(argv)
@@ -157,13 +160,15 @@ def main(argv: list[str] | None = None) -> None:
     session_dir = args.session_dir.resolve()
     log = Progress()
     results: dict[str, Any] = {"config": {
-        "rows": args.rows, "base_share": BASE_SHARE, "step_share": STEP_SHARE, "runs": RUNS,
-        "base_files": BASE_FILES, "command": "python -m bench.pipeline " + " ".join(
+        "rows": args.rows, "base_share": BASE_SHARE, "step_share": STEP_SHARE,
+        "runs": args.runs, "base_files": args.base_files,
+        "command": "python -m bench.pipeline " + " ".join(
             argv if argv is not None else sys.argv[1:])}, "variants": {}}
     for variant in args.variants:
         generate_in_subprocess(args.rows, variant, session_dir, log)
         probes = sample_values(source_files(session_dir), CLUSTER_COLUMNS, 200)
-        steps = {policy: run_policy(policy, args.rows, session_dir, probes, log)
+        steps = {policy: run_policy(policy, args.rows, session_dir, probes, log, args.runs,
+                                    args.base_files)
                  for policy in args.policies}
         results["variants"][variant] = {"steps": steps, "totals": summarize(steps)}
         for policy, total in results["variants"][variant]["totals"].items():
@@ -173,7 +178,7 @@ def main(argv: list[str] | None = None) -> None:
     args.out.write_text(json.dumps(results, indent=1))
     log(f"wrote {args.out}")
     main_json = args.out.parent / "BENCHMARKS.json"
-    if main_json.exists():
+    if main_json.exists() and args.out.name == "BENCHMARKS-pipeline.json":
         from bench.report import render
 
         render(json.loads(main_json.read_text()), args.out.parent / "BENCHMARKS.md",

@@ -61,3 +61,28 @@ def test_report_has_tables_pictures_and_the_outside_reference(
     assert raw["layouts"]["delta"]["files"] > 0
     for picture in ("skip_ratios.png", "file_boxes.png", "build_times.png"):
         assert (out.parent / "img" / picture).stat().st_size > 10_000
+
+
+def test_the_pipeline_scenario_keeps_rows_exact_under_every_policy(
+        tmp_path: Path) -> None:
+    """A small pipeline (a base and one append per policy): the scenario's own row check
+    passes after every run and the OPTIMIZE reference rewrites the table."""
+    out = tmp_path / "pipeline.json"
+    env = {**os.environ, "ZSPARK_DRIVER_MEMORY": "2g", "PYSPARK_PYTHON": sys.executable}
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.pipeline", "--rows", "20000", "--variants", "uniform",
+         "--runs", "1", "--base-files", "20", "--session-dir", str(tmp_path / "session"),
+         "--out", str(out)],
+        cwd=REPO, env=env, capture_output=True, text=True, check=False, timeout=1800,
+    )
+    tail = "\n".join((result.stdout + result.stderr).splitlines()[-40:])
+    assert result.returncode == 0, tail
+    raw = json.loads(out.read_text())["variants"]["uniform"]
+    for policy in ("default", "never", "optimize"):
+        steps = raw["steps"][policy]
+        assert [s["rows"] for s in steps] == [10_000, 11_000]
+        assert all(0 < share < 1 for s in steps for share in s["skip"].values())
+    assert [s["rewritten_rows"] for s in raw["steps"]["optimize"][1:]] == [11_000]
+    assert raw["steps"]["never"][-1]["rewritten_rows"] == 0
+    assert raw["steps"]["default"][1]["files"] > raw["steps"]["never"][1]["files"]
+    assert raw["totals"]["optimize"]["worst_gap_points"] == 0
