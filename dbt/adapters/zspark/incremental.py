@@ -129,13 +129,17 @@ class IncrementalMethods(metaclass=AdapterMeta):
                         f"index unchanged")
             return {"rows": 0, "rewrite": False, "sql": ""}
         runs = self._runs(spark, relation)
+        table_sized = files_for(sampled.rows, stored.rows_per_file)
         if strategy != "append":
-            decision = ReclusterPlan(APPEND, (), 0, files_for(sampled.rows, stored.rows_per_file),
+            decision = ReclusterPlan(APPEND, (), 0, table_sized,
                                      f"{strategy} writes whole partitions in table-sized files")
+        elif runs is None:
+            decision = ReclusterPlan(APPEND, (), 0, table_sized,
+                                     "no index lists the table's files: table-sized files, "
+                                     "no re-clustering")
         else:
-            automatic = config.get("zspark_recluster") is not False and runs is not None
-            decision = plan_increment(runs or [], sampled.rows, stored.rows_per_file,
-                                      automatic)
+            decision = plan_increment(runs, sampled.rows, stored.rows_per_file,
+                                      config.get("zspark_recluster") is not False)
         logger.info(f"zspark: {model}: {decision.action} ({decision.reason})")
         select_sql = self._rewrite_select(spark, relation, plan, stored, decision, sql,
                                           sampled, runs)
