@@ -17,6 +17,7 @@ Files without bounds on a column (all NULL, or statistics not trusted) overlap e
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -145,12 +146,17 @@ def rebuild_bounds(sample: pd.DataFrame, order: Sequence[str], keys: np.ndarray,
         return None
     frame = sample.reset_index(drop=True).assign(__key=keys)
     frame = frame.sort_values([*order, "__key"], kind="stable", na_position="first")
-    group = np.arange(len(frame)) * files // len(frame)
+    # Groups of equal rows are consecutive slices of the sorted sample.
+    edges = (np.arange(files + 1) * len(frame)) // files
     result = {}
     for column in columns:
-        values = frame[column]
-        grouped = values.groupby(group)
-        result[column] = pd.DataFrame({"min": grouped.min(), "max": grouped.max()})
+        values = frame[column].to_numpy(dtype=object)
+        lows, highs = [], []
+        for start, stop in itertools.pairwise(edges):
+            live = [v for v in values[start:stop] if not pd.isna(v)]
+            lows.append(min(live) if live else None)
+            highs.append(max(live) if live else None)
+        result[column] = pd.DataFrame({"min": lows, "max": highs}, dtype=object)
     return result
 
 

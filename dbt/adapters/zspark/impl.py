@@ -261,8 +261,12 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         )
         sample = self._samples.pop(str(relation).lower(), None)
         if sample is not None and summary.files:
-            message += "; layout: " + self._layout_health(spark, relation, index, sample,
-                                                           summary).describe()
+            try:
+                message += "; layout: " + self._layout_health(spark, relation, index, sample,
+                                                               summary).describe()
+            except Exception as error:  # the figures inform; they never fail a build
+                logger.warning(f"zspark: {relation.identifier}: layout figures unavailable "
+                               f"({type(error).__name__}: {error})")
         timings = self._timings.pop(str(relation).lower(), None)
         if timings is not None:
             self._lap_into(timings, "log")
