@@ -19,15 +19,13 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.zspark.connections import ZSparkConnectionManager
 from dbt.adapters.zspark.incremental import PROBES, IncrementalMethods, _Rewrite
-from dbt.adapters.zspark.layout_state import (
-    clustered_writes_property,
-)
+from dbt.adapters.zspark.layout_state import clustered_writes_property
 from dbt.adapters.zspark.planning import ClusteringConfigError, ClusteringPlan, plan_clustering
+from dbt.adapters.zspark.rewrite import set_properties_sql
 from dbt.adapters.zspark.scan import FileKey, scan_sql, skippable_files_sql
 from dbt.adapters.zspark.sqltext import sql_string
 
 logger = AdapterLogger("zspark")
-
 
 
 @dataclass
@@ -124,7 +122,7 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
 
             return spread_sql(sql, int(file_count))
 
-        from dbt.adapters.zspark.clustering import model_schema
+        from dbt.adapters.zspark.clustering import model_schema, prepare_build
 
         spark = self._spark(model, "clustering (zorder_by / hilbert_by / linear_by)")
         try:
@@ -136,8 +134,6 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
             f"zspark: {model}: {plan.layout.name} layout on {', '.join(plan.columns)} "
             f"({plan.curve_method}, boundary_count={plan.boundary_count}); sampling input"
         )
-        from dbt.adapters.zspark.clustering import prepare_build
-
         prepared = prepare_build(spark, plan, sql)
         self._keep(relation, plan, prepared, new_layout=True)
         self._write_options[plan.model] = prepared.write_options()
@@ -219,10 +215,7 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
             # together.
             files = [str(r[0]) for r in rows.where("row_group is null")
                      .select("file_path").collect()]
-            properties = clustered_writes_property(files)
-            self.execute(f"alter table {staging} set tblproperties ("
-                         + ", ".join(f"{sql_string(k)} = {sql_string(v)}"
-                                     for k, v in properties.items()) + ")")
+            self.execute(set_properties_sql(str(staging), clustered_writes_property(files)))
         self._lap(target, "index")
 
     @available
