@@ -175,8 +175,9 @@ def main(argv: list[str] | None = None) -> None:
             log(f"{variant} {policy}: worst gap {total['worst_gap_points']:.2f} points, final "
                 f"{total['final_gap_points']:.2f}, rewrote {total['rewritten_over_final']:.2f}x "
                 f"the final table, {total['run_seconds']:.0f} s of runs")
-    args.out.write_text(json.dumps(results, indent=1))
-    log(f"wrote {args.out}")
+        # Written after each variant, so a long run that stops keeps what it measured.
+        args.out.write_text(json.dumps(results, indent=1))
+        log(f"wrote {args.out} ({variant})")
     main_json = args.out.parent / "BENCHMARKS.json"
     if main_json.exists() and args.out.name == "BENCHMARKS-pipeline.json":
         from bench.report import render
