@@ -286,35 +286,67 @@ def assert_scan_equals_plain_filter(project: DbtProject, model: str) -> None:
             f"select * from {project.table(model)} where {predicate}")
 
 
-@pytest.mark.parametrize("partitioned", [False, True])
 def test_the_default_policy_appends_pieces_merges_runs_and_reclusters_in_full(
-        project: DbtProject, partitioned: bool) -> None:
+        project: DbtProject) -> None:
     """Base of 4000 rows in 8 files (500 rows each), then appends of 400 rows: pieces of
     62 rows while they fit in twice a rebuild's files, a merge of the pending runs with
     the new rows when they do not, a full re-clustering once pending rows reach half the
-    base. Partitioned, the appends land in table partitions 4 and 5."""
-    name = "inc_policy_parts" if partitioned else "inc_policy"
-    table = write_model(project, name, extra=", partition_by=['part']" if partitioned else "")
-    run(project, name, 0, 4000)
+    base."""
+    table = write_model(project, "inc_policy")
+    run(project, "inc_policy", 0, 4000)
     expected = ["append", "merge", "merge", "merge", "full"]
     for step, action in enumerate(expected):
         start = 4000 + 400 * step
-        before = set(project.files(name))
-        run(project, name, start, start + 400)
+        before = set(project.files("inc_policy"))
+        run(project, "inc_policy", start, start + 400)
         text = project.log_text()
-        assert f"{name}: {action} (" in text
+        assert f"inc_policy: {action} (" in text
         if action == "full":
             assert "0.0% of rows written since the last full clustering" in text
         assert project.rows(f"select * from {table}") == source_rows(project, (0, start + 400))
-        after = set(project.files(name))
+        after = set(project.files("inc_policy"))
         assert len(after) <= 2 * -(-(start + 400) // 500)
         if action != "full":  # the base's files stay where they were
             assert len(before & after) >= 8
-        if partitioned and action != "full":  # partitions 0-3 received nothing
-            assert not [p for p in after ^ before for k in range(4) if f"part={k}/" in p]
         assert_index_equals_full_reindex(project, table)
-        assert_scan_equals_plain_filter(project, name)
-        assert not project.spark.catalog.tableExists(project.table(f"{name}__zspark_new"))
+        assert_scan_equals_plain_filter(project, "inc_policy")
+        assert not project.spark.catalog.tableExists(project.table("inc_policy__zspark_new"))
+
+
+def partition_files(project: DbtProject, name: str) -> dict[int, set[str]]:
+    files: dict[int, set[str]] = {}
+    for path in project.files(name):
+        part = int(re.search(r"/part=(\d+)/", path).group(1))  # type: ignore[union-attr]
+        files.setdefault(part, set()).add(path)
+    return files
+
+
+def test_a_partitioned_table_reclusters_only_the_partitions_that_received_rows(
+        project: DbtProject) -> None:
+    """Table partitions of 1000 ids, 500 rows per file. The first rows of partition 4 are
+    its clustered base; later appends to it are pieces, then merged, then partition 4 alone
+    is re-clustered; partitions 0-3 keep their files throughout."""
+    table = write_model(project, "inc_policy_parts", extra=", partition_by=['part']")
+    run(project, "inc_policy_parts", 0, 4000)
+    base = partition_files(project, "inc_policy_parts")
+    assert sorted(base) == [0, 1, 2, 3]
+    steps = [(4000, 4500, "append (no rows yet where the new rows land", "0.0%"),
+             (4500, 4600, "append (2 pieces fit", "2.2%"),
+             (4600, 4700, "merge (", "4.3%"),
+             (4700, 4800, "full (pending rows (300) reach 50%", "0.0%"),
+             (4800, 5100, "append (", None)]  # rows for partitions 4 and 5 (new)
+    for start, stop, action, pending in steps:
+        run(project, "inc_policy_parts", start, stop)
+        text = project.log_text()
+        assert f"inc_policy_parts: {action}" in text
+        if pending is not None:
+            assert f"{pending} of rows written since the last full clustering" in text
+        assert project.rows(f"select * from {table}") == source_rows(project, (0, stop))
+        files = partition_files(project, "inc_policy_parts")
+        assert {k: files[k] for k in base} == base  # partitions 0-3 never rewritten
+        assert sum(map(len, files.values())) <= 2 * -(-stop // 500)
+        assert_index_equals_full_reindex(project, table)
+        assert_scan_equals_plain_filter(project, "inc_policy_parts")
 
 
 def test_recluster_on_demand_merges_pending_runs_and_is_a_no_op_after(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dbt.adapters.zspark.layout_state import StoredLayout, write_id
+from dbt.adapters.zspark.layout_state import StoredLayout, clustered_writes_after, write_id
 from dbt.adapters.zspark.recluster import (
     APPEND,
     FULL,
@@ -17,7 +17,12 @@ from dbt.adapters.zspark.recluster import (
     plan_on_demand,
     rebuild_files,
 )
-from dbt.adapters.zspark.rewrite import carried_properties, table_runs
+from dbt.adapters.zspark.rewrite import (
+    carried_properties,
+    file_partition,
+    in_partitions,
+    table_runs,
+)
 
 
 def run(name: str, rows: int, files: int, at: int, clustered: bool = False) -> Run:
@@ -137,3 +142,34 @@ def test_the_stored_layout_survives_the_round_trip_and_never_spells_a_secret() -
         assert a.dtype == b.dtype
         assert a.tolist() == b.tolist()
     assert LAYOUTS[again.config_key].name == "hilbert"
+
+
+def test_rows_where_the_table_has_none_are_written_as_their_clustered_base() -> None:
+    for automatic in (True, False):
+        plan = plan_increment([], 30_000, 2000, automatic)
+        assert (plan.action, plan.pieces, plan.clustered_write) == (APPEND, 15, True)
+    assert not plan_increment([BASE], 30_000, 2000).clustered_write
+
+
+def test_a_file_partition_is_read_from_its_doubly_escaped_directories() -> None:
+    # As Spark lists it: Spark's escaping of 'a:b%41 c=é/x' inside the URI's escaping.
+    path = ("file:/w/t/p=a%253Ab%252541%20c%253D\u00e9%252Fx/d=2020-01-01%2010%253A11%253A12/"
+            "part-00000-3860d856-58e6-413f-910a-b65589e80601.c000.snappy.parquet")
+    assert file_partition(path, ["p", "d"]) == ("a:b%41 c=\u00e9/x", "2020-01-01 10:11:12")
+    null = "file:/w/t/p=__HIVE_DEFAULT_PARTITION__/d=7/part-0.parquet"
+    assert file_partition(null, ["p", "d"]) == (None, "7")
+    rows = [(path, 5, 1), (null, 6, 2)]
+    assert in_partitions(rows, ["p", "d"], {(None, "7")}) == [(null, 6, 2)]
+
+
+def test_clustered_writes_keep_those_with_files_left_and_add_the_new_ones() -> None:
+    def named(job: int) -> str:
+        return f"file:/t/part-00000-{job:08d}-0000-0000-0000-000000000000.c000.parquet"
+
+    def ids(*jobs: int) -> str:
+        return ",".join(write_id(named(j)) or "" for j in jobs)
+
+    properties = {"zspark.layout.clustered_writes": ids(1, 2)}
+    # Write 1 has no file left; write 3 is pending; write 4 was just clustered.
+    after = clustered_writes_after(properties, [named(2), named(3)], [named(4)])
+    assert after == {"zspark.layout.clustered_writes": ids(2, 4)}

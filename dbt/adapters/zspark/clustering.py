@@ -110,18 +110,24 @@ def _at_most(frame: DataFrame, rows: int) -> bool:
 
 
 def _sample_and_count(frame: DataFrame, plan: ClusteringPlan, inputs: list[str],
-                      wanted: int) -> tuple[pd.DataFrame, int]:
+                      wanted: int) -> tuple[pd.DataFrame, int, frozenset[tuple[Any, ...]]]:
     """The first of the build's two passes: a uniform random sample of ``wanted`` rows (the
-    key ``inputs``, named as their columns) and the exact row count, from one job over the
-    model's SQL."""
+    key ``inputs``, named as their columns), the exact row count and the exact set of table
+    partitions the rows fall in (values cast to strings, as in the partition directories),
+    from one job over the model's SQL."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as sf
 
     observed = Observation("zspark_input")
+    measures = [sf.count(sf.lit(1)).alias("rows")]
+    if plan.partition_by:
+        measures.append(sf.collect_set(sf.array(*[
+            sf.col(part_column(i)).cast("string") for i in range(len(plan.partition_by))])
+        ).alias("partitions"))
     picked = frame.selectExpr(*[
         f"{value} as {quote(c)}" for c, value in zip(plan.columns, inputs, strict=True)
     ], *[f"{quote(p)} as {quote(part_column(i))}" for i, p in enumerate(plan.partition_by)]
-    ).observe(observed, sf.count(sf.lit(1)).alias("rows"))
+    ).observe(observed, *measures)
     if not _at_most(frame, wanted):
         # The k rows of smallest random draw, kept per task and merged (a top-k, no sort of
         # the input): a uniform sample. The count rides along the same job. (An input
@@ -129,7 +135,9 @@ def _sample_and_count(frame: DataFrame, plan: ClusteringPlan, inputs: list[str],
         picked = (picked.withColumn(DRAW_COLUMN, sf.rand(SAMPLE_SEED)).orderBy(DRAW_COLUMN)
                   .limit(wanted).drop(DRAW_COLUMN))
     sample = picked.toPandas()
-    return sample, int(observed.get["rows"])
+    metrics = observed.get
+    partitions = frozenset(tuple(values) for values in metrics.get("partitions", []))
+    return sample, int(metrics["rows"]), partitions
 
 
 def part_column(position: int) -> str:
@@ -181,6 +189,8 @@ class InputSample:
     rows: int
     input_bytes: int
     seconds: float
+    #: The table partitions the rows fall in (values as strings); empty when unpartitioned.
+    partitions: frozenset[tuple[Any, ...]] = frozenset()
 
     def union(self, other: InputSample) -> InputSample:
         """The sample of both inputs together: each side thinned to the same share of its
@@ -189,7 +199,8 @@ class InputSample:
         parts = [s.sample.sample(n=min(len(s.sample), round(share * s.rows)),
                                  random_state=SAMPLE_SEED) for s in (self, other)]
         return InputSample(pd.concat(parts, ignore_index=True), self.rows + other.rows,
-                           self.input_bytes + other.input_bytes, self.seconds + other.seconds)
+                           self.input_bytes + other.input_bytes, self.seconds + other.seconds,
+                           self.partitions | other.partitions)
 
 
 def sample_input(spark: SparkSession, plan: ClusteringPlan, sql: str) -> InputSample:
@@ -199,8 +210,8 @@ def sample_input(spark: SparkSession, plan: ClusteringPlan, sql: str) -> InputSa
     frame = spark.sql(sql)
     input_bytes = int(str(frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
     wanted = max(MIN_SAMPLE_ROWS, SAMPLE_ROWS_PER_BOUNDARY * plan.boundary_count)
-    sample, rows = _sample_and_count(frame, plan, _key_inputs(plan), wanted)
-    return InputSample(sample, rows, input_bytes, time.perf_counter() - started)
+    sample, rows, partitions = _sample_and_count(frame, plan, _key_inputs(plan), wanted)
+    return InputSample(sample, rows, input_bytes, time.perf_counter() - started, partitions)
 
 
 def _key_inputs(plan: ClusteringPlan) -> list[str]:

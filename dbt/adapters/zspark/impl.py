@@ -74,7 +74,7 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         # Re-clusterings between their plan and their swap, and each incremental run's
         # strategy.
         self._rewrites: dict[str, _Rewrite] = {}
-        self._strategies: dict[str, str] = {}
+        self._clustered_inserts: dict[str, bool] = {}
         # The table's files before an incremental run's insert.
         self._files_before: dict[str, set[str]] = {}
 

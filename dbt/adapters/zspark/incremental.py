@@ -46,7 +46,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
     report; the state and helpers they use are the adapter's."""
 
     _rewrites: dict[str, _Rewrite]
-    _strategies: dict[str, str]
+    _clustered_inserts: dict[str, bool]
     _files_before: dict[str, set[str]]
     config: Any
     _spark: Callable[..., Any]
@@ -117,6 +117,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
         from dbt.adapters.zspark.clustering import sample_input
         from dbt.adapters.zspark.recluster import APPEND, ReclusterPlan, plan_increment
         from dbt.adapters.zspark.recluster import rebuild_files as files_for
+        from dbt.adapters.zspark.rewrite import in_partitions
 
         spark = self._spark(model, "clustering (zorder_by / hilbert_by / linear_by)")
         stored = self._stored_layout(model, relation)
@@ -128,32 +129,37 @@ class IncrementalMethods(metaclass=AdapterMeta):
             logger.info(f"zspark: {relation.identifier}: no rows written; table, layout and "
                         f"index unchanged")
             return {"rows": 0, "rewrite": False, "sql": ""}
-        runs = self._runs(spark, relation)
+        files = self._indexed_files(spark, relation)
+        runs = None if files is None else self._runs(relation, files)
         table_sized = files_for(sampled.rows, stored.rows_per_file)
         if strategy != "append":
             decision = ReclusterPlan(APPEND, (), 0, table_sized,
                                      f"{strategy} writes whole partitions in table-sized files")
-        elif runs is None:
+        elif files is None:
             decision = ReclusterPlan(APPEND, (), 0, table_sized,
                                      "no index lists the table's files: table-sized files, "
                                      "no re-clustering")
         else:
-            decision = plan_increment(runs, sampled.rows, stored.rows_per_file,
+            # On a partitioned table only the partitions the new rows fall in take part.
+            touched = self._runs(relation, in_partitions(
+                files, plan.partition_by, sampled.partitions)) if plan.partition_by else runs
+            decision = plan_increment(touched or [], sampled.rows, stored.rows_per_file,
                                       config.get("zspark_recluster") is not False)
         logger.info(f"zspark: {model}: {decision.action} ({decision.reason})")
         select_sql = self._rewrite_select(spark, relation, plan, stored, decision, sql,
                                           sampled, runs)
         if not decision.rewrites:
-            self._files_before[str(relation).lower()] = self._table_files(spark, relation)
-        self._strategies[str(relation).lower()] = strategy
+            self._files_before[str(relation).lower()] = \
+                {path for path, _, _ in files} if files is not None \
+                else self._table_files(spark, relation)
+        self._clustered_inserts[str(relation).lower()] = \
+            strategy == "insert_overwrite" or decision.clustered_write
         return {"rows": sampled.rows, "rewrite": decision.rewrites, "sql": select_sql}
 
-    def _runs(self, spark: Any, relation: Any) -> list[Any] | None:
-        """The table's runs from its index; None when the index does not describe exactly
-        the table's files (re-clustering then waits for a full build)."""
-        from dbt.adapters.zspark.layout_state import CLUSTERED_WRITES_KEY
-        from dbt.adapters.zspark.rewrite import table_runs
-
+    def _indexed_files(self, spark: Any, relation: Any) -> list[tuple[str, int, int]] | None:
+        """The table's files from its index (path, rows, modification time); None when
+        the index does not describe exactly the table's files (re-clustering then waits
+        for a full build)."""
         index = self._index_relation(relation)
         if not spark.catalog.tableExists(str(index)):
             return None
@@ -165,8 +171,15 @@ class IncrementalMethods(metaclass=AdapterMeta):
             logger.warning(f"zspark: {relation.identifier}: the index does not list exactly "
                            f"the table's files; no re-clustering until it is rebuilt")
             return None
+        return rows
+
+    def _runs(self, relation: Any, files: list[tuple[str, int, int]]) -> list[Any]:
+        """The runs of ``files``, clustered when written by the table's clustered writes."""
+        from dbt.adapters.zspark.layout_state import CLUSTERED_WRITES_KEY
+        from dbt.adapters.zspark.rewrite import table_runs
+
         clustered = self._table_properties(relation).get(CLUSTERED_WRITES_KEY, "")
-        return table_runs(rows, set(filter(None, clustered.split(","))))
+        return table_runs(files, set(filter(None, clustered.split(","))))
 
     def _rewrite_select(self, spark: Any, relation: Any, plan: ClusteringPlan,
                         stored: StoredLayout, decision: Any, sql: str, sampled: Any,
@@ -184,8 +197,9 @@ class IncrementalMethods(metaclass=AdapterMeta):
             return str(prepared.select_sql)
         columns = [c.name for c in self.get_columns_in_relation(relation)]
         everything = decision.action == FULL
+        whole_table = len(decision.rewritten_paths) == sum(r.files for r in runs or [])
         old_sql = rows_of_files_sql(str(relation), columns,
-                                    None if everything else decision.rewritten_paths)
+                                    None if whole_table else decision.rewritten_paths)
         old = sample_input(spark, plan, old_sql)
         if sql:
             listed = ", ".join(quote(c) for c in columns)
@@ -215,11 +229,12 @@ class IncrementalMethods(metaclass=AdapterMeta):
         model = relation.identifier
         spark = self._spark(model, "re-clustering")
         stored = self._stored_layout(model, relation)
-        runs = self._runs(spark, relation)
-        if runs is None:
+        files = self._indexed_files(spark, relation)
+        if files is None:
             raise DbtRuntimeError(
                 f"zspark_recluster: {relation}: its index does not list exactly its files; "
                 f"run zspark_build_index on it first")
+        runs = self._runs(relation, files)
         decision = plan_on_demand(runs, stored.rows_per_file, bool(full))
         logger.info(f"zspark: {model}: {decision.action} ({decision.reason})")
         if not decision.rewrites:
@@ -327,7 +342,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
             replace_index_rows,
             table_location,
         )
-        from dbt.adapters.zspark.layout_state import clustered_writes_property
+        from dbt.adapters.zspark.layout_state import clustered_writes_after
         from dbt.adapters.zspark.recluster import FULL
         from dbt.adapters.zspark.rewrite import link_files, set_properties_sql
 
@@ -361,7 +376,8 @@ class IncrementalMethods(metaclass=AdapterMeta):
                 f"holds {counted} rows, the table and the new rows {expected}; the table and "
                 f"its index are unchanged")
         if rewrite.decision.action == FULL:
-            self.execute(set_properties_sql(str(staging), clustered_writes_property(written)))
+            self.execute(set_properties_sql(str(staging), clustered_writes_after(
+                self._table_properties(relation), kept, written)))
         backup = self._sibling(relation, "__zspark_old")
         self.execute(f"alter table {relation} rename to {backup}")
         self.execute(f"alter table {staging} rename to {relation}")
@@ -387,7 +403,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
         """After the insert: add the new files' footers to the index (and drop the rows of
         files an overwrite replaced), then log the layout."""
         from dbt.adapters.zspark.index import build_index, update_index
-        from dbt.adapters.zspark.layout_state import CLUSTERED_WRITES_KEY, write_id
+        from dbt.adapters.zspark.layout_state import clustered_writes_after
         from dbt.adapters.zspark.rewrite import set_properties_sql
 
         spark = self._spark(model, "clustering")
@@ -395,15 +411,11 @@ class IncrementalMethods(metaclass=AdapterMeta):
         self._lap(relation, "write")
         after = self._table_files(spark, relation)
         added, removed = sorted(after - before), sorted(before - after)
-        if self._strategies.pop(str(relation).lower(), "append") == "insert_overwrite":
-            # An overwrite writes whole partitions sorted by the key: clustered like a
-            # full build's files.
-            writes = {w for w in map(write_id, after) if w}
-            clustered = set(self._table_properties(relation).get(CLUSTERED_WRITES_KEY,
-                                                                  "").split(","))
-            kept = sorted((clustered & writes) | {w for w in map(write_id, added) if w})
-            self.execute(set_properties_sql(str(relation),
-                                            {CLUSTERED_WRITES_KEY: ",".join(kept)}))
+        if self._clustered_inserts.pop(str(relation).lower(), False):
+            # Whole partitions (an overwrite, or a partition's first rows) written sorted
+            # by the key in table-sized files: clustered like a full build's files.
+            self.execute(set_properties_sql(str(relation), clustered_writes_after(
+                self._table_properties(relation), sorted(after), added)))
         if not want_index:
             return {"added": len(added), "removed": len(removed)}
         index = self._index_relation(relation)

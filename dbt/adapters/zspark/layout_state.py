@@ -193,6 +193,17 @@ def clustered_writes_property(paths: Sequence[str]) -> dict[str, str]:
     return {CLUSTERED_WRITES_KEY: ",".join(ids)}
 
 
+def clustered_writes_after(properties: Mapping[str, str], present: Sequence[str],
+                           written: Sequence[str]) -> dict[str, str]:
+    """The clustered writes once the files ``written`` count as clustered: those already
+    clustered that still have files among ``present``, and the writes of ``written``
+    (a re-clustering of some table partitions keeps the others' clustered files)."""
+    before = set(filter(None, properties.get(CLUSTERED_WRITES_KEY, "").split(",")))
+    kept = before & {write_id(p) for p in present}
+    added = {w for w in map(write_id, written) if w is not None}
+    return {CLUSTERED_WRITES_KEY: ",".join(sorted(kept | added))}
+
+
 def pending_rows(files: Sequence[tuple[str, int]], properties: Mapping[str, str]) -> int:
     """Rows in files (path, rows) not written by the table's clustered writes."""
     clustered = set(filter(None, properties.get(CLUSTERED_WRITES_KEY, "").split(",")))

@@ -13,7 +13,8 @@ the next build or re-clustering drops.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+import urllib.parse
+from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dbt.adapters.zspark.layout_state import CLUSTERED_WRITES_KEY, PREFIX, write_id
@@ -25,6 +26,32 @@ if TYPE_CHECKING:
 
 #: Table properties Spark keeps for itself; everything else moves to the next version.
 _SPARK_PROPERTIES = ("option.", "spark.sql.", "transient_lastDdlTime", "is_managed_location")
+#: The directory value Spark writes for a null table partition value.
+NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+
+#: A table partition: its values as Spark casts them to strings (None: null).
+Partition = tuple[str | None, ...]
+
+
+def file_partition(path: str, partition_by: Sequence[str]) -> Partition:
+    """The table partition a data file lies in, from its ``column=value`` directories.
+
+    Paths are URIs (``%`` and reserved characters escaped) over Spark's escaping of the
+    value inside the directory name, so a value is unescaped twice.
+    """
+    directories = urllib.parse.urlsplit(path).path.split("/")[-1 - len(partition_by):-1]
+    values: list[str | None] = []
+    for directory in directories:
+        _, _, value = urllib.parse.unquote(directory).partition("=")
+        decoded = urllib.parse.unquote(value)
+        values.append(None if decoded == NULL_PARTITION else decoded)
+    return tuple(values)
+
+
+def in_partitions(index_rows: Iterable[tuple[str, int, int]], partition_by: Sequence[str],
+                  partitions: Collection[Partition]) -> list[tuple[str, int, int]]:
+    """The index rows (path, rows, modification time) of files in ``partitions``."""
+    return [row for row in index_rows if file_partition(row[0], partition_by) in partitions]
 
 
 def table_runs(index_rows: Iterable[tuple[str, int, int]],
