@@ -23,7 +23,6 @@ from dbt.adapters.zspark.layout_state import StoredLayout
 from dbt.adapters.zspark.layouts import ColumnSpec
 from dbt.adapters.zspark.partitioning import FileSpread, shuffle_partitions, spread_files
 from dbt.adapters.zspark.planning import ClusteringPlan, normalize_type
-from dbt.adapters.zspark.pruning import stat_column
 from dbt.adapters.zspark.sqltext import quote
 from dbt.adapters.zspark.udfs import register_key_udf, udf_name
 
@@ -89,14 +88,6 @@ def key_input_type(spark_type: str) -> str:
     """The Spark type of :func:`key_input_sql`'s value."""
     return "bigint" if normalize_type(spark_type) in ("timestamp", "timestamp_ntz") \
         else spark_type
-
-
-def probe_bounds_sql(index_table: str, column: str, spark_type: str) -> str:
-    """Per-file bounds of a clustering column in the form the build's sample has them."""
-    low = key_input_sql(quote(stat_column(column, "min")), spark_type)
-    high = key_input_sql(quote(stat_column(column, "max")), spark_type)
-    return (f"select {low} as min, {high} as max from {index_table} "
-            f"where row_group is null and row_count > 0")
 
 
 def _at_most(frame: DataFrame, rows: int) -> bool:

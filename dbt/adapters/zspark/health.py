@@ -26,6 +26,20 @@ import pandas as pd
 
 
 @dataclass(frozen=True)
+class LayoutSample:
+    """Rows sampled from a clustered table (or its build), to probe and rebuild its layout."""
+
+    columns: Sequence[str]
+    types: Sequence[str]
+    #: Key inputs of the clustering columns and the table partition values, by row.
+    rows: pd.DataFrame
+    #: The layout's key of each sampled row.
+    keys: Sequence[object]
+    #: Names of the sample's table partition value columns.
+    partitions: Sequence[str]
+
+
+@dataclass(frozen=True)
 class ColumnHealth:
     column: str
     files: int

@@ -18,12 +18,13 @@ from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.zspark.connections import ZSparkConnectionManager
+from dbt.adapters.zspark.health import LayoutSample
 from dbt.adapters.zspark.incremental import PROBES, IncrementalMethods, _Rewrite
 from dbt.adapters.zspark.layout_state import clustered_writes_property
 from dbt.adapters.zspark.planning import ClusteringConfigError, ClusteringPlan, plan_clustering
 from dbt.adapters.zspark.rewrite import set_properties_sql
 from dbt.adapters.zspark.scan import FileKey, scan_sql, skippable_files_sql
-from dbt.adapters.zspark.sqltext import sql_string
+from dbt.adapters.zspark.sqltext import quote, sql_string
 
 logger = AdapterLogger("zspark")
 
@@ -42,17 +43,6 @@ class ZSparkConfig(SparkConfig):
     index_columns: list[str] | None = None
     zspark_index: bool | None = None
     zspark_recluster: bool | None = None
-
-
-@dataclass
-class _BuildSample:
-    """A build's sample, kept to judge the layout once the files are written."""
-
-    columns: tuple[str, ...]
-    types: tuple[str, ...]
-    rows: Any  # pandas DataFrame of key inputs and table partition values
-    keys: list[Any]
-    partitions: list[str]
 
 
 class ZSparkAdapter(IncrementalMethods, SparkAdapter):
@@ -145,7 +135,7 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
               new_layout: bool) -> None:
         """Keep what the rest of a build needs (its sample, timings) and log the write."""
         key = str(relation).lower()
-        self._samples[key] = _BuildSample(plan.columns, plan.column_types, prepared.sample,
+        self._samples[key] = LayoutSample(plan.columns, plan.column_types, prepared.sample,
                                           prepared.sample_keys, prepared.sample_partitions)
         self._timings[key] = {"sample": prepared.sample_seconds, "since": time.perf_counter()}
         spread = prepared.spread
@@ -255,8 +245,8 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         sample = self._samples.pop(str(relation).lower(), None)
         if sample is not None and summary.files:
             try:
-                message += "; layout: " + self._layout_health(spark, relation, index, sample,
-                                                               summary).describe()
+                health, _ = self._layout_health(spark, relation, index, sample)
+                message += "; layout: " + health.describe()
             except Exception as error:  # the figures inform; they never fail a build
                 logger.warning(f"zspark: {relation.identifier}: layout figures unavailable "
                                f"({type(error).__name__}: {error})")
@@ -269,24 +259,31 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         logger.info(message)
         return {"files": summary.files, "rows": summary.rows, "columns": summary.columns}
 
-    def _layout_health(self, spark: Any, relation: Any, index: Any, sample: _BuildSample,
-                       summary: Any) -> Any:
-        """Depth and overlaps per clustering column from the index, probed with the
-        build's sample, against a rebuild estimated from the same sample."""
-        from dbt.adapters.zspark.clustering import probe_bounds_sql
+    def _layout_health(self, spark: Any, relation: Any, index: Any,
+                       sample: LayoutSample) -> tuple[Any, Any]:
+        """Depth and overlaps per clustering column from the index, probed with a sample of
+        the rows, against a rebuild estimated from the same sample; and the index's files
+        (path, rows and each column's bounds as ``<column>.min`` / ``<column>.max``)."""
+        from dbt.adapters.zspark.clustering import key_input_sql
         from dbt.adapters.zspark.health import layout_health, rebuild_bounds
         from dbt.adapters.zspark.layout_state import pending_rows
+        from dbt.adapters.zspark.pruning import stat_column
 
-        bounds = {column: spark.sql(probe_bounds_sql(str(index), column, spark_type)).toPandas()
-                  for column, spark_type in zip(sample.columns, sample.types, strict=True)}
-        probes = sample.rows.head(PROBES)
+        typed = list(zip(sample.columns, sample.types, strict=True))
+        picked = ", ".join(
+            f"{key_input_sql(quote(stat_column(c, s)), t)} as {quote(f'{c}.{s}')}"
+            for c, t in typed for s in ("min", "max"))
+        files = spark.sql(f"select file_path, row_count, {picked} from {index} "
+                          f"where row_group is null and row_count > 0").toPandas()
+        bounds = {c: files[[f"{c}.min", f"{c}.max"]].set_axis(["min", "max"], axis=1)
+                  for c in sample.columns}
         rebuilt = rebuild_bounds(sample.rows, sample.partitions, np.asarray(sample.keys),
-                                 sample.columns, summary.files)
-        files = spark.sql(f"select file_path, row_count from {index} "
-                          f"where row_group is null").collect()
-        pending = pending_rows([(str(r[0]), int(r[1])) for r in files],
+                                 sample.columns, len(files))
+        rows = [int(r) for r in files["row_count"]]
+        pending = pending_rows(list(zip(map(str, files["file_path"]), rows, strict=True)),
                                self._table_properties(relation))
-        return layout_health(bounds, probes, rebuilt, summary.rows, pending)
+        health = layout_health(bounds, sample.rows.head(PROBES), rebuilt, sum(rows), pending)
+        return health, files
 
     def _table_properties(self, relation: Any) -> dict[str, str]:
         _, table = self.execute(f"show tblproperties {relation}", fetch=True)

@@ -53,6 +53,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
     _keep: Callable[..., None]
     _lap: Callable[..., None]
     _log_index: Callable[..., dict[str, Any]]
+    _layout_health: Callable[..., tuple[Any, Any]]
     _index_relation: Callable[[Any], Any]
     _table_properties: Callable[[Any], dict[str, str]]
     execute: Callable[..., Any]
@@ -260,11 +261,10 @@ class IncrementalMethods(metaclass=AdapterMeta):
         from pathlib import Path
 
         from dbt.adapters.zspark.clustering import key_input_sql, part_column
-        from dbt.adapters.zspark.health import layout_health, rebuild_bounds
+        from dbt.adapters.zspark.health import LayoutSample
         from dbt.adapters.zspark.layout_report import draw_boxes, health_table
-        from dbt.adapters.zspark.layout_state import pending_rows, write_id
+        from dbt.adapters.zspark.layout_state import CLUSTERED_WRITES_KEY, write_id
         from dbt.adapters.zspark.layouts import LAYOUTS, ColumnSpec
-        from dbt.adapters.zspark.pruning import stat_column
 
         model = relation.identifier
         spark = self._spark(model, "the layout report")
@@ -275,37 +275,30 @@ class IncrementalMethods(metaclass=AdapterMeta):
             if name not in columns:
                 raise DbtRuntimeError(f"zspark_layout_report: {relation}: '{name}' is not a "
                                       f"clustering column. Allowed: {', '.join(columns)}")
-        index = self._index_relation(relation)
-        picked = ", ".join(
-            f"{key_input_sql(quote(stat_column(c, s)), t)} as {quote(f'{c}.{s}')}"
-            for c, t in zip(columns, types, strict=True) for s in ("min", "max"))
-        files = spark.sql(f"select file_path, row_count, {picked} from {index} "
-                          f"where row_group is null and row_count > 0").toPandas()
-        bounds = {c: files[[f"{c}.min", f"{c}.max"]].set_axis(["min", "max"], axis=1)
-                  for c in columns}
-        rows = int(files["row_count"].sum())
         inputs = [f"{key_input_sql(quote(c), t)} as {quote(c)}"
                   for c, t in zip(columns, types, strict=True)]
         parts = [f"{quote(p)} as {quote(part_column(i))}"
                  for i, p in enumerate(stored.partition_by)]
+        index = self._index_relation(relation)
+        rows = int(spark.sql(f"select sum(row_count) from {index} where row_group is null")
+                   .first()[0] or 0)
         sample = (spark.table(str(relation)).selectExpr(*inputs, *parts)
                   .sample(fraction=min(1.0, 100_000 / max(rows, 1)), seed=17).toPandas())
         specs = [ColumnSpec(c, t, b) for c, t, b in
                  zip(columns, types, stored.boundaries, strict=True)]
         keys = LAYOUTS[stored.config_key].key_function(
             specs, stored.curve_method, stored.boundary_count)(*(sample[c] for c in columns))
-        rebuilt = rebuild_bounds(sample, [part_column(i) for i in range(len(parts))],
-                                 keys.to_numpy(), columns, len(files))
-        properties = self._table_properties(relation)
-        paths = [str(p) for p in files["file_path"]]
-        pending = pending_rows(list(zip(paths, (int(r) for r in files["row_count"]),
-                                        strict=True)), properties)
-        health = layout_health(bounds, sample.head(PROBES), rebuilt, rows, pending)
+        health, files = self._layout_health(spark, relation, index, LayoutSample(
+            columns, types, sample, keys.tolist(), [part_column(i) for i in range(len(parts))]))
         logger.info(f"zspark_layout_report {relation}:\n{health_table(health)}")
-        clustered = set(properties.get("zspark.layout.clustered_writes", "").split(","))
+        clustered = set(self._table_properties(relation).get(CLUSTERED_WRITES_KEY,
+                                                              "").split(","))
         target = Path(path) if path else Path(getattr(self.config, "project_root", ".")) \
             / "target" / f"zspark_layout_{model}.png"
-        draw_boxes(target, bounds[x], bounds[y], [write_id(p) not in clustered for p in paths],
+        paths = [str(p) for p in files["file_path"]]
+        boxes = {c: files[[f"{c}.min", f"{c}.max"]].set_axis(["min", "max"], axis=1)
+                 for c in (x, y)}
+        draw_boxes(target, boxes[x], boxes[y], [write_id(p) not in clustered for p in paths],
                    x, y, f"{relation}: {len(files)} files")
         logger.info(f"zspark_layout_report {relation}: files' boxes over {x} and {y} in "
                     f"{target}")
