@@ -113,6 +113,24 @@ def test_build_logs_files_rows_and_layout_depth(project: DbtProject) -> None:
     assert "0.0% of rows written since the last full clustering" in text
 
 
+def test_a_clustered_build_keeps_the_models_options_and_table_properties(
+        project: DbtProject) -> None:
+    project.write("models/props/props.sql", """
+        {{ config(materialized='table', zorder_by=['id'], file_count=100,
+                  tblproperties={'team': "analytics' own"}, options={'compression': 'gzip'}) }}
+        select id from range(2000)
+    """)
+    project.dbt("run", "--select", "props")
+    properties = {str(r[0]): str(r[1]) for r in project.spark.sql(
+        f"show tblproperties {project.table('props')}").collect()}
+    assert properties["team"] == "analytics' own"
+    assert properties["zspark.layout.summary"].startswith("zorder_by=[id]")
+    files = project.files("props")  # cut by rows per file, a writer option of the build
+    assert 100 <= len(files) <= 101  # a cut may fall short inside a partition
+    assert all(f.endswith(".gz.parquet") for f in files)
+    assert "options ('compression' = 'gzip', 'maxRecordsPerFile' = '20')" in project.log_text()
+
+
 def test_partitioned_build_clusters_within_each_partition(project: DbtProject) -> None:
     project.write("models/parts/parted.sql", """
         {{ config(materialized='table', partition_by=['p'], zorder_by=['x', 'y'],

@@ -24,7 +24,7 @@ from dbt.adapters.zspark.layout_state import clustered_writes_property
 from dbt.adapters.zspark.planning import ClusteringConfigError, ClusteringPlan, plan_clustering
 from dbt.adapters.zspark.rewrite import set_properties_sql
 from dbt.adapters.zspark.scan import FileKey, scan_sql, skippable_files_sql
-from dbt.adapters.zspark.sqltext import quote, sql_string
+from dbt.adapters.zspark.sqltext import property_list, quote, sql_string
 
 logger = AdapterLogger("zspark")
 
@@ -156,6 +156,12 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
     def zspark_write_options(self, model: str) -> dict[str, str]:
         """Writer options of this run's build of ``model`` (e.g. rows per file)."""
         return self._write_options.pop(model, {})
+
+    @available
+    def zspark_property_list(self, configured: dict[str, Any] | None,
+                             added: dict[str, str]) -> str:
+        """The model's ``options`` / ``tblproperties`` config with what the build adds."""
+        return property_list({**(configured or {}), **added})
 
     def _lap(self, relation: Any, step: str) -> None:
         """Charge the time since the last step of a build to ``step``."""

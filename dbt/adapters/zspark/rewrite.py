@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from dbt.adapters.zspark.layout_state import CLUSTERED_WRITES_KEY, PREFIX, write_id
 from dbt.adapters.zspark.recluster import Run
-from dbt.adapters.zspark.sqltext import quote, sql_string
+from dbt.adapters.zspark.sqltext import property_list, quote, sql_string
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -83,8 +83,7 @@ def carried_properties(properties: dict[str, str], new_layout: dict[str, str] | 
 
 
 def set_properties_sql(table: str, properties: dict[str, str]) -> str:
-    pairs = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in properties.items())
-    return f"alter table {table} set tblproperties ({pairs})"
+    return f"alter table {table} set tblproperties {property_list(properties)}"
 
 
 def rows_of_files_sql(table: str, columns: Sequence[str], paths: Sequence[str] | None) -> str:

@@ -28,8 +28,8 @@
   {%- else -%}
     create table {{ relation }}
     {{ file_format_clause() }}
-    {{ zspark_options_clause(adapter.zspark_write_options(model['name'])) }}
-    {{ zspark_tblproperties_clause(adapter.zspark_layout_properties(model['name'])) }}
+    {{ zspark_properties_clause('options', adapter.zspark_write_options(model['name'])) }}
+    {{ zspark_properties_clause('tblproperties', adapter.zspark_layout_properties(model['name'])) }}
     {{ partition_cols(label="partitioned by") }}
     {{ clustered_cols(label="clustered by") }}
     {%- set location_root = config.get('location_root', validator=validation.any[basestring]) -%}
@@ -43,33 +43,11 @@
 {% endmacro %}
 
 
-{#- dbt-spark's `tblproperties` config, plus the stored layout of a clustered build. -#}
-{% macro zspark_tblproperties_clause(layout_properties) %}
-  {%- if not layout_properties -%}
-    {{ return(tblproperties_clause()) }}
+{#- dbt-spark's `options` or `tblproperties` config, plus what a clustered build adds to
+    it (writer options, the stored layout). -#}
+{% macro zspark_properties_clause(keyword, added) %}
+  {%- if not added -%}
+    {{ return(options_clause() if keyword == 'options' else tblproperties_clause()) }}
   {%- endif -%}
-  {%- set properties = {} -%}
-  {%- do properties.update(config.get('tblproperties') or {}) -%}
-  {%- do properties.update(layout_properties) -%}
-  tblproperties (
-    {%- for prop in properties -%}
-    '{{ prop }}' = '{{ properties[prop] }}' {% if not loop.last %}, {% endif %}
-    {%- endfor %}
-  )
-{% endmacro %}
-
-
-{#- dbt-spark's `options` config, plus the writer options of a clustered build. -#}
-{% macro zspark_options_clause(write_options) %}
-  {%- if not write_options -%}
-    {{ return(options_clause()) }}
-  {%- endif -%}
-  {%- set options = {} -%}
-  {%- do options.update(config.get('options') or {}) -%}
-  {%- do options.update(write_options) -%}
-  options (
-    {%- for option in options -%}
-    {{ option }} "{{ options[option] }}" {% if not loop.last %}, {% endif %}
-    {%- endfor %}
-  )
+  {{ keyword }} {{ adapter.zspark_property_list(config.get(keyword), added) }}
 {% endmacro %}
