@@ -3,7 +3,8 @@
 Every dbt-spark connection method is accepted unchanged. For ``method: session`` the
 embedded Spark gets sensible defaults before it starts: warehouse, metastore and derby
 files live under ``session_dir`` instead of the working directory, Python UDF workers run
-the interpreter that runs dbt, and timestamps are written with usable Parquet statistics.
+the interpreter that runs dbt (or the profile's ``spark.pyspark.python``), and timestamps
+are written with usable Parquet statistics.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from dbt.adapters.spark.connections import (
 )
 
 DEFAULT_SESSION_DIR = ".zspark"
+#: The profile setting (in ``server_side_parameters``) naming the executors' Python.
+EXECUTOR_PYTHON = "spark.pyspark.python"
 
 
 def session_defaults(session_dir: str) -> dict[str, str]:
@@ -82,7 +85,13 @@ class ZSparkConnectionManager(SparkConnectionManager):
         creds = connection.credentials
         if creds.method == SparkConnectionMethod.SESSION:
             Path(creds.session_dir).mkdir(parents=True, exist_ok=True)
-            # Python UDF workers start `python3` from PATH unless told otherwise.
-            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+            # pyspark starts executors' Python workers with the driver's PYSPARK_PYTHON
+            # only: the profile's `spark.pyspark.python` (the executors' interpreter on a
+            # cluster) goes there; else the interpreter running dbt, not `python3` on PATH.
+            executors = creds.server_side_parameters.get(EXECUTOR_PYTHON)
+            if executors:
+                os.environ["PYSPARK_PYTHON"] = str(executors)
+            else:
+                os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         return super().open(connection)
