@@ -1,0 +1,139 @@
+"""Curve keys in Spark SQL alone, for servers that run no Python (a Thrift server).
+
+The same keys as the vectorised UDFs of ``layouts.py`` with ``curve_method='boundary'``,
+bit for bit (a property test holds them equal): each column's rank among its boundaries
+(nulls 0, NaN the top rank, else 1 + the boundaries strictly below the value), stretched
+over the grid's bits, then the linear, Z-order or Hilbert curve over the ranks.
+
+A rank is a binary search over the boundaries as an array literal, in ``aggregate``; the
+Hilbert curve is Skilling's transform over an array of the ranks, one ``aggregate`` step
+per (bit level, dimension). ``transform(array(e), x -> ...)[0]`` binds an intermediate
+result once, as SQL has no ``let``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from dbt.adapters.zspark import curves
+from dbt.adapters.zspark.layouts import ColumnSpec
+from dbt.adapters.zspark.planning import normalize_type
+from dbt.adapters.zspark.sqltext import sql_string
+
+#: Types whose nulls reach the key UDF as NaN (pandas holds them as floats): top rank.
+NAN_IS_NULL = ("tinyint", "smallint", "int", "bigint", "float", "double")
+
+
+def key_sql(layout: str, columns: Sequence[ColumnSpec], values: Sequence[str],
+            boundary_count: int) -> str:
+    """The SQL expression of a row's key. ``layout`` is ``linear``, ``zorder`` or
+    ``hilbert``; ``values`` are the columns' key inputs as SQL (``clustering.key_input_sql``:
+    timestamps as microseconds) and ``columns`` their specs with the stored boundaries,
+    typed as the key inputs (``clustering.key_input_type``)."""
+    dims = len(columns)
+    bits = min(curves.rank_bits(boundary_count), curves.MAX_KEY_BITS // dims)
+    ranks = [stretched_rank_sql(v, c, bits) for v, c in zip(values, columns, strict=True)]
+    if layout == "linear":
+        return " | ".join(f"shiftleft({r}, {bits * (dims - 1 - j)})"
+                          for j, r in enumerate(ranks))
+    if layout == "zorder":
+        return _interleave(ranks, bits)
+    if layout == "hilbert":
+        return _hilbert(ranks, bits)
+    raise ValueError(f"no SQL key for layout {layout!r}")
+
+
+def stretched_rank_sql(value: str, column: ColumnSpec, bits: int) -> str:
+    """The column's rank spread over ``bits`` bits, as ``layouts.stretch_ranks``."""
+    boundaries = column.boundaries if column.boundaries is not None else np.array([])
+    levels = len(boundaries) + 2
+    return f"cast(shiftleft({rank_sql(value, column)}, {bits}) div {levels} as bigint)"
+
+
+def rank_sql(value: str, column: ColumnSpec) -> str:
+    """``curves.rank_values`` in SQL: 1 + the number of boundaries strictly below the
+    value (a binary search), 0 for null, and the top rank for NaN and for nulls of the
+    numbers the UDF receives as floats (pandas makes their nulls NaN)."""
+    family = normalize_type(column.spark_type)
+    boundaries = column.boundaries if column.boundaries is not None else np.array([])
+    count = len(boundaries)
+    compared = _comparable_sql(value, family)
+    if family in NAN_IS_NULL:
+        missing = f"when {value} is null or isnan({compared}) then {count + 1}L"
+    else:
+        missing = f"when {value} is null then 0L"
+    if count == 0:
+        return f"(case {missing} else 1L end)"
+    literal = f"array({', '.join(_literal(b, family) for b in boundaries)})"
+    # [lo, hi] brackets the first boundary not below the value; each step halves it.
+    steps = math.ceil(math.log2(count + 1)) + 1
+    mid = "cast((s.lo + s.hi) div 2 as int)"
+    search = (f"aggregate(sequence(1, {steps}), named_struct('lo', 0, 'hi', {count}), "
+              f"(s, _) -> case when s.lo >= s.hi then s "
+              f"when element_at(p.b, {mid} + 1) < p.v "
+              f"then named_struct('lo', {mid} + 1, 'hi', s.hi) "
+              f"else named_struct('lo', s.lo, 'hi', {mid}) end).lo")
+    below = (f"transform(array(named_struct('b', {literal}, 'v', {compared})), "
+             f"p -> {search})[0]")
+    return f"(case {missing} else 1L + {below} end)"
+
+
+def _comparable_sql(value: str, family: str) -> str:
+    """The value in the form its boundaries are stored (``curves._comparable``)."""
+    if family == "boolean":
+        return f"cast({value} as bigint)"
+    if family in ("float", "double"):
+        return f"cast({value} as double)"
+    if family == "decimal":
+        # Through its text: Java parses decimal text to the nearest double, as Python's
+        # float(Decimal) rounds; a scaled long divided by a power of ten may not.
+        return f"cast(cast({value} as string) as double)"
+    return value
+
+
+def _literal(value: object, family: str) -> str:
+    """One boundary as a Spark SQL literal of its column's comparable type."""
+    if family in ("float", "double", "decimal"):
+        number = float(value)  # type: ignore[arg-type]
+        return f"cast({sql_string(repr(number))} as double)"
+    if family == "date":
+        day = np.datetime_as_string(np.asarray(value, dtype="datetime64[D]"))
+        return f"date{sql_string(str(day))}"
+    if family == "string":
+        return sql_string(str(value))
+    return f"{int(value)}L"  # type: ignore[call-overload]
+
+
+def _interleave(ranks: Sequence[str], bits: int) -> str:
+    """``curves.interleave_bits``: bit b of dimension j lands at b * dims + dims - 1 - j."""
+    dims = len(ranks)
+    return " | ".join(f"shiftleft(shiftright({r}, {b}) & 1L, {b * dims + dims - 1 - j})"
+                      for b in range(bits) for j, r in enumerate(ranks))
+
+
+def _hilbert(ranks: Sequence[str], bits: int) -> str:
+    """``curves.hilbert_index``: Skilling's AxestoTranspose over the ranks, interleaved."""
+    dims = len(ranks)
+    steps = [f"named_struct('i', {i}, 'level', {level}, 'low', {(1 << level) - 1}L)"
+             for level in range(bits - 1, 0, -1) for i in range(dims)]
+    # At each step: where x[i] has the level's bit, invert x[0]'s low bits; else exchange
+    # the low bits of x[0] and x[i].
+    undone = f"array({', '.join(ranks)})"
+    if steps:
+        hit = "(shiftright(x[s.i], s.level) & 1L) = 1L"
+        swap = "((x[0] ^ x[s.i]) & s.low)"
+        undone = (f"aggregate(array({', '.join(steps)}), {undone}, (x, s) -> "
+                  f"transform(x, (v, k) -> case "
+                  f"when k = 0 and {hit} then v ^ s.low "
+                  f"when k = 0 or k = s.i then case when {hit} then v else v ^ {swap} end "
+                  f"else v end))")
+    gray = "transform(u, (v, k) -> aggregate(slice(u, 1, k + 1), 0L, (a, e) -> a ^ e))"
+    last = f"g[{dims - 1}]"
+    fold = " ^ ".join([f"case when ({last} & {1 << q}L) != 0 then {(1 << q) - 1}L else 0L end"
+                       for q in range(bits - 1, 0, -1)] or ["0L"])
+    transposed = [f"(g[{j}] ^ t)" for j in range(dims)]
+    return (f"transform(array({undone}), u -> transform(array({gray}), g -> "
+            f"transform(array({fold}), t -> {_interleave(transposed, bits)})[0])[0])[0]")

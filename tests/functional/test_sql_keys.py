@@ -1,0 +1,93 @@
+"""The SQL keys (``sql_keys.py``, for servers without Python) equal the UDF keys bit for
+bit: random rows of every clusterable type, 1 to 8 columns, every curve, keyed both ways
+in the same Spark query."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+pytestmark = pytest.mark.spark
+
+TYPES = ("tinyint", "smallint", "int", "bigint", "float", "double", "decimal(12,3)",
+         "decimal(38,18)", "date", "timestamp", "timestamp_ntz", "string", "boolean")
+ROWS = 40
+
+
+def values_of(spark_type: str) -> st.SearchStrategy[Any]:
+    """Values of a Spark type, with nulls, NaN and a few repeats so boundaries tie."""
+    bounded = {"tinyint": 7, "smallint": 15, "int": 31, "bigint": 53}
+    if spark_type in bounded:
+        # bigint: within 2**53. A batch holding a null reaches the UDF as floats (pandas'
+        # NaN for null), which blur larger values; the SQL keys stay exact there.
+        limit = 2 ** bounded[spark_type] - 1
+        plain: st.SearchStrategy[Any] = st.integers(-limit, limit)
+    elif spark_type == "float":
+        plain = st.floats(width=32, allow_infinity=True)
+    elif spark_type == "double":
+        plain = st.floats(allow_infinity=True)
+    elif spark_type.startswith("decimal"):
+        digits, scale = (12, 3) if spark_type == "decimal(12,3)" else (38, 18)
+        plain = st.decimals(min_value=-(10 ** (digits - scale)) + 1,
+                            max_value=10 ** (digits - scale) - 1, places=scale,
+                            allow_nan=False, allow_infinity=False)
+    elif spark_type == "date":
+        plain = st.dates(dt.date(1, 1, 1), dt.date(9999, 12, 31))
+    elif spark_type.startswith("timestamp"):
+        # Microseconds within 2**53 of the epoch, as for bigint.
+        plain = st.datetimes(dt.datetime(1700, 1, 1), dt.datetime(2250, 12, 31))
+    elif spark_type == "string":
+        # No NUL: numpy's fixed-width strings drop trailing NULs, Spark keeps them.
+        plain = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"),
+                        max_size=6)
+    else:
+        plain = st.booleans()
+    return st.one_of(st.none(), plain, plain, plain)
+
+
+@st.composite
+def tables(draw: st.DrawFn) -> tuple[list[str], list[tuple[Any, ...]]]:
+    types = draw(st.lists(st.sampled_from(TYPES), min_size=1, max_size=8))
+    pools = [draw(st.lists(values_of(t), min_size=1, max_size=12)) for t in types]
+    rows = [tuple(draw(st.sampled_from(pool)) for pool in pools) for _ in range(ROWS)]
+    return types, rows
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(table=tables(), layout=st.sampled_from(["linear_by", "zorder_by", "hilbert_by"]),
+       boundary_count=st.sampled_from([1, 3, 16, 1000]), sampled=st.integers(1, ROWS))
+def test_sql_keys_equal_udf_keys(spark: Any, table: tuple[list[str], list[tuple[Any, ...]]],
+                                 layout: str, boundary_count: int, sampled: int) -> None:
+    from dbt.adapters.zspark import curves, sql_keys
+    from dbt.adapters.zspark.clustering import key_input_sql, key_input_type
+    from dbt.adapters.zspark.layouts import LAYOUTS, ColumnSpec
+    from dbt.adapters.zspark.udfs import register_key_udf
+
+    types, rows = table
+    names = [f"c{i}" for i in range(len(types))]
+    schema = ", ".join(f"{n} {t}" for n, t in zip(names, types, strict=True))
+    frame = spark.createDataFrame(rows, schema)
+    frame.createOrReplaceTempView("sql_keys_input")
+    inputs = [key_input_sql(n, t) for n, t in zip(names, types, strict=True)]
+    # Boundaries from a sample of the rows, as a build takes them; the rest fall between.
+    picked = ", ".join(f"{i} as {n}" for i, n in zip(inputs, names, strict=True))
+    sample = spark.sql(f"select {picked} from sql_keys_input limit {sampled}").toPandas()
+    specs = [ColumnSpec(n, key_input_type(t),
+                        curves.sample_boundaries(sample[n], boundary_count))
+             for n, t in zip(names, types, strict=True)]
+    chosen = LAYOUTS[layout]
+    register_key_udf(spark, "zspark_key_sql_keys_test",
+                     chosen.key_function(specs, "boundary", boundary_count), "bigint")
+    expression = sql_keys.key_sql(chosen.name, specs, inputs, boundary_count)
+    spark.conf.set("spark.sql.ansi.enabled", "true")  # as a Thrift server runs by default
+    try:
+        keys = spark.sql(f"select zspark_key_sql_keys_test({', '.join(inputs)}) as udf, "
+                         f"{expression} as sql from sql_keys_input").collect()
+    finally:
+        spark.conf.set("spark.sql.ansi.enabled", "false")
+    assert [k.sql for k in keys] == [k.udf for k in keys]
+
