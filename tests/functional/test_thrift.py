@@ -168,7 +168,7 @@ def project(thrift_port: int, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _dbt(root: Path, *args: str) -> str:
+def _dbt(root: Path, *args: str, expect_pass: bool = True) -> str:
     # A subprocess: dbt's adapter is a per-process singleton, and other tests in this
     # process may already hold one on the session profile.
     result = subprocess.run(
@@ -177,7 +177,7 @@ def _dbt(root: Path, *args: str) -> str:
         env={**SPARK_ENV, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"},
     )
     output = result.stdout + result.stderr
-    assert result.returncode == 0, output[-4000:]
+    assert (result.returncode == 0) == expect_pass, output[-4000:]
     return output
 
 
@@ -214,6 +214,24 @@ def test_missing_index_over_thrift_is_a_full_scan_with_a_warning(
 
     plain = sorted(_sql(thrift_port, f"select * from {SCHEMA}.events where id >= 350"))
     assert sorted(_sql(thrift_port, f"select * from {SCHEMA}.high_ids_unindexed")) == plain
+
+
+@pytest.mark.parametrize("materialized", ["table", "incremental"])
+def test_clustering_over_thrift_stops_before_writing_with_a_clear_error(
+        project: Path, thrift_port: int, materialized: str) -> None:
+    name = f"clustered_{materialized}"
+    (project / "models" / f"{name}.sql").write_text(
+        f"{{{{ config(materialized='{materialized}', hilbert_by=['id', 'city']) }}}}\n"
+        f"select * from {{{{ source('zt', 'events') }}}}\n")
+    try:
+        output = _dbt(project, "run", "-s", name, expect_pass=False)
+    finally:
+        (project / "models" / f"{name}.sql").unlink()
+    assert (f"Model '{name}': clustering (zorder_by / hilbert_by / linear_by) runs Python "
+            f"(curve-key UDFs, footer reads) inside Spark and needs `method: session`; this "
+            f"profile uses `method: thrift`.") in " ".join(output.split())
+    tables = {row[1] for row in _sql(thrift_port, f"show tables in {SCHEMA}")}
+    assert not {t for t in tables if t.startswith(name)}
 
 
 if __name__ == "__main__":  # the `project` fixture's pyspark step
