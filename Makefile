@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup demo test bench bench-scale bench-pipeline bench-quick bench-report lint
+.PHONY: setup demo test bench bench-keys bench-scale bench-pipeline bench-quick bench-report lint
 
 # Scale of `make bench` (seed 002: 1000 files).
 ROWS ?= 2000000
@@ -30,7 +30,12 @@ demo: setup
 
 bench: setup
 	$(PY) -m bench.run --rows $(ROWS) --files $(FILES)
+	$(PY) -m bench.keys
 	$(PY) -m bench.pipeline
+
+# Keys per second per core: the curve-key UDFs against the same keys in Spark SQL.
+bench-keys: setup
+	$(PY) -m bench.keys
 
 # Clustered incremental runs: base of 50%, ten appends of 5%, three re-clustering policies.
 bench-pipeline: setup

@@ -236,6 +236,9 @@ def render(results: dict[str, Any], out: Path, img_dir: Path) -> None:
     pipeline_json = out.parent / "BENCHMARKS-pipeline.json"
     if pipeline_json.exists():
         lines += pipeline_section(json.loads(pipeline_json.read_text()), img_dir, out.parent)
+    keys_json = out.parent / "BENCHMARKS-keys.json"
+    if keys_json.exists():
+        lines += keys_section(json.loads(keys_json.read_text()))
 
     tests = results.get("tests", [])
     if tests:
@@ -403,6 +406,24 @@ def pipeline_section(pipeline: dict[str, Any], img_dir: Path, report_dir: Path) 
                           f"): {', '.join(index)}.", ""]
     lines += [f"![skip share per run]({os.path.relpath(picture, report_dir)})", ""]
     return lines
+
+
+
+def keys_section(keys: dict[str, Any]) -> list[str]:
+    """The "Curve keys: UDF and SQL" section from ``python -m bench.keys``'s JSON."""
+    rows = [[layout, f"{r['udf_keys_per_core_second'] / 1e6:.3f}",
+             f"{r['sql_keys_per_core_second'] / 1e6:.3f}",
+             f"{r['udf_seconds']:.2f}", f"{r['sql_seconds']:.2f}", str(r["mismatches"])]
+            for layout, r in keys["layouts"].items()]
+    return ["## Curve keys: pandas UDFs and Spark SQL", "",
+            f"Produced by `make bench-keys` (`{keys['command'].strip()}`): {keys['rows']:,} "
+            f"rows of three string columns, boundaries from a 100k-row sample, on "
+            f"{keys['cores']} cores; each path computes every row's key once (best of the "
+            f"runs). A plain pass over the same columns takes {keys['plain_seconds']:.2f} s. "
+            "The SQL keys serve methods without Python (a Thrift server); they equal the UDF "
+            "keys on every row (last column).", "",
+            *_table(["layout", "UDF M keys/s/core", "SQL M keys/s/core", "UDF s", "SQL s",
+                     "keys differing"], rows), ""]
 
 
 def main(argv: list[str] | None = None) -> None:

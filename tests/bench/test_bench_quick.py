@@ -86,3 +86,20 @@ def test_the_pipeline_scenario_keeps_rows_exact_under_every_policy(
     assert raw["steps"]["never"][-1]["rewritten_rows"] == 0
     assert raw["steps"]["default"][1]["files"] > raw["steps"]["never"][1]["files"]
     assert raw["totals"]["optimize"]["worst_gap_points"] == 0
+
+
+def test_the_keys_benchmark_times_both_paths_on_equal_keys(tmp_path: Path) -> None:
+    out = tmp_path / "keys.json"
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.keys", "--rows", "5000", "--repeat", "1", "--out",
+         str(out)], cwd=REPO, env=env, capture_output=True, text=True, check=False,
+        timeout=900,
+    )
+    assert result.returncode == 0, "\n".join((result.stdout + result.stderr).splitlines()[-40:])
+    raw = json.loads(out.read_text())
+    assert set(raw["layouts"]) == {"linear", "zorder", "hilbert"}
+    for figures in raw["layouts"].values():
+        assert figures["mismatches"] == 0
+        assert figures["udf_keys_per_core_second"] > 0
+        assert figures["sql_keys_per_core_second"] > 0

@@ -67,17 +67,16 @@ def rank_sql(value: str, column: ColumnSpec) -> str:
         missing = f"when {value} is null then 0L"
     if count == 0:
         return f"(case {missing} else 1L end)"
+    # The array of literals folds to one constant; the value is a column or a cast of one.
     literal = f"array({', '.join(_literal(b, family) for b in boundaries)})"
     # [lo, hi] brackets the first boundary not below the value; each step halves it.
     steps = math.ceil(math.log2(count + 1)) + 1
     mid = "cast((s.lo + s.hi) div 2 as int)"
-    search = (f"aggregate(sequence(1, {steps}), named_struct('lo', 0, 'hi', {count}), "
-              f"(s, _) -> case when s.lo >= s.hi then s "
-              f"when element_at(p.b, {mid} + 1) < p.v "
-              f"then named_struct('lo', {mid} + 1, 'hi', s.hi) "
-              f"else named_struct('lo', s.lo, 'hi', {mid}) end).lo")
-    below = (f"transform(array(named_struct('b', {literal}, 'v', {compared})), "
-             f"p -> {search})[0]")
+    below = (f"aggregate(sequence(1, {steps}), named_struct('lo', 0, 'hi', {count}), "
+             f"(s, _) -> case when s.lo >= s.hi then s "
+             f"when element_at({literal}, {mid} + 1) < {compared} "
+             f"then named_struct('lo', {mid} + 1, 'hi', s.hi) "
+             f"else named_struct('lo', s.lo, 'hi', {mid}) end).lo")
     return f"(case {missing} else 1L + {below} end)"
 
 
