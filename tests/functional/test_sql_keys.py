@@ -82,11 +82,12 @@ def test_sql_keys_equal_udf_keys(spark: Any, table: tuple[list[str], list[tuple[
     chosen = LAYOUTS[layout]
     register_key_udf(spark, "zspark_key_sql_keys_test",
                      chosen.key_function(specs, "boundary", boundary_count), "bigint")
-    expression = sql_keys.key_sql(chosen.name, specs, inputs, boundary_count)
+    keyed = sql_keys.keyed_sql(chosen.name, specs, inputs, boundary_count,
+                               "select * from sql_keys_input", "sql_key")
     spark.conf.set("spark.sql.ansi.enabled", "true")  # as a Thrift server runs by default
     try:
         keys = spark.sql(f"select zspark_key_sql_keys_test({', '.join(inputs)}) as udf, "
-                         f"{expression} as sql from sql_keys_input").collect()
+                         f"sql_key as sql from ({keyed})").collect()
     finally:
         spark.conf.set("spark.sql.ansi.enabled", "false")
     assert [k.sql for k in keys] == [k.udf for k in keys]
