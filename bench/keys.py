@@ -77,8 +77,6 @@ def measure(rows: int, repeat: int, log: Progress) -> dict[str, Any]:
             keyed = sql_keys.keyed_sql(chosen.name, specs, names, BOUNDARY_COUNT,
                                        "select * from key_input", "sql_key")
             sql = best_seconds(spark, f"select max(sql_key) from ({keyed})", repeat)
-            # An aggregate, not a filter: a filter on the key would be pushed down through
-            # the Hilbert chain's projections, inlining each step into the next.
             same = spark.sql(f"select count_if(bench_key({', '.join(names)}) != sql_key) "
                              f"from ({keyed})").collect()[0][0]
             results["layouts"][chosen.name] = {

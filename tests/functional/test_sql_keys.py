@@ -57,7 +57,7 @@ def tables(draw: st.DrawFn) -> tuple[list[str], list[tuple[Any, ...]]]:
     return types, rows
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(table=tables(), layout=st.sampled_from(["linear_by", "zorder_by", "hilbert_by"]),
        boundary_count=st.sampled_from([1, 3, 16, 1000]), sampled=st.integers(1, ROWS))
 def test_sql_keys_equal_udf_keys(spark: Any, table: tuple[list[str], list[tuple[Any, ...]]],

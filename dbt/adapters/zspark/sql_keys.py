@@ -6,7 +6,7 @@ bit for bit (a property test holds them equal): each column's rank among its bou
 over the grid's bits, then the linear, Z-order or Hilbert curve over the ranks.
 
 A rank is a binary search over the boundaries as an array literal, in ``aggregate``; the
-Hilbert curve is Skilling's transform, one projection per (bit level, dimension) step.
+Hilbert curve is Skilling's transform, one ``aggregate`` step per (bit level, dimension).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def keyed_sql(layout: str, columns: Sequence[ColumnSpec], values: Sequence[str],
         return (f"select *, {_interleave(ranks, bits)} as {key} from (\n{source_sql}\n) "
                 f"zspark_source")
     if layout == "hilbert":
-        return _hilbert(ranks, bits, source_sql, key)
+        return f"select *, {_hilbert(ranks, bits)} as {key} from (\n{source_sql}\n) zspark_source"
     raise ValueError(f"no SQL key for layout {layout!r}")
 
 
@@ -115,36 +115,30 @@ def _interleave(ranks: Sequence[str], bits: int) -> str:
                       for b in range(bits) for j, r in enumerate(ranks))
 
 
-def _hilbert(ranks: Sequence[str], bits: int, source_sql: str, key: str) -> str:
-    """``curves.hilbert_index`` as a chain of projections: Skilling's AxestoTranspose, one
-    projection per (bit level, dimension) step over columns x0..xn, then the Gray code and
-    the interleaving. Spark keeps the projections apart (each reads its inputs more than
-    once) and compiles the chain into one loop. Filter on the key only after materializing
-    it: a filter pushed down through the chain inlines every step into the next."""
+def _hilbert(ranks: Sequence[str], bits: int) -> str:
+    """``curves.hilbert_index``: Skilling's AxestoTranspose over the ranks, interleaved, in
+    one expression: an ``aggregate`` over the (bit level, dimension) steps with the ranks
+    as an array, and ``transform(array(e), x -> ...)[0]`` to bind a result once (SQL has
+    no ``let``). A chain of one projection per step ran twice as fast, but Spark's
+    CollapseProject can take minutes merging such a chain when planning it."""
     dims = len(ranks)
-    x = [quote(f"__zspark_x{j}") for j in range(dims)]
-    sql = (f"select *, {', '.join(f'{r} as {c}' for r, c in zip(ranks, x, strict=True))} "
-           f"from (\n{source_sql}\n) zspark_source")
-    for level in range(bits - 1, 0, -1):
-        low = f"{(1 << level) - 1}L"
-        for i in range(dims):
-            # Where x[i] has the level's bit, invert x0's low bits; else exchange the low
-            # bits of x0 and x[i].
-            hit = f"(shiftright({x[i]}, {level}) & 1L) = 1L"
-            if i == 0:
-                changed = {0: f"case when {hit} then {x[0]} ^ {low} else {x[0]} end"}
-            else:
-                swap = f"(({x[0]} ^ {x[i]}) & {low})"
-                changed = {0: f"case when {hit} then {x[0]} ^ {low} else {x[0]} ^ {swap} end",
-                           i: f"case when {hit} then {x[i]} else {x[i]} ^ {swap} end"}
-            sql = (f"select * except ({', '.join(x[j] for j in changed)}), "
-                   f"{', '.join(f'{e} as {x[j]}' for j, e in changed.items())} "
-                   f"from (\n{sql}\n) zspark_step")
-    gray = [" ^ ".join(x[: j + 1]) for j in range(dims)]
-    fold = " ^ ".join([f"case when (({gray[-1]}) & {1 << q}L) != 0 then {(1 << q) - 1}L "
-                       f"else 0L end" for q in range(bits - 1, 0, -1)] or ["0L"])
-    t = quote("__zspark_t")
-    sql = (f"select *, {fold} as {t} from (\n{sql}\n) zspark_gray")
-    transposed = [f"({g}) ^ {t}" for g in gray]
-    return (f"select * except ({', '.join([*x, t])}), {_interleave(transposed, bits)} as {key} "
-            f"from (\n{sql}\n) zspark_hilbert")
+    steps = [f"named_struct('i', {i}, 'level', {level}, 'low', {(1 << level) - 1}L)"
+             for level in range(bits - 1, 0, -1) for i in range(dims)]
+    # At each step: where x[i] has the level's bit, invert x[0]'s low bits; else exchange
+    # the low bits of x[0] and x[i].
+    undone = f"array({', '.join(ranks)})"
+    if steps:
+        hit = "(shiftright(x[s.i], s.level) & 1L) = 1L"
+        swap = "((x[0] ^ x[s.i]) & s.low)"
+        undone = (f"aggregate(array({', '.join(steps)}), {undone}, (x, s) -> "
+                  f"transform(x, (v, k) -> case "
+                  f"when k = 0 and {hit} then v ^ s.low "
+                  f"when k = 0 or k = s.i then case when {hit} then v else v ^ {swap} end "
+                  f"else v end))")
+    gray = "transform(u, (v, k) -> aggregate(slice(u, 1, k + 1), 0L, (a, e) -> a ^ e))"
+    last = f"g[{dims - 1}]"
+    fold = " ^ ".join([f"case when ({last} & {1 << q}L) != 0 then {(1 << q) - 1}L else 0L end"
+                       for q in range(bits - 1, 0, -1)] or ["0L"])
+    transposed = [f"(g[{j}] ^ t)" for j in range(dims)]
+    return (f"transform(array({undone}), u -> transform(array({gray}), g -> "
+            f"transform(array({fold}), t -> {_interleave(transposed, bits)})[0])[0])[0]")
