@@ -116,9 +116,10 @@ class IncrementalMethods(metaclass=AdapterMeta):
         ``sql`` that selects the rows to insert.
         """
         from dbt.adapters.zspark.clustering import sample_input
+        from dbt.adapters.zspark.layout_state import clustered_writes
         from dbt.adapters.zspark.recluster import APPEND, ReclusterPlan, plan_increment
         from dbt.adapters.zspark.recluster import rebuild_files as files_for
-        from dbt.adapters.zspark.rewrite import in_partitions
+        from dbt.adapters.zspark.rewrite import in_partitions, table_runs
 
         spark = self._spark(model, "clustering (zorder_by / hilbert_by / linear_by)")
         stored = self._stored_layout(model, relation)
@@ -131,7 +132,8 @@ class IncrementalMethods(metaclass=AdapterMeta):
                         f"index unchanged")
             return {"rows": 0, "rewrite": False, "sql": ""}
         files = self._indexed_files(spark, relation)
-        runs = None if files is None else self._runs(relation, files)
+        clustered = clustered_writes(self._table_properties(relation))
+        runs = None if files is None else table_runs(files, clustered)
         table_sized = files_for(sampled.rows, stored.rows_per_file)
         if strategy != "append":
             decision = ReclusterPlan(APPEND, (), 0, table_sized,
@@ -142,8 +144,8 @@ class IncrementalMethods(metaclass=AdapterMeta):
                                      "no re-clustering")
         else:
             # On a partitioned table only the partitions the new rows fall in take part.
-            touched = self._runs(relation, in_partitions(
-                files, plan.partition_by, sampled.partitions)) if plan.partition_by else runs
+            touched = table_runs(in_partitions(files, plan.partition_by, sampled.partitions),
+                                 clustered) if plan.partition_by else runs
             decision = plan_increment(touched or [], sampled.rows, stored.rows_per_file,
                                       config.get("zspark_recluster") is not False)
         logger.info(f"zspark: {model}: {decision.action} ({decision.reason})")
@@ -173,14 +175,6 @@ class IncrementalMethods(metaclass=AdapterMeta):
                            f"the table's files; no re-clustering until it is rebuilt")
             return None
         return rows
-
-    def _runs(self, relation: Any, files: list[tuple[str, int, int]]) -> list[Any]:
-        """The runs of ``files``, clustered when written by the table's clustered writes."""
-        from dbt.adapters.zspark.layout_state import CLUSTERED_WRITES_KEY
-        from dbt.adapters.zspark.rewrite import table_runs
-
-        clustered = self._table_properties(relation).get(CLUSTERED_WRITES_KEY, "")
-        return table_runs(files, set(filter(None, clustered.split(","))))
 
     def _rewrite_select(self, spark: Any, relation: Any, plan: ClusteringPlan,
                         stored: StoredLayout, decision: Any, sql: str, sampled: Any,
@@ -225,7 +219,9 @@ class IncrementalMethods(metaclass=AdapterMeta):
         """``zspark_recluster``: merge the pending runs (or, ``full``, re-cluster the whole
         table) into the table's next version; a no-op when there is nothing to do."""
         from dbt.adapters.zspark.clustering import model_schema
+        from dbt.adapters.zspark.layout_state import clustered_writes
         from dbt.adapters.zspark.recluster import plan_on_demand
+        from dbt.adapters.zspark.rewrite import table_runs
 
         model = relation.identifier
         spark = self._spark(model, "re-clustering")
@@ -235,7 +231,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
             raise DbtRuntimeError(
                 f"zspark_recluster: {relation}: its index does not list exactly its files; "
                 f"run zspark_build_index on it first")
-        runs = self._runs(relation, files)
+        runs = table_runs(files, clustered_writes(self._table_properties(relation)))
         decision = plan_on_demand(runs, stored.rows_per_file, bool(full))
         logger.info(f"zspark: {model}: {decision.action} ({decision.reason})")
         if not decision.rewrites:
@@ -263,7 +259,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
         from dbt.adapters.zspark.clustering import key_input_sql, part_column
         from dbt.adapters.zspark.health import LayoutSample
         from dbt.adapters.zspark.layout_report import draw_boxes, health_table
-        from dbt.adapters.zspark.layout_state import CLUSTERED_WRITES_KEY, write_id
+        from dbt.adapters.zspark.layout_state import clustered_writes, write_id
         from dbt.adapters.zspark.layouts import LAYOUTS, ColumnSpec
 
         model = relation.identifier
@@ -291,8 +287,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
         health, files = self._layout_health(spark, relation, index, LayoutSample(
             columns, types, sample, keys.tolist(), [part_column(i) for i in range(len(parts))]))
         logger.info(f"zspark_layout_report {relation}:\n{health_table(health)}")
-        clustered = set(self._table_properties(relation).get(CLUSTERED_WRITES_KEY,
-                                                              "").split(","))
+        clustered = clustered_writes(self._table_properties(relation))
         target = Path(path) if path else Path(getattr(self.config, "project_root", ".")) \
             / "target" / f"zspark_layout_{model}.png"
         paths = [str(p) for p in files["file_path"]]

@@ -187,6 +187,11 @@ def write_id(path: str) -> str | None:
     return found.group(1) if found else None
 
 
+def clustered_writes(properties: Mapping[str, str]) -> set[str]:
+    """The ids of the writes the table's properties name as clustered."""
+    return set(filter(None, properties.get(CLUSTERED_WRITES_KEY, "").split(",")))
+
+
 def clustered_writes_property(paths: Sequence[str]) -> dict[str, str]:
     """The table property naming the writes of a full build's files."""
     ids = sorted({w for w in map(write_id, paths) if w is not None})
@@ -198,13 +203,12 @@ def clustered_writes_after(properties: Mapping[str, str], present: Sequence[str]
     """The clustered writes once the files ``written`` count as clustered: those already
     clustered that still have files among ``present``, and the writes of ``written``
     (a re-clustering of some table partitions keeps the others' clustered files)."""
-    before = set(filter(None, properties.get(CLUSTERED_WRITES_KEY, "").split(",")))
-    kept = before & {write_id(p) for p in present}
+    kept = clustered_writes(properties) & {write_id(p) for p in present}
     added = {w for w in map(write_id, written) if w is not None}
     return {CLUSTERED_WRITES_KEY: ",".join(sorted(kept | added))}
 
 
 def pending_rows(files: Sequence[tuple[str, int]], properties: Mapping[str, str]) -> int:
     """Rows in files (path, rows) not written by the table's clustered writes."""
-    clustered = set(filter(None, properties.get(CLUSTERED_WRITES_KEY, "").split(",")))
+    clustered = clustered_writes(properties)
     return sum(rows for path, rows in files if write_id(path) not in clustered)

@@ -35,17 +35,15 @@ def keyed_sql(layout: str, columns: Sequence[ColumnSpec], values: Sequence[str],
     dims = len(columns)
     bits = min(curves.rank_bits(boundary_count), curves.MAX_KEY_BITS // dims)
     ranks = [stretched_rank_sql(v, c, bits) for v, c in zip(values, columns, strict=True)]
-    key = quote(key_column)
     if layout == "linear":
-        linear = " | ".join(f"shiftleft({r}, {bits * (dims - 1 - j)})"
-                            for j, r in enumerate(ranks))
-        return f"select *, {linear} as {key} from (\n{source_sql}\n) zspark_source"
-    if layout == "zorder":
-        return (f"select *, {_interleave(ranks, bits)} as {key} from (\n{source_sql}\n) "
-                f"zspark_source")
-    if layout == "hilbert":
-        return f"select *, {_hilbert(ranks, bits)} as {key} from (\n{source_sql}\n) zspark_source"
-    raise ValueError(f"no SQL key for layout {layout!r}")
+        key = " | ".join(f"shiftleft({r}, {bits * (dims - 1 - j)})" for j, r in enumerate(ranks))
+    elif layout == "zorder":
+        key = _interleave(ranks, bits)
+    elif layout == "hilbert":
+        key = _hilbert(ranks, bits)
+    else:
+        raise ValueError(f"no SQL key for layout {layout!r}")
+    return f"select *, {key} as {quote(key_column)} from (\n{source_sql}\n) zspark_source"
 
 
 def stretched_rank_sql(value: str, column: ColumnSpec, bits: int) -> str:
