@@ -125,10 +125,17 @@ def test_a_clustered_build_keeps_the_models_options_and_table_properties(
         f"show tblproperties {project.table('props')}").collect()}
     assert properties["team"] == "analytics' own"
     assert properties["zspark.layout.summary"].startswith("zorder_by=[id]")
-    files = project.files("props")  # cut by rows per file, a writer option of the build
+    files = project.files("props")  # cut by rows per file, a setting of the write alone
     assert 100 <= len(files) <= 101  # a cut may fall short inside a partition
     assert all(f.endswith(".gz.parquet") for f in files)
-    assert "options ('compression' = 'gzip', 'maxRecordsPerFile' = '20')" in project.log_text()
+    log = project.log_text()
+    assert "options ('compression' = 'gzip')" in log
+    assert "set spark.sql.files.maxRecordsPerFile = 20" in log
+    # ...and not a writer option of the table, which would override later writes' cuts.
+    storage = [r[1] for r in project.spark.sql(f"describe table extended {project.table('props')}")
+               .collect() if r[0] == "Storage Properties"]
+    assert "maxRecordsPerFile" not in "".join(storage)
+    assert project.spark.conf.get("spark.sql.files.maxRecordsPerFile") == "0"  # restored
 
 
 def test_partitioned_build_clusters_within_each_partition(project: DbtProject) -> None:

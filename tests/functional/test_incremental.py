@@ -349,6 +349,41 @@ def test_a_partitioned_table_reclusters_only_the_partitions_that_received_rows(
         assert_scan_equals_plain_filter(project, "inc_policy_parts")
 
 
+@pytest.mark.parametrize("earlier_build", [False, True])
+def test_many_pieces_are_written_by_few_sorted_partitions_within_their_file_budget(
+        project: DbtProject, earlier_build: bool) -> None:
+    """A base of 80 files of 500 rows, then 5000 new rows: 81 pieces of about 62 rows,
+    written by a few key-range partitions each cut into files by row count (not a task per
+    file), never more files than planned; each piece sorted by the key, the pieces'
+    ranges disjoint. A table that still carries rows per file as its own writer option
+    (earlier builds of the plugin set one) gets a partition per piece instead."""
+    name = f"inc_many_{int(earlier_build)}"
+    project.write(f"models/incremental/{name}.sql", MODEL.format(
+        strategy="append", layout="hilbert_by", extra="").replace("file_count=8", "file_count=80"))
+    table = project.table(name)
+    run(project, name, 0, 40_000)
+    if earlier_build:
+        project.spark.sql(f"alter table {table} set serdeproperties ('maxRecordsPerFile'='500')")
+    before = set(project.files(name))
+    run(project, name, 40_000, 45_000)
+    text = project.log_text()
+    assert f"{name}: append (81 pieces fit" in text
+    how = "one file per partition" if earlier_build else "8 sorted partitions cut every 69 rows"
+    assert f"writing 5000 rows into 81 files ({how}, keyed with" in text
+    added = sorted(set(project.files(name)) - before)
+    assert len(added) == 81 if earlier_build else 70 <= len(added) <= 81
+    properties = layout_properties(project, table)
+    ranges = []
+    for path in added:
+        keys = stored_keys(properties, path)
+        assert keys == sorted(keys)
+        ranges.append((keys[0], keys[-1]))
+    ranges.sort()
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(ranges))
+    assert project.rows(f"select * from {table}") == source_rows(project, (0, 45_000))
+    assert_index_equals_full_reindex(project, table)
+
+
 def test_recluster_on_demand_merges_pending_runs_and_is_a_no_op_after(
         project: DbtProject) -> None:
     table = write_model(project, "inc_demand")

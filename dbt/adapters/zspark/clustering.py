@@ -21,7 +21,12 @@ import pandas as pd
 from dbt.adapters.zspark import curves
 from dbt.adapters.zspark.layout_state import StoredLayout
 from dbt.adapters.zspark.layouts import ColumnSpec
-from dbt.adapters.zspark.partitioning import FileSpread, shuffle_partitions, spread_files
+from dbt.adapters.zspark.partitioning import (
+    FileSpread,
+    piece_spread,
+    shuffle_partitions,
+    spread_files,
+)
 from dbt.adapters.zspark.planning import ClusteringPlan, normalize_type
 from dbt.adapters.zspark.sqltext import quote
 from dbt.adapters.zspark.udfs import register_key_udf, udf_name
@@ -59,11 +64,10 @@ class PreparedBuild:
     sample_keys: list[Any] = field(default_factory=list, repr=False)
     sample_partitions: list[str] = field(default_factory=list)
 
-    def write_options(self) -> dict[str, str]:
-        """Options of the CREATE TABLE: cut partitions into files of equal rows."""
-        if self.spread is None or self.spread.rows_per_file is None:
-            return {}
-        return {"maxRecordsPerFile": str(self.spread.rows_per_file)}
+    @property
+    def file_rows(self) -> int | None:
+        """Rows per file the write cuts its partitions into (None: a file per partition)."""
+        return None if self.spread is None else self.spread.rows_per_file
 
 
 def model_schema(spark: SparkSession, sql: str) -> dict[str, str]:
@@ -223,13 +227,16 @@ def prepare_build(spark: SparkSession, plan: ClusteringPlan, sql: str) -> Prepar
 
 
 def keyed_build(spark: SparkSession, plan: ClusteringPlan, sql: str, sampled: InputSample,
-                stored: StoredLayout | None, file_count: int,
-                pieces: bool = False) -> PreparedBuild:
+                stored: StoredLayout | None, file_count: int, pieces: bool = False,
+                file_per_partition: bool = False) -> PreparedBuild:
     """The clustered SELECT of ``sql`` (already sampled) into ``file_count`` files.
 
     With ``stored`` rows are keyed with the table's stored boundaries, else with
-    boundaries from the sample. With ``pieces`` every file is its own shuffle partition (a
-    key range of equal rows), whatever rows per file the table's writer option allows.
+    boundaries from the sample. With ``pieces`` at most ``file_count`` files come out (they
+    count against the table's file budget). The write cuts files every
+    ``PreparedBuild.file_rows`` rows (a session setting around the INSERT), unless
+    ``file_per_partition``: then every piece is its own shuffle partition (for tables whose
+    own writer option fixes rows per file, as earlier builds of this plugin made them).
     """
     started = time.perf_counter()
     frame = spark.sql(sql)
@@ -263,15 +270,13 @@ def keyed_build(spark: SparkSession, plan: ClusteringPlan, sql: str, sampled: In
     positions = [(*(_sort_position(v) for v in values), k) for values, k in zip(
         zip(*(sample[part_column(i)] for i in range(len(parts))), strict=True),
         sample_keys, strict=True)] if parts else [(k,) for k in sample_keys]
+    cores = spark.sparkContext.defaultParallelism
     if pieces:
-        # A piece straddling two table partitions is written as two files: take one piece
-        # off per table partition boundary, so at most file_count files come out.
-        touched = len({position[:len(parts)] for position in positions})
-        partitions = max(1, file_count - max(touched - 1, 0))
+        spread = piece_spread(positions, rows, file_count, cores, input_bytes,
+                              len(sampled.partitions), file_per_partition)
     else:
-        partitions = shuffle_partitions(file_count, spark.sparkContext.defaultParallelism,
-                                        input_bytes)
-    spread = spread_files(positions, rows, file_count, partitions)
+        spread = spread_files(positions, rows, file_count,
+                              shuffle_partitions(file_count, cores, input_bytes))
     owner = _owner(spread, expr(key), parts, plan.layout.key_type(plan.curve_method))
     view = f"zspark_build_{udf_name(plan.model).removeprefix('zspark_key_')}"
     (spark.sql(keyed_sql)

@@ -28,6 +28,9 @@ from dbt.adapters.zspark.sqltext import property_list, quote, sql_string
 
 logger = AdapterLogger("zspark")
 
+#: Spark's rows-per-file cut of a write, set around each clustered write.
+FILE_ROWS_SETTING = "spark.sql.files.maxRecordsPerFile"
+
 
 @dataclass
 class ZSparkConfig(SparkConfig):
@@ -56,8 +59,8 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         # Index rows (held by the executors) and locations of staging tables, read before
         # their swap and written once the table has its final name.
         self._staged: dict[str, tuple[Any, str]] = {}
-        # Writer options and step timings of this run's clustered builds.
-        self._write_options: dict[str, dict[str, str]] = {}
+        # Rows per file and step timings of this run's clustered writes.
+        self._file_rows: dict[str, int | None] = {}
         self._timings: dict[str, dict[str, float]] = {}
         # Layouts of this run's full builds, as table properties of the CREATE TABLE.
         self._layout_properties: dict[str, dict[str, str]] = {}
@@ -126,7 +129,6 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         )
         prepared = prepare_build(spark, plan, sql)
         self._keep(relation, plan, prepared, new_layout=True)
-        self._write_options[plan.model] = prepared.write_options()
         assert prepared.layout is not None
         self._layout_properties[plan.model] = prepared.layout.to_properties()
         return prepared.select_sql
@@ -135,6 +137,7 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
               new_layout: bool) -> None:
         """Keep what the rest of a build needs (its sample, timings) and log the write."""
         key = str(relation).lower()
+        self._file_rows[plan.model] = prepared.file_rows
         self._samples[key] = LayoutSample(plan.columns, plan.column_types, prepared.sample,
                                           prepared.sample_keys, prepared.sample_partitions)
         self._timings[key] = {"sample": prepared.sample_seconds, "since": time.perf_counter()}
@@ -153,9 +156,23 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         return self._layout_properties.pop(model, {})
 
     @available
-    def zspark_write_options(self, model: str) -> dict[str, str]:
-        """Writer options of this run's build of ``model`` (e.g. rows per file)."""
-        return self._write_options.pop(model, {})
+    def zspark_execute_write(self, model: str, sql: str) -> Any:
+        """Run the statement that writes this run's clustered rows of ``model``, its
+        partitions cut into files of the planned rows.
+
+        Rows per file is a session setting for this one statement, not a writer option of
+        the table: a table option would override it in every later write (pieces, merges).
+        """
+        rows = self._file_rows.pop(model, None)
+        if not rows:
+            return self.execute(sql)[0]
+        _, table = self.execute(f"set {FILE_ROWS_SETTING}", fetch=True)
+        previous = str(table.rows[0][1]) if table.rows else "0"
+        self.execute(f"set {FILE_ROWS_SETTING} = {int(rows)}")
+        try:
+            return self.execute(sql)[0]
+        finally:
+            self.execute(f"set {FILE_ROWS_SETTING} = {previous}")
 
     @available
     def zspark_property_list(self, configured: dict[str, Any] | None,

@@ -56,6 +56,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
     _layout_health: Callable[..., tuple[Any, Any]]
     _index_relation: Callable[[Any], Any]
     _table_properties: Callable[[Any], dict[str, str]]
+    zspark_execute_write: Callable[[str, str], Any]
     execute: Callable[..., Any]
     get_columns_in_relation: Callable[[Any], list[Any]]
 
@@ -159,6 +160,13 @@ class IncrementalMethods(metaclass=AdapterMeta):
             strategy == "insert_overwrite" or decision.clustered_write
         return {"rows": sampled.rows, "rewrite": decision.rewrites, "sql": select_sql}
 
+    def _fixes_file_rows(self, relation: Any) -> bool:
+        """Does the table carry rows per file as its own writer option (earlier builds of
+        this plugin set one)? It then overrides every write's own cut."""
+        _, table = self.execute(f"describe table extended {relation}", fetch=True)
+        return any(str(row[0]) == "Storage Properties" and "maxRecordsPerFile=" in str(row[1])
+                   for row in table.rows)
+
     def _indexed_files(self, spark: Any, relation: Any) -> list[tuple[str, int, int]] | None:
         """The table's files from its index (path, rows, modification time); None when
         the index does not describe exactly the table's files (re-clustering then waits
@@ -187,7 +195,8 @@ class IncrementalMethods(metaclass=AdapterMeta):
         model = plan.model
         if not decision.rewrites:
             prepared = keyed_build(spark, plan, sql, sampled, stored, decision.pieces,
-                                   pieces=True)
+                                   pieces=True,
+                                   file_per_partition=self._fixes_file_rows(relation))
             self._keep(relation, plan, prepared, new_layout=False)
             return str(prepared.select_sql)
         columns = [c.name for c in self.get_columns_in_relation(relation)]
@@ -203,7 +212,8 @@ class IncrementalMethods(metaclass=AdapterMeta):
         else:  # re-clustering on demand: only the table's own rows
             union_sql, both = old_sql, old
         prepared = keyed_build(spark, plan, union_sql, both, None if everything else stored,
-                               decision.pieces, pieces=not everything)
+                               decision.pieces, pieces=not everything,
+                               file_per_partition=self._fixes_file_rows(relation))
         self._keep(relation, plan, prepared, new_layout=everything)
         self._rewrites[str(relation).lower()] = _Rewrite(
             decision=decision, new_rows=sampled.rows if sql else 0,
@@ -245,7 +255,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
         select_sql = self._rewrite_select(spark, relation, plan, stored, decision, "", None,
                                           runs)
         staging = self.zspark_begin_rewrite(model, relation)
-        self.execute(f"insert into {staging} {select_sql}")
+        self.zspark_execute_write(model, f"insert into {staging} {select_sql}")
         self.zspark_finish_rewrite(model, relation, staging)
         return {"action": decision.action, "rewritten_rows": decision.rewritten_rows}
 

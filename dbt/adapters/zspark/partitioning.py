@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -70,3 +70,36 @@ def spread_files(sample_keys: Sequence[Any] | np.ndarray, rows: int, file_count:
         first_file = j * file_count // partitions
         cuts.append(keys[min(len(keys) - 1, first_file * len(keys) // file_count)])
     return FileSpread(partitions, tuple(cuts), rows_per_file)
+
+
+def piece_spread(sample_keys: Sequence[Any], rows: int, file_count: int, cores: int,
+                 input_bytes: int, table_partitions: int = 1,
+                 file_per_partition: bool = False) -> FileSpread:
+    """Like :func:`spread_files`, for rows that must come out in at most ``file_count``
+    files (pending pieces count against the table's file budget).
+
+    Every shuffle partition ends in a short file, and so does every table partition inside
+    it (``table_partitions`` of them, ranges in the same order as the key), so files are cut
+    a little longer: at most ``file_count`` files whatever the sample got wrong. Too few
+    files to spare that slack, or ``file_per_partition`` (the table fixes its own rows per
+    file): one file per partition.
+
+    >>> s = piece_spread(list(range(1000)), rows=100_000, file_count=400, cores=2,
+    ...                  input_bytes=10**8)
+    >>> s.partitions, s.rows_per_file, s.partitions + 100_000 // s.rows_per_file <= 400
+    (8, 256, True)
+    >>> s = piece_spread(list(range(100)), 1000, file_count=20, cores=2, input_bytes=0,
+    ...                  table_partitions=3)
+    >>> s.partitions, s.rows_per_file
+    (18, None)
+    """
+    table_partitions = max(1, table_partitions)
+    partitions = shuffle_partitions(file_count, cores, input_bytes)
+    short_files = partitions + table_partitions - 1
+    if file_per_partition or file_count <= ONE_FILE_PARTITIONS or file_count < 2 * short_files:
+        # A partition straddling two table partitions writes two files: one partition
+        # fewer per table partition boundary.
+        partitions = max(1, file_count - (table_partitions - 1))
+        return spread_files(sample_keys, rows, partitions, partitions)
+    spread = spread_files(sample_keys, rows, file_count, partitions)
+    return replace(spread, rows_per_file=math.ceil(rows / (file_count - short_files)))

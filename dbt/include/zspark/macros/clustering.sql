@@ -28,7 +28,7 @@
   {%- else -%}
     create table {{ relation }}
     {{ file_format_clause() }}
-    {{ zspark_properties_clause('options', adapter.zspark_write_options(model['name'])) }}
+    {{ zspark_properties_clause('options') }}
     {{ zspark_properties_clause('tblproperties', adapter.zspark_layout_properties(model['name'])) }}
     {{ partition_cols(label="partitioned by") }}
     {{ clustered_cols(label="clustered by") }}
@@ -43,11 +43,24 @@
 {% endmacro %}
 
 
-{#- dbt-spark's `options` or `tblproperties` config, plus what a clustered build adds to
-    it (writer options, the stored layout). -#}
-{% macro zspark_properties_clause(keyword, added) %}
-  {%- if not added -%}
-    {{ return(options_clause() if keyword == 'options' else tblproperties_clause()) }}
+{#- The model's `options` or `tblproperties` config, plus what a clustered build adds to
+    it (the stored layout), as literals that survive any quote in a value. -#}
+{% macro zspark_properties_clause(keyword, added={}) %}
+  {%- if keyword == 'options' and config.get('file_format') == 'hudi' -%}
+    {{ return(options_clause()) }}  {#- dbt-spark adds the Hudi primary key -#}
   {%- endif -%}
-  {{ keyword }} {{ adapter.zspark_property_list(config.get(keyword), added) }}
+  {%- set configured = config.get(keyword) -%}
+  {%- if configured or added -%}
+    {{ keyword }} {{ adapter.zspark_property_list(configured, added) }}
+  {%- endif -%}
+{% endmacro %}
+
+
+{#- The statement that writes a model's rows (the `main` statement of its run), its files
+    cut to the rows the adapter planned for them. -#}
+{% macro zspark_write_statement(sql) %}
+  {{ log('Writing runtime sql for node "{}"'.format(model['unique_id'])) }}
+  {{ write(sql) }}
+  {%- set response = adapter.zspark_execute_write(model['name'], sql) -%}
+  {{ store_result('main', response=response) }}
 {% endmacro %}

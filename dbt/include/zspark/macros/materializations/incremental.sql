@@ -37,9 +37,7 @@
       {#- The new rows and the runs they are merged with go into the table's next
           version, swapped in once whole. -#}
       {%- set staging = adapter.zspark_begin_rewrite(model['name'], target_relation) -%}
-      {%- call statement('main') -%}
-        insert into {{ staging }} {{ step.sql }}
-      {%- endcall -%}
+      {%- do zspark_write_statement('insert into ' ~ staging ~ ' ' ~ step.sql) -%}
       {%- do adapter.zspark_finish_rewrite(model['name'], target_relation, staging) -%}
     {%- else -%}
       {%- set tmp_relation = this.incorporate(path={"identifier": this.identifier ~ '__dbt_tmp'}).include(database=false, schema=false) -%}
@@ -50,9 +48,7 @@
         {{ create_table_as(True, tmp_relation, step.sql) }}
       {%- endcall -%}
       {%- do process_schema_changes(incremental_validate_on_schema_change(config.get('on_schema_change'), default='ignore'), tmp_relation, existing_relation) -%}
-      {%- call statement('main') -%}
-        {{ dbt_spark_get_incremental_sql(strategy, tmp_relation, target_relation, existing_relation, none, none) }}
-      {%- endcall -%}
+      {%- do zspark_write_statement(dbt_spark_get_incremental_sql(strategy, tmp_relation, target_relation, existing_relation, none, none)) -%}
       {%- set want_index = zconfig.zspark_index is none or zconfig.zspark_index -%}
       {%- do adapter.zspark_finish_increment(model['name'], target_relation, want_index, index_args.clustering, index_args.index_columns) -%}
     {%- endif -%}

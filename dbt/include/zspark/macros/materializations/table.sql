@@ -54,9 +54,13 @@
   {{ adapter.drop_relation(backup_relation) }}
   {{ adapter.drop_relation(staging_relation.incorporate(path={'identifier': adapter.zspark_index_name(staging_relation)})) }}
 
-  {%- call statement('main', language=build.language) -%}
-    {{ zspark_create_table(staging_relation, build.sql, build.language) }}
-  {%- endcall -%}
+  {%- if build.language == 'sql' -%}
+    {%- do zspark_write_statement(zspark_create_table(staging_relation, build.sql)) -%}
+  {%- else -%}
+    {%- call statement('main', language=build.language) -%}
+      {{ zspark_create_table(staging_relation, build.sql, build.language) }}
+    {%- endcall -%}
+  {%- endif -%}
 
   {#- The index is read from the staging table's footers before the swap: should that fail,
       the previous table and its index stay as they were. -#}

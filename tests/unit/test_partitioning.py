@@ -1,0 +1,62 @@
+"""How a write spreads rows over shuffle partitions and files (pure)."""
+
+from __future__ import annotations
+
+import doctest
+import itertools
+import math
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dbt.adapters.zspark import partitioning
+from dbt.adapters.zspark.partitioning import piece_spread
+
+
+def test_the_examples_in_the_docstrings_hold() -> None:
+    assert doctest.testmod(partitioning).failed == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(rows=st.integers(1, 5_000_000), file_count=st.integers(1, 3000),
+       table_partitions=st.integers(1, 40), cores=st.integers(1, 16),
+       shares=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=200),
+       data=st.data())
+def test_pieces_never_exceed_their_file_budget_however_the_sample_misjudged_the_ranges(
+        rows: int, file_count: int, table_partitions: int, cores: int, shares: list[float],
+        data: st.DataObject) -> None:
+    """Rows may land in the shuffle partitions in any proportions (the sample's cut points
+    are only estimates), and every table partition boundary splits a partition's range:
+    the files written never number more than the budget (or than the table partitions,
+    each of which needs a file of its own)."""
+    spread = piece_spread(list(range(1000)), rows, file_count, cores, 10**9, table_partitions)
+    assert 1 <= spread.partitions <= file_count
+    # Ranges in (table partition, key) order: each shuffle partition's rows are split
+    # where a table partition starts; the boundaries fall anywhere.
+    weights = [s + 1e-9 for s in shares[:spread.partitions]]
+    weights += [1e-9] * (spread.partitions - len(weights))
+    counts = [math.floor(rows * w / sum(weights)) for w in weights]
+    counts[0] += rows - sum(counts)
+    boundaries = data.draw(st.lists(st.integers(0, rows), min_size=table_partitions - 1,
+                                    max_size=table_partitions - 1))
+    edges = sorted({0, rows, *boundaries})
+    files, start = 0, 0
+    for count in counts:
+        end = start + count
+        for low, high in itertools.pairwise(edges):
+            segment = min(end, high) - max(start, low)
+            if segment > 0:
+                files += 1 if spread.rows_per_file is None \
+                    else math.ceil(segment / spread.rows_per_file)
+        start = end
+    assert files <= max(file_count, table_partitions)
+
+
+def test_pieces_use_few_partitions_when_the_budget_allows() -> None:
+    spread = piece_spread(list(range(1000)), 1_000_000, 400, 2, 10**8)
+    assert spread.partitions == 8
+    assert spread.rows_per_file is not None
+    # Files only a little longer than an even split: the slack is one file per partition.
+    assert 1_000_000 / 400 < spread.rows_per_file <= math.ceil(1_000_000 / (400 - 8))
+    legacy = piece_spread(list(range(1000)), 1_000_000, 400, 2, 10**8, file_per_partition=True)
+    assert (legacy.partitions, legacy.rows_per_file) == (400, None)
