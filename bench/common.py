@@ -199,12 +199,13 @@ def _high_water_mark(pid: int) -> int:
 
 def run_dbt(args: Sequence[str], session_dir: Path, log: Progress,
             variables: dict[str, Any] | None = None, check: bool = True,
-            lines: list[str] | None = None, memory: dict[str, int] | None = None) -> float:
+            lines: list[str] | None = None, memory: dict[str, int] | None = None,
+            env: dict[str, str] | None = None) -> float:
     """Run the dbt CLI in the integration project as a subprocess; returns its wall time.
 
     With ``check=False`` a failing run (e.g. a failed test) is logged, not raised. The
     output's lines are appended to ``lines`` when given; ``memory`` gets the peak resident
-    bytes of the dbt process tree and of its JVM.
+    bytes of the dbt process tree and of its JVM. ``env`` adds to the profile's variables.
 
     A subprocess (not dbtRunner) so that its embedded Spark, and with it the derby
     metastore lock, is gone when it returns.
@@ -215,7 +216,8 @@ def run_dbt(args: Sequence[str], session_dir: Path, log: Progress,
         command += ["--vars", json.dumps(variables)]
     log("dbt " + " ".join(args) + (f" --vars '{json.dumps(variables)}'" if variables else ""))
     started = time.monotonic()
-    process = subprocess.Popen(command, cwd=PROJECT_DIR, env=session_env(session_dir),
+    process = subprocess.Popen(command, cwd=PROJECT_DIR,
+                               env={**session_env(session_dir), **(env or {})},
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     peak = PeakMemory(process.pid)
     output, _ = process.communicate()

@@ -1,6 +1,6 @@
-"""zspark_scan over dbt-spark's `thrift` method: a Spark Thrift Server on loopback, dbt as a
-client. Clustering and the footer index run Python inside Spark and need `session`; the scan
-only queries the index and writes SQL, so it must work over any connection.
+"""dbt-spark's `thrift` method: a Spark Thrift Server on loopback, dbt as a client, no
+Python on the server. Clustered tables are built with keys and index in SQL; the scan only
+queries the index and writes SQL, so it works over any connection.
 
 The data and its index are written by a short-lived embedded session (the real
 `build_index`, in a subprocess with its own warehouse) and registered over thrift as
@@ -9,19 +9,19 @@ external Parquet tables, as a team indexing with one job and querying from anoth
 
 from __future__ import annotations
 
+import itertools
 import os
-import signal
-import socket
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pyhive import hive  # dbt-spark[PyHive]: the thrift method's client
+
+from bench.servers import thrift_server
 
 pytestmark = pytest.mark.spark
 
@@ -58,45 +58,15 @@ def write_indexed_parquet(root: Path) -> None:
     spark.stop()
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def thrift_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     home = tmp_path_factory.mktemp("thrift_server")
-    port = _free_port()
-    log_path = home / "server.log"
-    with log_path.open("w") as log:
-        server = subprocess.Popen(
-            [str(BIN / "spark-submit"), "--class",
-             "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2",
-             "--master", "local[2]", "--driver-memory", "1g",
-             "--conf", "spark.ui.enabled=false",
-             "--conf", f"spark.sql.warehouse.dir={home / 'warehouse'}",
-             "--conf", f"spark.driver.extraJavaOptions=-Dderby.system.home={home}",
-             "--conf", "spark.hadoop.javax.jdo.option.ConnectionURL="
-                       f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true",
-             "--hiveconf", "hive.server2.thrift.bind.host=127.0.0.1",
-             "--hiveconf", f"hive.server2.thrift.port={port}", "spark-internal"],
-            stdout=log, stderr=subprocess.STDOUT, cwd=home, env=SPARK_ENV,
-        )
-    try:
-        deadline = time.monotonic() + 180  # slow when another Spark job shares the cores
-        while "HiveThriftServer2 started" not in log_path.read_text():
-            assert server.poll() is None, log_path.read_text()[-3000:]
-            assert time.monotonic() < deadline, "Thrift server did not start in 180 s"
-            time.sleep(0.5)
+    conf = {"spark.sql.warehouse.dir": str(home / "warehouse"),
+            "spark.driver.extraJavaOptions": f"-Dderby.system.home={home}",
+            "spark.hadoop.javax.jdo.option.ConnectionURL":
+                f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true"}
+    with thrift_server(home, conf, SPARK_ENV) as port:
         yield port
-    finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
 
 
 def _sql(port: int, statement: str) -> list[tuple[Any, ...]]:
@@ -216,20 +186,152 @@ def test_missing_index_over_thrift_is_a_full_scan_with_a_warning(
     assert sorted(_sql(thrift_port, f"select * from {SCHEMA}.high_ids_unindexed")) == plain
 
 
-@pytest.mark.parametrize("materialized", ["table", "incremental"])
-def test_clustering_over_thrift_stops_before_writing_with_a_clear_error(
-        project: Path, thrift_port: int, materialized: str) -> None:
-    name = f"clustered_{materialized}"
+CLUSTERED_SQL = """
+select id,
+       concat('CITY', lpad(cast(pmod(hash(id, 1), 50) as string), 3, '0')) as city,
+       cast(pmod(hash(id, 2), 1000) as int) as brand,
+       date_add(date'2024-01-01', cast(pmod(hash(id, 3), 365) as int)) as day,
+       case when id % 97 = 0 then null else cast(pmod(hash(id, 4), 1000) as double) / 10
+       end as price
+from range(4000)
+"""
+POINT_QUERIES = ("city = 'CITY007'", "brand = 42", "day = date'2024-03-01'")
+
+
+def _file_keys(properties: dict[str, str], path: str) -> list[int]:
+    """The keys of a data file's rows, in file order, by the stored layout's UDF key
+    function (the session's own): the server computed them in SQL."""
+    import pyarrow.parquet as pq
+
+    from dbt.adapters.zspark.clustering import key_input_type
+    from dbt.adapters.zspark.layout_state import StoredLayout
+    from dbt.adapters.zspark.layouts import LAYOUTS, ColumnSpec
+
+    stored = StoredLayout.from_properties(properties)
+    assert stored is not None
+    specs = [ColumnSpec(c, key_input_type(t), b) for c, t, b in
+             zip(stored.columns, stored.column_types, stored.boundaries, strict=True)]
+    function = LAYOUTS[stored.config_key].key_function(specs, stored.curve_method,
+                                                       stored.boundary_count)
+    frame = pq.read_table(path.removeprefix("file:")).to_pandas()
+    return [int(k) for k in function(*(frame[c] for c in stored.columns))]
+
+
+def test_a_clustered_table_builds_over_thrift_with_keys_and_index_in_sql(
+        project: Path, thrift_port: int) -> None:
+    """No Python on the server: the keys, the write and the index are SQL. Rows are the
+    model's, every file is sorted by the UDF key and the files' key ranges are disjoint,
+    the index holds each file's exact bounds, and point queries through `zspark_scan`
+    return the plain filter's rows from at most half the files (64 files of a
+    three-column curve: about a quarter hold a value); skip_coverage passes."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    name = "thrift_clustered"
+    models = project / "models"
+    (models / f"{name}.sql").write_text(
+        "{{ config(materialized='table', hilbert_by=['city', 'brand', 'day'], file_count=64) }}"
+        + CLUSTERED_SQL)
+    for i, predicate in enumerate(POINT_QUERIES):
+        (models / f"{name}_scan{i}.sql").write_text(
+            f"{{{{ config(materialized='table') }}}}\n"
+            f"select * from {{{{ zspark_scan(ref('{name}'), \"{predicate}\") }}}} t\n")
+    (models / f"{name}.yml").write_text(textwrap.dedent(f"""
+        version: 2
+        models:
+          - name: {name}
+            data_tests:
+              - skip_coverage: {{predicates: {list(POINT_QUERIES)}, min_skip_ratio: 0.3}}
+    """))
+    output = " ".join(_dbt(project, "run", "-s", f"{name}*").split())
+    assert "keys in Spark SQL: no Python on the server" in output
+    assert "index built by SQL (no Python on the server): bounds per file, row groups not " \
+           "indexed" in output
+    assert "city depth" in output  # the layout's health, from the index over thrift
+
+    table = f"{SCHEMA}.{name}"
+    assert sorted(_sql(thrift_port, f"select * from {table}")) == \
+        sorted(_sql(thrift_port, CLUSTERED_SQL))
+    properties = {str(k): str(v) for k, v in _sql(thrift_port, f"show tblproperties {table}")}
+    files = sorted(str(r[0]) for r in
+                   _sql(thrift_port, f"select distinct _metadata.file_path from {table}"))
+    assert len(files) == 64
+    ranges = []
+    for path in files:
+        keys = _file_keys(properties, path)
+        assert keys == sorted(keys), path
+        ranges.append((keys[0], keys[-1]))
+    ranges.sort()
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(ranges))
+
+    index = {str(r[0]): r[1:] for r in _sql(
+        thrift_port, f"select file_path, row_group, row_count, city__min, city__max, "
+                     f"brand__min, brand__max, price__min, price__max, price__nulls "
+                     f"from {table}__zindex")}
+    assert sorted(index) == files
+    for path in files:
+        data = pq.read_table(path.removeprefix("file:"))
+        bounds = [pc.min_max(data[c]).as_py() for c in ("city", "brand", "price")]
+        assert index[path] == (None, data.num_rows,
+                               bounds[0]["min"], bounds[0]["max"], bounds[1]["min"],
+                               bounds[1]["max"], bounds[2]["min"], bounds[2]["max"],
+                               data["price"].null_count), path
+
+    for i, predicate in enumerate(POINT_QUERIES):
+        plain = sorted(_sql(thrift_port, f"select * from {table} where {predicate}"))
+        assert plain
+        assert sorted(_sql(thrift_port, f"select * from {SCHEMA}.{name}_scan{i}")) == plain
+        compiled = next(project.glob(f"target/compiled/**/{name}_scan{i}.sql")).read_text()
+        excluded = sum(f"'{path}#" in compiled for path in files)
+        assert excluded >= 32, (predicate, excluded)
+
+    # Partitioned: files cut within each table partition, the cut points typed literals.
+    parted = f"{name}_parted"
+    (models / f"{parted}.sql").write_text(
+        "{{ config(materialized='table', hilbert_by=['city', 'brand'], file_count=12, "
+        "partition_by=['day']) }}"
+        f"select * from ({CLUSTERED_SQL}) where day < date'2024-01-04'")
+    _dbt(project, "run", "-s", parted)
+    listed = "id, city, brand, day, price"  # a partition column comes last in the table
+    assert sorted(_sql(thrift_port, f"select {listed} from {SCHEMA}.{parted}")) == sorted(
+        _sql(thrift_port, f"select * from ({CLUSTERED_SQL}) where day < date'2024-01-04'"))
+    parted_properties = {str(k): str(v) for k, v in
+                         _sql(thrift_port, f"show tblproperties {SCHEMA}.{parted}")}
+    parted_files = sorted(str(r[0]) for r in _sql(
+        thrift_port, f"select distinct _metadata.file_path from {SCHEMA}.{parted}"))
+    assert all("/day=2024-01-0" in path for path in parted_files)
+    for path in parted_files:
+        keys = _file_keys(parted_properties, path)
+        assert keys == sorted(keys), path
+    assert sorted(str(r[0]) for r in _sql(
+        thrift_port, f"select file_path from {SCHEMA}.{parted}__zindex")) == parted_files
+
+    tested = " ".join(_dbt(project, "test", "-s", name).split())
+    assert "skip_coverage" in tested
+    assert "PASS=1" in tested
+
+
+@pytest.mark.parametrize("case", ["incremental", "direct"])
+def test_what_clustering_cannot_do_over_thrift_stops_before_writing_with_a_clear_error(
+        project: Path, thrift_port: int, case: str) -> None:
+    name = f"clustered_{case}"
+    config = ("materialized='incremental', hilbert_by=['id', 'city']" if case == "incremental"
+              else "materialized='table', zorder_by=['id', 'city'], curve_method='direct'")
     (project / "models" / f"{name}.sql").write_text(
-        f"{{{{ config(materialized='{materialized}', hilbert_by=['id', 'city']) }}}}\n"
-        f"select * from {{{{ source('zt', 'events') }}}}\n")
+        f"{{{{ config({config}) }}}}\nselect * from {{{{ source('zt', 'events') }}}}\n")
     try:
         output = _dbt(project, "run", "-s", name, expect_pass=False)
     finally:
         (project / "models" / f"{name}.sql").unlink()
-    assert (f"Model '{name}': clustering (zorder_by / hilbert_by / linear_by) runs Python "
-            f"(curve-key UDFs, footer reads) inside Spark and needs `method: session`; this "
-            f"profile uses `method: thrift`.") in " ".join(output.split())
+    expected = {
+        "incremental": f"Model '{name}': a clustered incremental model keys and re-clusters "
+                       f"its runs with Python inside Spark and needs `method: session`; this "
+                       f"profile uses `method: thrift`, where clustered `table` models work.",
+        "direct": f"Model '{name}': config 'curve_method' is 'direct', which computes keys in "
+                  f"Python; `method: thrift` runs no Python in Spark. Allowed there: "
+                  f"'boundary'.",
+    }[case]
+    assert expected in " ".join(output.split())
     tables = {row[1] for row in _sql(thrift_port, f"show tables in {SCHEMA}")}
     assert not {t for t in tables if t.startswith(name)}
 

@@ -79,6 +79,39 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
     def _is_session(self) -> bool:
         return bool(self.config.credentials.method == SparkConnectionMethod.SESSION)
 
+    def _fetch(self, sql: str) -> list[tuple[Any, ...]]:
+        """A query's rows as the connection returns them (no type guessing)."""
+        _, cursor = self.connections.add_query(sql, auto_begin=False)
+        return [tuple(row) for row in cursor.fetchall() or []]
+
+    def _described(self, sql: str) -> dict[str, str]:
+        """Column name -> Spark type of a ``DESCRIBE`` statement's column section."""
+        described: dict[str, str] = {}
+        for name, spark_type, *_ in self._fetch(sql):
+            if not name or str(name).startswith("#"):
+                break
+            described[str(name)] = str(spark_type)
+        return described
+
+    def _server_cores(self) -> int:
+        """The parallelism a server's shuffles are sized to: its default parallelism, the
+        N of a ``local[N]`` master, else a quarter of its shuffle partitions."""
+        import re
+
+        from dbt.adapters.zspark.partitioning import PARTITIONS_PER_CORE
+
+        def setting(key: str) -> str:
+            rows = self._fetch(f"set {key}")
+            return str(rows[0][1]) if rows else ""
+
+        local = re.fullmatch(r"local\[(\d+)(,\d+)?\]", setting("spark.master"))
+        for value, share in ((setting("spark.default.parallelism"), 1),
+                             (local.group(1) if local else "", 1),
+                             (setting("spark.sql.shuffle.partitions"), PARTITIONS_PER_CORE)):
+            if value.isdigit():
+                return max(1, int(value) // share)
+        return 1
+
     def _spark(self, model: str, what: str) -> Any:
         if not self._is_session():
             raise DbtRuntimeError(
@@ -116,18 +149,32 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
             return spread_sql(sql, int(file_count))
 
         from dbt.adapters.zspark.clustering import model_schema, prepare_build
+        from dbt.adapters.zspark.sql_build import prepare_sql_build
 
-        spark = self._spark(model, "clustering (zorder_by / hilbert_by / linear_by)")
+        spark = self._spark(model, "clustering") if self._is_session() else None
+        schema = model_schema(spark, sql) if spark is not None else self._described(
+            f"describe query {sql}")
         try:
-            plan = plan_clustering(model, config, model_schema(spark, sql), "table")
+            plan = plan_clustering(model, config, schema, "table")
         except ClusteringConfigError as error:
             raise DbtRuntimeError(str(error)) from error
         assert plan is not None
+        if spark is None and plan.curve_method != "boundary":
+            raise DbtRuntimeError(
+                f"Model '{model}': config 'curve_method' is '{plan.curve_method}', which "
+                f"computes keys in Python; `method: {self.config.credentials.method}` runs "
+                f"no Python in Spark. Allowed there: 'boundary'.")
         logger.info(
             f"zspark: {model}: {plan.layout.name} layout on {', '.join(plan.columns)} "
             f"({plan.curve_method}, boundary_count={plan.boundary_count}); sampling input"
+            + ("" if spark is not None else " (keys in Spark SQL: no Python on the server)")
         )
-        prepared = prepare_build(spark, plan, sql)
+        if spark is not None:
+            prepared = prepare_build(spark, plan, sql)
+        else:
+            prepared = prepare_sql_build(self._fetch, plan, sql, list(schema),
+                                         {k.lower(): v for k, v in schema.items()},
+                                         self._server_cores())
         self._keep(relation, plan, prepared, new_layout=True)
         assert prepared.layout is not None
         self._layout_properties[plan.model] = prepared.layout.to_properties()
@@ -205,10 +252,49 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         """Build ``<table>__zindex`` from the table's Parquet footers and log the layout."""
         from dbt.adapters.zspark.index import build_index
 
-        spark = self._spark(relation.identifier, "the file-stats index")
         index = self._index_relation(relation)
+        if not self._is_session():
+            summary = self._write_sql_index(relation, index, clustering, configured)
+            return self._log_index(None, relation, index, summary)
+        spark = self._spark(relation.identifier, "the file-stats index")
         summary = build_index(spark, str(relation), str(index), clustering or (), configured)
         return self._log_index(spark, relation, index, summary)
+
+    def _write_sql_index(self, relation: Any, index: Any, clustering: list[str] | None,
+                         configured: list[str] | None) -> Any:
+        """(Re)write ``index`` by one SQL aggregation over ``relation`` (``sql_index.py``):
+        per file bounds, no row groups."""
+        from dbt.adapters.zspark.index import index_columns
+        from dbt.adapters.zspark.sql_index import described_columns, index_sql
+
+        available = described_columns(list(self._described(f"describe table {relation}")
+                                           .items()))
+        columns = index_columns(available, clustering or (), configured)
+        self.execute(f"drop table if exists {index}")
+        self.execute(f"create table {index} using parquet as select /*+ COALESCE(1) */ * "
+                     f"from ({index_sql(str(relation), columns)}) zspark_index")
+        logger.info(f"zspark: {relation.identifier}: index built by SQL (no Python on the "
+                    f"server): bounds per file, row groups not indexed")
+        return self._sql_index_summary(index)
+
+    def _sql_index_summary(self, index: Any) -> Any:
+        from dbt.adapters.zspark.index import IndexSummary
+
+        files, rows = self._fetch(f"select count(1), coalesce(sum(row_count), 0) from {index} "
+                                  f"where row_group is null")[0]
+        columns = [c.removesuffix("__min") for c in self._described(f"describe table {index}")
+                   if c.endswith("__min")]
+        return IndexSummary(str(index), int(files), int(rows), columns)
+
+    def _location(self, relation: Any) -> str:
+        """A table's location in the form of its files' paths (``file:/...``)."""
+        from dbt.adapters.zspark.stats import spark_path
+
+        rows = self._fetch(f"describe table extended {relation}")
+        location = next((str(r[1]) for r in rows if r[0] == "Location"), "")
+        if not location:
+            raise DbtRuntimeError(f"zspark: no location for {relation}")
+        return spark_path(location).rstrip("/")
 
     @available
     def zspark_stage_index(self, staging: Any, target: Any,
@@ -219,6 +305,17 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         were. The rows wait in the executors' memory until :meth:`zspark_publish_index`."""
         from dbt.adapters.zspark.index import read_index, table_location
 
+        if not self._is_session():
+            # Written as a table of its own: a thrift session holds nothing between calls.
+            self._lap(target, "write")
+            staged = self._index_relation(staging)
+            self._write_sql_index(staging, staged, clustering, configured)
+            if clustering:
+                files = [str(r[0]) for r in self._fetch(f"select file_path from {staged}")]
+                self.execute(set_properties_sql(str(staging), clustered_writes_property(files)))
+            self._staged[str(staging).lower()] = (None, self._location(staging))
+            self._lap(target, "index")
+            return
         spark = self._spark(staging.identifier, "the file-stats index")
         self._lap(target, "write")
         rows = read_index(spark, str(staging), clustering or (), configured)
@@ -239,9 +336,12 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         staged rows be gone, the footers are read again."""
         from dbt.adapters.zspark.index import build_index, relocate_index
 
-        spark = self._spark(target.identifier, "the file-stats index")
         index = self._index_relation(target)
         rows, location = self._staged.pop(str(staging).lower())
+        if not self._is_session():
+            return self._publish_sql_index(staging, target, index, location, clustering,
+                                           configured)
+        spark = self._spark(target.identifier, "the file-stats index")
         summary = None
         try:
             summary = relocate_index(spark, rows, str(index), str(target), location)
@@ -258,6 +358,28 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
             summary = build_index(spark, str(target), str(index), clustering or (), configured)
         self._lap(target, "index")
         return self._log_index(spark, target, index, summary)
+
+    def _publish_sql_index(self, staging: Any, target: Any, index: Any, staged_at: str,
+                           clustering: list[str] | None,
+                           configured: list[str] | None) -> dict[str, Any]:
+        """Thrift: the staged index's rows, their paths moved to the table, become the
+        table's index; should they not list exactly the table's files, it is built again."""
+        from dbt.adapters.zspark.sql_index import relocated_sql, unmatched_files_sql
+
+        staged = self._index_relation(staging)
+        columns = list(self._described(f"describe table {staged}"))
+        self.execute(f"drop table if exists {index}")
+        self.execute(f"create table {index} using parquet as "
+                     f"{relocated_sql(str(staged), columns, staged_at, self._location(target))}")
+        self.execute(f"drop table if exists {staged}")
+        if any(int(r[0]) for r in self._fetch(unmatched_files_sql(str(index), str(target)))):
+            logger.warning(f"zspark: {target.identifier}: staged index does not match the "
+                           f"table's files after the swap; indexing again")
+            summary = self._write_sql_index(target, index, clustering, configured)
+        else:
+            summary = self._sql_index_summary(index)
+        self._lap(target, "index")
+        return self._log_index(None, target, index, summary)
 
     def _log_index(self, spark: Any, relation: Any, index: Any,
                    summary: Any) -> dict[str, Any]:
@@ -287,7 +409,7 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         """Depth and overlaps per clustering column from the index, probed with a sample of
         the rows, against a rebuild estimated from the same sample; and the index's files
         (path, rows and each column's bounds as ``<column>.min`` / ``<column>.max``)."""
-        from dbt.adapters.zspark.clustering import key_input_sql
+        from dbt.adapters.zspark.clustering import key_input_sql, key_input_type
         from dbt.adapters.zspark.health import layout_health, rebuild_bounds
         from dbt.adapters.zspark.layout_state import pending_rows
         from dbt.adapters.zspark.pruning import stat_column
@@ -296,8 +418,10 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         picked = ", ".join(
             f"{key_input_sql(quote(stat_column(c, s)), t)} as {quote(f'{c}.{s}')}"
             for c, t in typed for s in ("min", "max"))
-        files = spark.sql(f"select file_path, row_count, {picked} from {index} "
-                          f"where row_group is null and row_count > 0").toPandas()
+        query = (f"select file_path, row_count, {picked} from {index} "
+                 f"where row_group is null and row_count > 0")
+        files = spark.sql(query).toPandas() if spark is not None else self._frame(query, {
+            f"{c}.{s}": key_input_type(t) for c, t in typed for s in ("min", "max")})
         bounds = {c: files[[f"{c}.min", f"{c}.max"]].set_axis(["min", "max"], axis=1)
                   for c in sample.columns}
         rebuilt = rebuild_bounds(sample.rows, sample.partitions, np.asarray(sample.keys),
@@ -307,6 +431,22 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
                                self._table_properties(relation))
         health = layout_health(bounds, sample.rows.head(PROBES), rebuilt, sum(rows), pending)
         return health, files
+
+    def _frame(self, sql: str, types: dict[str, str]) -> Any:
+        """A query's rows as a pandas frame, the columns named in ``types`` in the form a
+        session's ``toPandas`` gives them."""
+        import pandas as pd
+
+        from dbt.adapters.zspark.sql_build import thrift_value
+
+        _, cursor = self.connections.add_query(sql, auto_begin=False)
+        names = [str(d[0]) for d in cursor.description]
+        frame = pd.DataFrame.from_records([tuple(r) for r in cursor.fetchall() or []],
+                                          columns=names)
+        for name, spark_type in types.items():
+            frame[name] = pd.Series([thrift_value(v, spark_type) for v in frame[name]],
+                                    dtype=None if len(frame) else object)
+        return frame
 
     def _table_properties(self, relation: Any) -> dict[str, str]:
         _, table = self.execute(f"show tblproperties {relation}", fetch=True)

@@ -58,11 +58,19 @@ class IncrementalMethods(metaclass=AdapterMeta):
     _table_properties: Callable[[Any], dict[str, str]]
     zspark_execute_write: Callable[[str, str], Any]
     execute: Callable[..., Any]
+    _is_session: Callable[[], bool]
     get_columns_in_relation: Callable[[Any], list[Any]]
 
     @available
     def zspark_check_incremental(self, model: str, file_format: str, strategy: str) -> None:
-        """Clustered incremental models write Parquet with append or insert_overwrite."""
+        """Clustered incremental models write Parquet with append or insert_overwrite, and
+        run Python inside Spark (a session)."""
+        if not self._is_session():
+            method = self.config.credentials.method
+            raise DbtRuntimeError(
+                f"Model '{model}': a clustered incremental model keys and re-clusters its "
+                f"runs with Python inside Spark and needs `method: session`; this profile "
+                f"uses `method: {method}`, where clustered `table` models work.")
         if file_format != "parquet":
             raise DbtRuntimeError(
                 f"Model '{model}': config 'file_format' is '{file_format}' on a clustered "

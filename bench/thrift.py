@@ -1,0 +1,123 @@
+"""Clustering over thrift beside the session: seed 002's Hilbert model built by `dbt run`
+in an embedded session (UDF keys, footer index) and through a Spark Thrift Server (keys and
+index in Spark SQL, no Python on the server), on the same generated rows.
+
+    python -m bench.thrift --rows 2000000 --files 1000      # writes BENCHMARKS-thrift.json
+
+Both builds share one warehouse and metastore: the server runs while the session does not
+(derby lets one process in at a time). Skip shares per clustering column come from each
+table's Parquet footers (values sampled from the source); seed 002's point queries run
+plain and through `zspark_scan` (compiled over thrift) in a Python session afterwards,
+which counts the files Spark opened.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import (
+    CLUSTER_COLUMNS,
+    DEFAULT_SESSION_DIR,
+    REPO,
+    SEED_LITERALS,
+    TARGET_SCHEMA,
+    Progress,
+    data_files,
+    generate_in_subprocess,
+    model_name,
+    model_times,
+    query_session,
+    run_dbt,
+    seed_query,
+    session_env,
+    source_files,
+    table_dir,
+)
+from bench.footers import sample_values
+from bench.measure import footer_report, run_query
+from bench.run import compiled_queries
+from bench.servers import thrift_server
+
+THRIFT_SCHEMA = "zspark_thrift"
+MODEL = model_name("hilbert")
+
+
+def server_conf(session_dir: Path) -> dict[str, str]:
+    """The Thrift server on the session's warehouse and metastore, with its settings."""
+    from dbt.adapters.zspark.connections import session_defaults
+
+    return {key: value for key, value in session_defaults(str(session_dir)).items()
+            if key != "spark.ui.showConsoleProgress"}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=2_000_000)
+    parser.add_argument("--files", type=int, default=1000)
+    parser.add_argument("--probes", type=int, default=200)
+    parser.add_argument("--session-dir", type=Path, default=DEFAULT_SESSION_DIR)
+    parser.add_argument("--out", type=Path, default=REPO / "BENCHMARKS-thrift.json")
+    args = parser.parse_args(argv)
+    session_dir = args.session_dir.resolve()
+    variables = {"file_count": args.files}
+    log = Progress()
+    results: dict[str, Any] = {"config": {"rows": args.rows, "files": args.files}}
+
+    generate_in_subprocess(args.rows, "uniform", session_dir, log)
+    run_dbt(["run", "-s", MODEL], session_dir, log, variables)
+    seconds = {"session": model_times()[MODEL]}
+    with thrift_server(session_dir / "thrift", server_conf(session_dir),
+                       session_env(session_dir), driver_memory="6g") as port:
+        over_thrift = {"ZSPARK_SCHEMA": THRIFT_SCHEMA, "ZSPARK_THRIFT_PORT": str(port)}
+        started = time.monotonic()
+        run_dbt(["run", "-s", MODEL, "--target", "thrift"], session_dir, log, variables,
+                env=over_thrift)
+        seconds["thrift"] = model_times()[MODEL]
+        log(f"thrift build {seconds['thrift']:.1f} s (dbt {time.monotonic() - started:.1f} s)")
+        run_dbt(["compile", "-s", "seed002_queries", "--target", "thrift"], session_dir, log,
+                variables, env=over_thrift)
+        scans = {column: sql for (model, column), sql in compiled_queries().items()
+                 if model == MODEL}
+
+    sources = source_files(session_dir)
+    probes = sample_values(sources, CLUSTER_COLUMNS, args.probes)
+    builds: dict[str, Any] = {}
+    for method, schema in (("session", TARGET_SCHEMA), ("thrift", THRIFT_SCHEMA)):
+        footer = footer_report(data_files(table_dir(session_dir, schema, MODEL)),
+                               CLUSTER_COLUMNS, probes, SEED_LITERALS)
+        builds[method] = {"seconds": seconds[method], "files": footer["files"],
+                          "rows": footer["rows"], "skip": footer["skip_sampled"],
+                          "rows_max_over_mean": footer["rows_max_over_mean"]}
+        log(f"{method}: {footer['files']} files, skip " + ", ".join(
+            f"{c} {100 * s:.1f}%" for c, s in footer["skip_sampled"].items()))
+
+    queries: dict[str, Any] = {}
+    with query_session(session_dir, "zspark-bench-thrift", []) as spark:
+        table = f"{THRIFT_SCHEMA}.{MODEL}"
+        files = len(spark.table(table).inputFiles())
+        for column in CLUSTER_COLUMNS:
+            plain = run_query(spark, seed_query(table, column))
+            scan = run_query(spark, scans[column])
+            queries[column] = {"files": files, "plain_files_read": plain.files_read,
+                               "scan_files_read": scan.files_read,
+                               "same_result": sorted(plain.result) == sorted(scan.result)}
+            log(f"thrift {column}: zspark_scan opened {scan.files_read} of {files} files "
+                f"({100 * scan.files_read / files:.1f}%), plain {plain.files_read}; "
+                f"rows {'equal' if queries[column]['same_result'] else 'DIFFER'}")
+    results["builds"], results["queries"] = builds, queries
+    gaps = {c: 100 * (builds["session"]["skip"][c] - builds["thrift"]["skip"][c])
+            for c in CLUSTER_COLUMNS}
+    results["skip_gap_points"] = gaps
+    log("skip gap, session minus thrift (points): "
+        + ", ".join(f"{c} {g:+.2f}" for c, g in gaps.items()))
+    args.out.write_text(json.dumps(results, indent=1))
+    log(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

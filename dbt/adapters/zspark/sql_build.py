@@ -1,0 +1,205 @@
+"""The clustered table build in Spark SQL alone, for servers that run no Python (thrift).
+
+The plan is the one of ``clustering.py``: sample the key inputs, take the boundaries and
+the sample's keys in the dbt process, then write the rows keyed in SQL (``sql_keys.py``,
+equal to the UDF keys bit for bit), each sent to the shuffle partition that owns its key
+range and sorted there, cut into files by row count (a session setting around the write).
+
+What SQL changes: the row count is a query of its own, so the model's SQL runs three times
+(count, sample, write) rather than two; and SQL cannot send a row to a partition by number,
+so each owner is sent as a small int whose hash lands in that very partition (found by one
+query over ``range``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from collections.abc import Callable, Sequence
+from decimal import Decimal
+from typing import Any
+
+import pandas as pd
+
+from dbt.adapters.zspark import curves
+from dbt.adapters.zspark.clustering import (
+    KEY_COLUMN,
+    MIN_SAMPLE_ROWS,
+    SAMPLE_ROWS_PER_BOUNDARY,
+    SAMPLE_SEED,
+    PreparedBuild,
+    _key_inputs,
+    _python_value,
+    _sort_position,
+    key_input_type,
+    part_column,
+)
+from dbt.adapters.zspark.layout_state import StoredLayout
+from dbt.adapters.zspark.layouts import ColumnSpec
+from dbt.adapters.zspark.partitioning import FileSpread, shuffle_partitions, spread_files
+from dbt.adapters.zspark.planning import ClusteringPlan, normalize_type
+from dbt.adapters.zspark.sql_keys import keyed_sql
+from dbt.adapters.zspark.sqltext import quote, sql_string
+
+#: Runs one query on the server and returns its rows as Python values.
+Fetch = Callable[[str], list[tuple[Any, ...]]]
+
+#: Column name of the int whose hash sends a row to its shuffle partition.
+BUCKET_COLUMN = "__zspark_bucket"
+_SIZE_UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "PiB": 2**50,
+               "EiB": 2**60}
+
+
+def thrift_value(value: Any, spark_type: str) -> Any:
+    """A value as the server sends it (dates and decimals as text) in the form a Spark
+    session's ``toPandas`` gives it, which the key functions expect."""
+    if value is None:
+        return None
+    family = normalize_type(spark_type)
+    if family == "date" and isinstance(value, str):
+        return dt.date.fromisoformat(value)
+    if family == "decimal" and not isinstance(value, Decimal):
+        return Decimal(str(value))
+    if family in ("timestamp", "timestamp_ntz") and isinstance(value, str):
+        return pd.Timestamp(value)
+    return value
+
+
+def input_bytes(fetch: Fetch, sql: str) -> int:
+    """Spark's size estimate of a query's output, from ``EXPLAIN COST``."""
+    plan = "\n".join(str(row[0]) for row in fetch(f"explain cost {sql}"))
+    found = re.search(r"sizeInBytes=([\d.]+)\s*(B|KiB|MiB|GiB|TiB|PiB|EiB)", plan)
+    return 0 if found is None else int(float(found.group(1)) * _SIZE_UNITS[found.group(2)])
+
+
+def facts_sql(sql: str, partition_by: Sequence[str]) -> str:
+    """The row count of ``sql`` and the table partitions its rows fall in (as strings)."""
+    measures = ["count(1)"]
+    if partition_by:
+        values = ", ".join(f"cast({quote(p)} as string)" for p in partition_by)
+        measures.append(f"collect_set(array({values}))")
+    return f"select {', '.join(measures)} from (\n{sql}\n) zspark_source"
+
+
+def sample_sql(sql: str, plan: ClusteringPlan, wanted: int) -> str:
+    """A uniform sample of ``wanted`` rows: the key inputs and table partition values of
+    the rows with the smallest random draw (Spark keeps a top-k per task, no full sort)."""
+    picked = [f"{value} as {quote(c)}"
+              for c, value in zip(plan.columns, _key_inputs(plan), strict=True)]
+    picked += [f"{quote(p)} as {quote(part_column(i))}" for i, p in enumerate(plan.partition_by)]
+    return (f"select {', '.join(picked)} from (\n{sql}\n) zspark_source "
+            f"order by rand({SAMPLE_SEED}) limit {wanted}")
+
+
+def sample_frame(plan: ClusteringPlan, part_types: Sequence[str],
+                 rows: list[tuple[Any, ...]]) -> pd.DataFrame:
+    """The sample rows as the frame a session's ``toPandas`` makes of them (table partition
+    values typed too: their order places the cut points)."""
+    names = [*plan.columns, *(part_column(i) for i in range(len(plan.partition_by)))]
+    types = [*(key_input_type(t) for t in plan.column_types), *part_types]
+    return pd.DataFrame({name: pd.Series([thrift_value(row[i], types[i]) for row in rows],
+                                         dtype=None if rows else object)
+                         for i, name in enumerate(names)})
+
+
+def bucket_probe_sql(partitions: int) -> str:
+    """For each shuffle partition ``j`` of ``partitions``, a small int Spark hashes into it
+    (hash partitioning is ``pmod(hash(value), partitions)``)."""
+    return (f"select pmod(hash(v), {partitions}) as j, min(v) from "
+            f"(select cast(id as int) as v from range({64 * partitions})) "
+            f"group by pmod(hash(v), {partitions})")
+
+
+def bucket_values(rows: list[tuple[Any, ...]], partitions: int) -> list[int]:
+    found = {int(j): int(v) for j, v in rows}
+    missing = [j for j in range(partitions) if j not in found]
+    if missing:
+        raise RuntimeError(f"no int hashes into shuffle partitions {missing[:5]}")
+    return [found[j] for j in range(partitions)]
+
+
+def _literal(value: Any, spark_type: str) -> str:
+    """A sampled value as a SQL literal of ``spark_type`` (numbers, text, dates and times
+    go through their text, which Spark casts back exactly)."""
+    value = _python_value(value)
+    if value is None:
+        return f"cast(null as {spark_type})"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return f"cast({value} as {spark_type})"
+    return f"cast({sql_string(repr(value) if isinstance(value, float) else str(value))} " \
+           f"as {spark_type})"
+
+
+def owner_sql(spread: FileSpread, key_sql: str, key_type: str,
+              parts: Sequence[tuple[str, str]]) -> str:
+    """The shuffle partition of a row in SQL: how many cut points sit at or below its
+    (table partition values, key) in Spark's order (``clustering._owner``)."""
+    if not spread.cuts:
+        return "0"
+
+    def position(values: Sequence[str], key: str) -> str:
+        fields = [*(f"'p{i}', {v}" for i, v in enumerate(values)), f"'k', {key}"]
+        return f"named_struct({', '.join(fields)})"
+
+    row = position([quote(name) for name, _ in parts], key_sql)
+    cuts = [position([_literal(v[1], t) for v, (_, t) in zip(cut[:-1], parts, strict=True)],
+                     _literal(cut[-1], key_type)) for cut in spread.cuts]
+    return f"size(filter(array({', '.join(cuts)}), c -> c <= {row}))"
+
+
+def prepare_sql_build(fetch: Fetch, plan: ClusteringPlan, sql: str, output: Sequence[str],
+                      schema: dict[str, str], cores: int) -> PreparedBuild:
+    """Sample ``sql`` through queries and return the SELECT that writes it clustered.
+
+    ``output`` are the model's columns in order, ``schema`` their Spark types (lower-case
+    names), ``cores`` the parallelism the shuffle partitions are sized to.
+    """
+    import time
+
+    started = time.perf_counter()
+    facts = fetch(facts_sql(sql, plan.partition_by))[0]
+    rows = int(facts[0])
+    wanted = max(MIN_SAMPLE_ROWS, SAMPLE_ROWS_PER_BOUNDARY * plan.boundary_count)
+    parts = [(p, schema[p.lower()]) for p in plan.partition_by]
+    sample = sample_frame(plan, [t for _, t in parts], fetch(sample_sql(sql, plan, wanted)))
+    size = input_bytes(fetch, sql)
+    file_count = plan.resolve_file_count(size)
+
+    boundaries = [curves.sample_boundaries(sample[name], plan.boundary_count)
+                  for name in plan.columns]
+    specs = [ColumnSpec(name, key_input_type(spark_type), column_boundaries)
+             for name, spark_type, column_boundaries
+             in zip(plan.columns, plan.column_types, boundaries, strict=True)]
+    function = plan.layout.key_function(specs, plan.curve_method, plan.boundary_count)
+    sample_keys = function(*(sample[c] for c in plan.columns)).tolist() if len(sample) else []
+
+    positions = [(*(_sort_position(v) for v in values), k) for values, k in zip(
+        zip(*(sample[part_column(i)] for i in range(len(parts))), strict=True),
+        sample_keys, strict=True)] if parts else [(k,) for k in sample_keys]
+    spread = spread_files(positions, rows, file_count,
+                          shuffle_partitions(file_count, cores, size))
+    key_type = plan.layout.key_type(plan.curve_method)
+    key = quote(KEY_COLUMN)
+    owner = owner_sql(spread, key, key_type, parts)
+    buckets = bucket_values(fetch(bucket_probe_sql(spread.partitions)), spread.partitions)
+    keyed = keyed_sql(plan.layout.name, specs, _key_inputs(plan), plan.boundary_count, sql,
+                      KEY_COLUMN)
+    order = [*(quote(p) for p in plan.partition_by), key,
+             *(quote(c) for c in plan.columns if plan.layout.sorts_by_columns)]
+    select_sql = (
+        f"select {', '.join(quote(c) for c in output)} from (\n"
+        f"select /*+ REPARTITION({spread.partitions}, {quote(BUCKET_COLUMN)}) */ *, "
+        f"element_at(array({', '.join(map(str, buckets))}), {owner} + 1) "
+        f"as {quote(BUCKET_COLUMN)} from (\n{keyed}\n) zspark_keyed\n"
+        f") zspark_bucketed sort by {', '.join(order)}")
+    layout = StoredLayout.of_build(plan, boundaries, rows=rows, files=file_count,
+                                   rows_per_file=spread.rows_per_file
+                                   or math.ceil(rows / file_count))
+    return PreparedBuild(select_sql=select_sql, file_count=file_count, input_rows=rows,
+                         sample=sample, spread=spread,
+                         sample_seconds=time.perf_counter() - started, layout=layout,
+                         sample_keys=sample_keys,
+                         sample_partitions=[part_column(i) for i in range(len(parts))])
