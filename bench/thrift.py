@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
+import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +57,17 @@ def server_conf(session_dir: Path) -> dict[str, str]:
             if key != "spark.ui.showConsoleProgress"}
 
 
+def build_steps(output: Sequence[str]) -> dict[str, float]:
+    """Seconds of each step of the build, from the adapter's log line."""
+    for line in reversed(output):
+        found = re.search(r"seconds: (sample [\d.]+, write [\d.]+, index [\d.]+, log [\d.]+)",
+                          line)
+        if found:
+            return {step: float(value) for step, value in
+                    (part.split() for part in found.group(1).split(", "))}
+    return {}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -66,17 +80,20 @@ def main(argv: list[str] | None = None) -> None:
     session_dir = args.session_dir.resolve()
     variables = {"file_count": args.files}
     log = Progress()
-    results: dict[str, Any] = {"config": {"rows": args.rows, "files": args.files}}
+    results: dict[str, Any] = {"config": {"rows": args.rows, "files": args.files},
+                               "command": "python -m bench.thrift " + " ".join(
+                                   sys.argv[1:] if argv is None else argv)}
+    output: dict[str, list[str]] = {"session": [], "thrift": []}
 
     generate_in_subprocess(args.rows, "uniform", session_dir, log)
-    run_dbt(["run", "-s", MODEL], session_dir, log, variables)
+    run_dbt(["run", "-s", MODEL], session_dir, log, variables, lines=output["session"])
     seconds = {"session": model_times()[MODEL]}
     with thrift_server(session_dir / "thrift", server_conf(session_dir),
                        session_env(session_dir), driver_memory="6g") as port:
         over_thrift = {"ZSPARK_SCHEMA": THRIFT_SCHEMA, "ZSPARK_THRIFT_PORT": str(port)}
         started = time.monotonic()
         run_dbt(["run", "-s", MODEL, "--target", "thrift"], session_dir, log, variables,
-                env=over_thrift)
+                env=over_thrift, lines=output["thrift"])
         seconds["thrift"] = model_times()[MODEL]
         log(f"thrift build {seconds['thrift']:.1f} s (dbt {time.monotonic() - started:.1f} s)")
         run_dbt(["compile", "-s", "seed002_queries", "--target", "thrift"], session_dir, log,
@@ -90,7 +107,8 @@ def main(argv: list[str] | None = None) -> None:
     for method, schema in (("session", TARGET_SCHEMA), ("thrift", THRIFT_SCHEMA)):
         footer = footer_report(data_files(table_dir(session_dir, schema, MODEL)),
                                CLUSTER_COLUMNS, probes, SEED_LITERALS)
-        builds[method] = {"seconds": seconds[method], "files": footer["files"],
+        builds[method] = {"seconds": seconds[method], "steps": build_steps(output[method]),
+                          "files": footer["files"],
                           "rows": footer["rows"], "skip": footer["skip_sampled"],
                           "rows_max_over_mean": footer["rows_max_over_mean"]}
         log(f"{method}: {footer['files']} files, skip " + ", ".join(
