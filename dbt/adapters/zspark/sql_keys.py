@@ -115,28 +115,36 @@ def _interleave(ranks: Sequence[str], bits: int) -> str:
 
 def _hilbert(ranks: Sequence[str], bits: int) -> str:
     """``curves.hilbert_index``: Skilling's AxestoTranspose over the ranks, interleaved, in
-    one expression: an ``aggregate`` over the (bit level, dimension) steps with the ranks
-    as an array, and ``transform(array(e), x -> ...)[0]`` to bind a result once (SQL has
-    no ``let``). A chain of one projection per step ran twice as fast, but Spark's
+    one expression. The ranks travel packed in one bigint (dimension ``i`` in bits
+    ``i * bits ..``; at most 63 bits in all, so shifts never meet the sign), so each of the
+    (bit level, dimension) steps of an ``aggregate`` is a few operations on a long rather
+    than a new array; ``transform(array(e), x -> ...)[0]`` binds a result once (SQL has no
+    ``let``). A chain of one projection per step would avoid the lambda, but Spark's
     CollapseProject can take minutes merging such a chain when planning it."""
     dims = len(ranks)
-    steps = [f"named_struct('i', {i}, 'level', {level}, 'low', {(1 << level) - 1}L)"
+    packed = " | ".join(f"shiftleft({r}, {i * bits})" for i, r in enumerate(ranks))
+    # Step (level, i): where x[i] has the level's bit, invert x[0]'s low bits; else
+    # exchange the low bits t of x[0] and x[i]: x ^ t * (1 + 2^(i*bits)) flips both slots
+    # at once (t fits below bit i*bits, so the product carries nothing).
+    steps = [f"named_struct('bit', {i * bits + level}, 'at', {i * bits}, "
+             f"'low', {(1 << level) - 1}L, 'both', {1 + (1 << (i * bits))}L)"
              for level in range(bits - 1, 0, -1) for i in range(dims)]
-    # At each step: where x[i] has the level's bit, invert x[0]'s low bits; else exchange
-    # the low bits of x[0] and x[i].
-    undone = f"array({', '.join(ranks)})"
+    undone = packed
     if steps:
-        hit = "(shiftright(x[s.i], s.level) & 1L) = 1L"
-        swap = "((x[0] ^ x[s.i]) & s.low)"
-        undone = (f"aggregate(array({', '.join(steps)}), {undone}, (x, s) -> "
-                  f"transform(x, (v, k) -> case "
-                  f"when k = 0 and {hit} then v ^ s.low "
-                  f"when k = 0 or k = s.i then case when {hit} then v else v ^ {swap} end "
-                  f"else v end))")
-    gray = "transform(u, (v, k) -> aggregate(slice(u, 1, k + 1), 0L, (a, e) -> a ^ e))"
-    last = f"g[{dims - 1}]"
-    fold = " ^ ".join([f"case when ({last} & {1 << q}L) != 0 then {(1 << q) - 1}L else 0L end"
-                       for q in range(bits - 1, 0, -1)] or ["0L"])
-    transposed = [f"(g[{j}] ^ t)" for j in range(dims)]
+        undone = (f"aggregate(array({', '.join(steps)}), {packed}, (x, s) -> "
+                  f"case when (shiftright(x, s.bit) & 1L) = 1L then x ^ s.low "
+                  f"else x ^ ((x ^ shiftright(x, s.at)) & s.low) * s.both end)")
+    # Gray encode: slot i becomes the XOR of slots 0..i.
+    mask = (1 << (dims * bits)) - 1
+    gray = " ^ ".join(["u", *(f"shiftleft(u, {j * bits})" for j in range(1, dims))])
+    gray = f"({gray}) & {mask}L"
+    top = (dims - 1) * bits
+    fold = " ^ ".join([f"case when (shiftright(g, {top + q}) & 1L) = 1L then {(1 << q) - 1}L "
+                       f"else 0L end" for q in range(bits - 1, 0, -1)] or ["0L"])
+    # t applied to every slot, then bit b of slot j goes to b * dims + dims - 1 - j.
+    every_slot = sum(1 << (j * bits) for j in range(dims))
+    interleaved = " | ".join(
+        f"shiftleft(shiftright(v, {j * bits + b}) & 1L, {b * dims + dims - 1 - j})"
+        for b in range(bits) for j in range(dims))
     return (f"transform(array({undone}), u -> transform(array({gray}), g -> "
-            f"transform(array({fold}), t -> {_interleave(transposed, bits)})[0])[0])[0]")
+            f"transform(array(g ^ ({fold}) * {every_slot}L), v -> {interleaved})[0])[0])[0]")
