@@ -311,26 +311,130 @@ def test_a_clustered_table_builds_over_thrift_with_keys_and_index_in_sql(
     assert "PASS=1" in tested
 
 
-@pytest.mark.parametrize("case", ["incremental", "direct"])
+def _check_files_and_index(port: int, table: str) -> dict[str, list[tuple[Any, ...]]]:
+    """Every data file of ``table`` is sorted by the stored layout's key, and its index row
+    holds its exact rows and bounds (pyarrow); returns each file's rows in file order."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    properties = {str(k): str(v) for k, v in _sql(port, f"show tblproperties {table}")}
+    files = sorted(str(r[0]) for r in
+                   _sql(port, f"select distinct _metadata.file_path from {table}"))
+    index = {str(r[0]): r[1:] for r in _sql(
+        port, f"select file_path, row_group, row_count, city__min, city__max, brand__min, "
+              f"brand__max from {table}__zindex")}
+    assert sorted(index) == files
+    contents = {}
+    for path in files:
+        keys = _file_keys(properties, path)
+        assert keys == sorted(keys), path
+        data = pq.read_table(path.removeprefix("file:"))
+        bounds = [pc.min_max(data[c]).as_py() for c in ("city", "brand")]
+        assert index[path] == (None, data.num_rows, bounds[0]["min"], bounds[0]["max"],
+                               bounds[1]["min"], bounds[1]["max"]), path
+        contents[path] = [tuple(r.values()) for r in data.to_pylist()]
+    return contents
+
+
+def test_an_incremental_model_stays_clustered_over_thrift(
+        project: Path, thrift_port: int) -> None:
+    """A clustered incremental model over thrift: its first run builds the base; an append
+    writes narrow pieces keyed with the stored layout (the base's files untouched, the
+    pieces' index rows added by SQL); a larger one merges the pending run with the new
+    rows (the base's files copied by SQL row for row, as runs of their own); a full
+    re-clustering on demand rewrites all. After every step the rows are the source's, and
+    every file is sorted by the key with its exact bounds in the index."""
+    name = "thrift_incremental"
+    table = f"{SCHEMA}.{name}"
+    (project / "models" / f"{name}.sql").write_text(
+        "{{ config(materialized='incremental', hilbert_by=['city', 'brand'], file_count=8) }}"
+        f"select * from ({CLUSTERED_SQL}) where id >= {{{{ var('lo') }}}} "
+        f"and id < {{{{ var('hi') }}}}")
+
+    def run(lo: int, hi: int) -> str:
+        output = _dbt(project, "run", "-s", name, "--vars", f"{{lo: {lo}, hi: {hi}}}")
+        assert sorted(_sql(thrift_port, f"select * from {table}")) == sorted(
+            _sql(thrift_port, f"select * from ({CLUSTERED_SQL}) where id < {hi}"))
+        return " ".join(output.split())
+
+    run(0, 2000)
+    base = _check_files_and_index(thrift_port, table)
+    assert len(base) == 8
+
+    assert f"zspark: {name}: append (4 pieces fit in 18 files)" in run(2000, 2100)
+    appended = _check_files_and_index(thrift_port, table)
+    assert {p: appended[p] for p in base} == base  # the base's files untouched
+    assert 8 < len(appended) <= 12
+
+    merged_log = run(2100, 2400)
+    assert f"zspark: {name}: merge (" in merged_log
+    assert f"rewriting 100 rows of {len(appended) - 8} files" in merged_log
+    merged = _check_files_and_index(thrift_port, table)
+    # The base's files were copied one to one, their rows in the same order.
+    assert sorted(base.values()) == sorted(v for p, v in merged.items()
+                                          if v in base.values())
+    properties = {str(k): str(v) for k, v in _sql(thrift_port, f"show tblproperties {table}")}
+    from dbt.adapters.zspark.layout_state import clustered_writes, write_id
+
+    copies = {write_id(p) for p, v in merged.items() if v in base.values()}
+    assert len(copies) == 1
+    assert clustered_writes(properties) == copies
+    assert not _sql(thrift_port, f"show tables in {SCHEMA} like '{name}__zspark*'")
+
+    _dbt(project, "run-operation", "zspark_recluster", "--args",
+         f"{{relation: {table}, full: true}}")
+    assert sorted(_sql(thrift_port, f"select * from {table}")) == sorted(
+        _sql(thrift_port, f"select * from ({CLUSTERED_SQL}) where id < 2400"))
+    rebuilt = _check_files_and_index(thrift_port, table)
+    properties = {str(k): str(v) for k, v in _sql(thrift_port, f"show tblproperties {table}")}
+    assert clustered_writes(properties) == {write_id(p) for p in rebuilt}
+    assert len(rebuilt) == 10  # 2400 rows at the table's 250 rows per file
+
+
+def test_insert_overwrite_replaces_partitions_and_their_index_rows_over_thrift(
+        project: Path, thrift_port: int) -> None:
+    """insert_overwrite of a partitioned clustered model over thrift: the partitions the
+    new rows fall in are replaced, the others keep their files; the index drops the
+    replaced files' rows and adds the new ones', each with its exact bounds."""
+    name = "thrift_overwrite"
+    table = f"{SCHEMA}.{name}"
+    (project / "models" / f"{name}.sql").write_text(
+        "{{ config(materialized='incremental', incremental_strategy='insert_overwrite', "
+        "hilbert_by=['city', 'brand'], file_count=6, partition_by=['day']) }}"
+        f"select * from ({CLUSTERED_SQL}) where day between {{{{ var('first') }}}} "
+        f"and {{{{ var('last') }}}} and id < {{{{ var('ids') }}}}")
+    listed = "id, city, brand, day, price"
+
+    def run(first: str, last: str, ids: int) -> dict[str, list[tuple[Any, ...]]]:
+        _dbt(project, "run", "-s", name, "--vars",
+             f"{{first: \"date'{first}'\", last: \"date'{last}'\", ids: {ids}}}")
+        return _check_files_and_index(thrift_port, table)
+
+    before = run("2024-01-01", "2024-01-03", 4000)
+    after = run("2024-01-03", "2024-01-04", 3000)
+    expected = _sql(thrift_port, f"select * from ({CLUSTERED_SQL}) where day < date'2024-01-03'"
+                                 f" or (day between date'2024-01-03' and date'2024-01-04' "
+                                 f"and id < 3000)")
+    assert sorted(_sql(thrift_port, f"select {listed} from {table}")) == sorted(expected)
+    kept = {p for p in before if "day=2024-01-03" not in p}
+    assert {p: after[p] for p in kept} == {p: before[p] for p in kept}
+    assert not any(p in after for p in before if "day=2024-01-03" in p)
+    assert any("day=2024-01-04" in p for p in after)
+
+
 def test_what_clustering_cannot_do_over_thrift_stops_before_writing_with_a_clear_error(
-        project: Path, thrift_port: int, case: str) -> None:
-    name = f"clustered_{case}"
-    config = ("materialized='incremental', hilbert_by=['id', 'city']" if case == "incremental"
-              else "materialized='table', zorder_by=['id', 'city'], curve_method='direct'")
+        project: Path, thrift_port: int) -> None:
+    name = "clustered_direct"
+    config = "materialized='table', zorder_by=['id', 'city'], curve_method='direct'"
     (project / "models" / f"{name}.sql").write_text(
         f"{{{{ config({config}) }}}}\nselect * from {{{{ source('zt', 'events') }}}}\n")
     try:
         output = _dbt(project, "run", "-s", name, expect_pass=False)
     finally:
         (project / "models" / f"{name}.sql").unlink()
-    expected = {
-        "incremental": f"Model '{name}': a clustered incremental model keys and re-clusters "
-                       f"its runs with Python inside Spark and needs `method: session`; this "
-                       f"profile uses `method: thrift`, where clustered `table` models work.",
-        "direct": f"Model '{name}': config 'curve_method' is 'direct', which computes keys in "
-                  f"Python; `method: thrift` runs no Python in Spark. Allowed there: "
-                  f"'boundary'.",
-    }[case]
+    expected = (f"Model '{name}': config 'curve_method' is 'direct', which computes keys in "
+                f"Python; `method: thrift` runs no Python in Spark. Allowed there: "
+                f"'boundary'.")
     assert expected in " ".join(output.split())
     tables = {row[1] for row in _sql(thrift_port, f"show tables in {SCHEMA}")}
     assert not {t for t in tables if t.startswith(name)}

@@ -140,7 +140,7 @@ def part_column(position: int) -> str:
     return f"__zspark_part_{position}"
 
 
-def _python_value(value: Any) -> Any:
+def python_value(value: Any) -> Any:
     """A sampled value (numpy / pandas scalar) as the plain Python value Spark takes."""
     if value is None or (not isinstance(value, str | bytes) and bool(pd.isna(value))):
         return None
@@ -149,9 +149,9 @@ def _python_value(value: Any) -> Any:
     return value.item() if hasattr(value, "item") else value
 
 
-def _sort_position(value: Any) -> tuple[bool, Any]:
+def sort_position(value: Any) -> tuple[bool, Any]:
     """Where Spark's ascending sort puts a value: NULLs first."""
-    value = _python_value(value)
+    value = python_value(value)
     return (value is not None, value)
 
 
@@ -169,9 +169,9 @@ def _owner(spread: FileSpread, key: Any, parts: list[tuple[str, str]], key_type:
         return sf.struct(*fields, key_value.alias("k"))
 
     row = position([sf.col(quote(name)) for name, _ in parts], key)
-    cuts = [position([sf.lit(_python_value(v[1])).cast(t)
+    cuts = [position([sf.lit(python_value(v[1])).cast(t)
                       for v, (_, t) in zip(cut[:-1], parts, strict=True)],
-                     sf.lit(_python_value(cut[-1])).cast(key_type))
+                     sf.lit(python_value(cut[-1])).cast(key_type))
             for cut in spread.cuts]
     return sf.size(sf.filter(sf.array(*cuts), lambda cut: cut <= row))
 
@@ -205,11 +205,11 @@ def sample_input(spark: SparkSession, plan: ClusteringPlan, sql: str) -> InputSa
     frame = spark.sql(sql)
     input_bytes = int(str(frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
     wanted = max(MIN_SAMPLE_ROWS, SAMPLE_ROWS_PER_BOUNDARY * plan.boundary_count)
-    sample, rows, partitions = _sample_and_count(frame, plan, _key_inputs(plan), wanted)
+    sample, rows, partitions = _sample_and_count(frame, plan, key_inputs(plan), wanted)
     return InputSample(sample, rows, input_bytes, time.perf_counter() - started, partitions)
 
 
-def _key_inputs(plan: ClusteringPlan) -> list[str]:
+def key_inputs(plan: ClusteringPlan) -> list[str]:
     return [key_input_sql(quote(c), t) for c, t in zip(plan.columns, plan.column_types,
                                                          strict=True)]
 
@@ -226,22 +226,52 @@ def prepare_build(spark: SparkSession, plan: ClusteringPlan, sql: str) -> Prepar
                        plan.resolve_file_count(sampled.input_bytes))
 
 
-def keyed_build(spark: SparkSession, plan: ClusteringPlan, sql: str, sampled: InputSample,
-                stored: StoredLayout | None, file_count: int, pieces: bool = False,
-                file_per_partition: bool = False) -> PreparedBuild:
-    """The clustered SELECT of ``sql`` (already sampled) into ``file_count`` files.
+def type_of(schema: Mapping[str, str], column: str) -> str:
+    """A column's Spark type in a model's schema, its name matched as Spark does (any case)."""
+    found = {name.lower(): spark_type for name, spark_type in schema.items()}
+    return found[column.lower()]
+
+
+@dataclass
+class KeyedPlan:
+    """How a clustered write keys and spreads its rows: the part every write shares,
+    whether its keys come from the registered UDF or from SQL."""
+
+    #: Each clustering column with its boundaries, and the key function over them.
+    specs: list[ColumnSpec]
+    function: Any = field(repr=False)
+    sample_keys: list[Any] = field(repr=False)
+    #: Table partition columns and their Spark types.
+    parts: list[tuple[str, str]]
+    spread: FileSpread
+    #: The sort order inside a shuffle partition (quoted SQL).
+    order: list[str]
+    layout: StoredLayout
+
+    def prepared(self, select_sql: str, sampled: InputSample, file_count: int,
+                 started: float) -> PreparedBuild:
+        return PreparedBuild(select_sql=select_sql, file_count=file_count,
+                             input_rows=sampled.rows, sample=sampled.sample,
+                             spread=self.spread,
+                             sample_seconds=sampled.seconds + time.perf_counter() - started,
+                             layout=self.layout, sample_keys=self.sample_keys,
+                             sample_partitions=[part_column(i) for i in range(len(self.parts))])
+
+
+def plan_keys(plan: ClusteringPlan, sampled: InputSample, stored: StoredLayout | None,
+              file_count: int, cores: int, schema: Mapping[str, str], pieces: bool = False,
+              file_per_partition: bool = False) -> KeyedPlan:
+    """Key and spread a sampled input into ``file_count`` files.
 
     With ``stored`` rows are keyed with the table's stored boundaries, else with
-    boundaries from the sample. With ``pieces`` at most ``file_count`` files come out (they
-    count against the table's file budget). The write cuts files every
-    ``PreparedBuild.file_rows`` rows (a session setting around the INSERT), unless
-    ``file_per_partition``: then every piece is its own shuffle partition (for tables whose
-    own writer option fixes rows per file, as earlier builds of this plugin made them).
+    boundaries from the sample. Rows go to few shuffle partitions owning consecutive ranges
+    of (table partition, key), cut where the sample puts file boundaries; each is sorted
+    and cut into files of equal rows. With ``pieces`` at most ``file_count`` files come out
+    (they count against the table's file budget); with ``file_per_partition`` every piece
+    is its own shuffle partition (for tables whose own writer option fixes rows per file,
+    as earlier builds of this plugin made them).
     """
-    started = time.perf_counter()
-    frame = spark.sql(sql)
-    sample, rows, input_bytes = sampled.sample, sampled.rows, sampled.input_bytes
-    inputs = _key_inputs(plan)
+    sample, rows = sampled.sample, sampled.rows
     if stored is not None:
         boundaries = list(stored.boundaries)
     elif plan.curve_method == "boundary":
@@ -253,47 +283,49 @@ def keyed_build(spark: SparkSession, plan: ClusteringPlan, sql: str, sampled: In
              for name, spark_type, column_boundaries
              in zip(plan.columns, plan.column_types, boundaries, strict=True)]
     function = plan.layout.key_function(specs, plan.curve_method, plan.boundary_count)
-    name = udf_name(plan.model)
-    register_key_udf(spark, name, function, plan.layout.key_type(plan.curve_method))
-    key_call = f"{name}({', '.join(inputs)})"
-    keyed_sql = f"select *, {key_call} as {quote(KEY_COLUMN)} from (\n{sql}\n) zspark_source"
-    key = quote(KEY_COLUMN)
-    order = [*(quote(p) for p in plan.partition_by), key,
-             *(quote(c) for c in plan.columns if plan.layout.sorts_by_columns)]
-    output = [quote(f.name) for f in frame.schema.fields]
-    schema = {f.name.lower(): f.dataType.simpleString() for f in frame.schema.fields}
-
-    # Rows go to few partitions owning consecutive ranges of (table partition, key), cut
-    # where the sample puts file boundaries; each is sorted and cut into files of equal rows.
-    sample_keys = function(*(sample[c] for c in plan.columns)).tolist()
-    parts = [(p, schema[p.lower()]) for p in plan.partition_by]
-    positions = [(*(_sort_position(v) for v in values), k) for values, k in zip(
+    sample_keys = function(*(sample[c] for c in plan.columns)).tolist() if len(sample) else []
+    parts = [(p, type_of(schema, p)) for p in plan.partition_by]
+    positions = [(*(sort_position(v) for v in values), k) for values, k in zip(
         zip(*(sample[part_column(i)] for i in range(len(parts))), strict=True),
         sample_keys, strict=True)] if parts else [(k,) for k in sample_keys]
-    cores = spark.sparkContext.defaultParallelism
     if pieces:
-        spread = piece_spread(positions, rows, file_count, cores, input_bytes,
+        spread = piece_spread(positions, rows, file_count, cores, sampled.input_bytes,
                               len(sampled.partitions), file_per_partition)
     else:
         spread = spread_files(positions, rows, file_count,
-                              shuffle_partitions(file_count, cores, input_bytes))
-    owner = _owner(spread, expr(key), parts, plan.layout.key_type(plan.curve_method))
-    view = f"zspark_build_{udf_name(plan.model).removeprefix('zspark_key_')}"
-    (spark.sql(keyed_sql)
-     .repartitionById(spread.partitions, owner)
-     .sortWithinPartitions(*(expr(o) for o in order))
-     .select(*(expr(o) for o in output))
-     .createOrReplaceTempView(view))
-    select_sql = f"select * from {view}"
+                              shuffle_partitions(file_count, cores, sampled.input_bytes))
+    order = [*(quote(p) for p in plan.partition_by), quote(KEY_COLUMN),
+             *(quote(c) for c in plan.columns if plan.layout.sorts_by_columns)]
     layout = stored or StoredLayout.of_build(
         plan, boundaries, rows=rows, files=file_count,
         rows_per_file=spread.rows_per_file or math.ceil(rows / file_count))
-    return PreparedBuild(select_sql=select_sql, file_count=file_count, input_rows=rows,
-                         sample=sample, spread=spread,
-                         sample_seconds=sampled.seconds + time.perf_counter() - started,
-                         layout=layout,
-                         sample_keys=sample_keys,
-                         sample_partitions=[part_column(i) for i in range(len(parts))])
+    return KeyedPlan(specs, function, sample_keys, parts, spread, order, layout)
+
+
+def keyed_build(spark: SparkSession, plan: ClusteringPlan, sql: str, sampled: InputSample,
+                stored: StoredLayout | None, file_count: int, pieces: bool = False,
+                file_per_partition: bool = False) -> PreparedBuild:
+    """The clustered SELECT of ``sql`` (already sampled) into ``file_count`` files, keyed
+    by the model's registered UDF (see :func:`plan_keys`). The write cuts files every
+    ``PreparedBuild.file_rows`` rows (a session setting around the INSERT)."""
+    started = time.perf_counter()
+    frame = spark.sql(sql)
+    schema = {f.name: f.dataType.simpleString() for f in frame.schema.fields}
+    keyed = plan_keys(plan, sampled, stored, file_count, spark.sparkContext.defaultParallelism,
+                      schema, pieces, file_per_partition)
+    name = udf_name(plan.model)
+    register_key_udf(spark, name, keyed.function, plan.layout.key_type(plan.curve_method))
+    key_call = f"{name}({', '.join(key_inputs(plan))})"
+    keyed_sql = f"select *, {key_call} as {quote(KEY_COLUMN)} from (\n{sql}\n) zspark_source"
+    owner = _owner(keyed.spread, expr(quote(KEY_COLUMN)), keyed.parts,
+                   plan.layout.key_type(plan.curve_method))
+    view = f"zspark_build_{udf_name(plan.model).removeprefix('zspark_key_')}"
+    (spark.sql(keyed_sql)
+     .repartitionById(keyed.spread.partitions, owner)
+     .sortWithinPartitions(*(expr(o) for o in keyed.order))
+     .select(*(expr(quote(c)) for c in schema))
+     .createOrReplaceTempView(view))
+    return keyed.prepared(f"select * from {view}", sampled, file_count, started)
 
 
 def spread_sql(sql: str, file_count: int) -> str:

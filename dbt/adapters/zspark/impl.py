@@ -70,6 +70,8 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         self._clustered_inserts: dict[str, bool] = {}
         # The table's files before an incremental run's insert.
         self._files_before: dict[str, set[str]] = {}
+        # The parallelism of a thrift server, asked on its first clustered write.
+        self._cores: int | None = None
 
     @classmethod
     def type(cls) -> str:
@@ -79,10 +81,15 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
     def _is_session(self) -> bool:
         return bool(self.config.credentials.method == SparkConnectionMethod.SESSION)
 
-    def _fetch(self, sql: str) -> list[tuple[Any, ...]]:
-        """A query's rows as the connection returns them (no type guessing)."""
+    def _query(self, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """A query's column names and rows as the connection returns them (no type
+        guessing, unlike ``execute``)."""
         _, cursor = self.connections.add_query(sql, auto_begin=False)
-        return [tuple(row) for row in cursor.fetchall() or []]
+        names = [str(d[0]) for d in cursor.description or []]
+        return names, [tuple(row) for row in cursor.fetchall() or []]
+
+    def _fetch(self, sql: str) -> list[tuple[Any, ...]]:
+        return self._query(sql)[1]
 
     def _described(self, sql: str) -> dict[str, str]:
         """Column name -> Spark type of a ``DESCRIBE`` statement's column section."""
@@ -95,7 +102,13 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
 
     def _server_cores(self) -> int:
         """The parallelism a server's shuffles are sized to: its default parallelism, the
-        N of a ``local[N]`` master, else a quarter of its shuffle partitions."""
+        N of a ``local[N]`` master, else a quarter of its shuffle partitions (asked once
+        per dbt invocation)."""
+        if self._cores is None:
+            self._cores = self._ask_server_cores()
+        return self._cores
+
+    def _ask_server_cores(self) -> int:
         import re
 
         from dbt.adapters.zspark.partitioning import PARTITIONS_PER_CORE
@@ -172,9 +185,7 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         if spark is not None:
             prepared = prepare_build(spark, plan, sql)
         else:
-            prepared = prepare_sql_build(self._fetch, plan, sql, list(schema),
-                                         {k.lower(): v for k, v in schema.items()},
-                                         self._server_cores())
+            prepared = prepare_sql_build(self._fetch, plan, sql, schema, self._server_cores())
         self._keep(relation, plan, prepared, new_layout=True)
         assert prepared.layout is not None
         self._layout_properties[plan.model] = prepared.layout.to_properties()
@@ -213,13 +224,22 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         rows = self._file_rows.pop(model, None)
         if not rows:
             return self.execute(sql)[0]
-        _, table = self.execute(f"set {FILE_ROWS_SETTING}", fetch=True)
-        previous = str(table.rows[0][1]) if table.rows else "0"
-        self.execute(f"set {FILE_ROWS_SETTING} = {int(rows)}")
+        return self._execute_with({FILE_ROWS_SETTING: str(int(rows))}, sql)
+
+    def _execute_with(self, settings: dict[str, str], sql: str) -> Any:
+        """Run ``sql`` with session ``settings``, restored afterwards."""
+        previous: dict[str, str | None] = {}
+        for key in settings:
+            rows = self._fetch(f"set {key}")
+            previous[key] = str(rows[0][1]) if rows else None
+        for key, value in settings.items():
+            self.execute(f"set {key} = {value}")
         try:
             return self.execute(sql)[0]
         finally:
-            self.execute(f"set {FILE_ROWS_SETTING} = {previous}")
+            for key, before in previous.items():
+                self.execute(f"set {key} = {before}" if before not in (None, "<undefined>")
+                             else f"reset {key}")
 
     @available
     def zspark_property_list(self, configured: dict[str, Any] | None,
@@ -275,6 +295,41 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
                      f"from ({index_sql(str(relation), columns)}) zspark_index")
         logger.info(f"zspark: {relation.identifier}: index built by SQL (no Python on the "
                     f"server): bounds per file, row groups not indexed")
+        return self._sql_index_summary(index)
+
+    def _update_sql_index(self, relation: Any, index: Any, added: list[str],
+                          removed: list[str], clustering: list[str] | None,
+                          configured: list[str] | None) -> Any:
+        """Thrift: add the index rows of the files ``added`` to ``relation`` (one SQL
+        aggregation over them) and drop those of the files ``removed``. None when there is
+        no index, or its columns are not the ones asked for now."""
+        from dbt.adapters.zspark.index import index_columns
+        from dbt.adapters.zspark.sql_index import described_columns, index_sql
+
+        if not self._fetch(f"show tables in {index.schema} like "
+                           f"{sql_string(index.identifier)}"):
+            return None
+        available = described_columns(list(self._described(f"describe table {relation}")
+                                           .items()))
+        new_rows = index_sql(str(relation), index_columns(available, clustering or (),
+                                                          configured), added)
+        if self._described(f"describe query {new_rows}") != \
+                self._described(f"describe table {index}"):
+            return None
+        if not removed:
+            if added:
+                self.execute(f"insert into {index} select /*+ COALESCE(1) */ * "
+                             f"from ({new_rows}) zspark_added")
+            return self._sql_index_summary(index)
+        # Parquet tables have no DELETE: the next index is written beside it and renamed.
+        listed = ", ".join(map(sql_string, removed))
+        next_index = index.incorporate(path={"identifier": index.identifier + "__zspark_new"})
+        self.execute(f"drop table if exists {next_index}")
+        self.execute(f"create table {next_index} using parquet as select /*+ COALESCE(1) */ * "
+                     f"from (select * from {index} where file_path not in ({listed}) "
+                     f"union all {new_rows}) zspark_index")
+        self.execute(f"drop table {index}")
+        self.execute(f"alter table {next_index} rename to {index}")
         return self._sql_index_summary(index)
 
     def _sql_index_summary(self, index: Any) -> Any:
@@ -439,10 +494,8 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
 
         from dbt.adapters.zspark.sql_build import thrift_value
 
-        _, cursor = self.connections.add_query(sql, auto_begin=False)
-        names = [str(d[0]) for d in cursor.description]
-        frame = pd.DataFrame.from_records([tuple(r) for r in cursor.fetchall() or []],
-                                          columns=names)
+        names, rows = self._query(sql)
+        frame = pd.DataFrame.from_records(rows, columns=names)
         for name, spark_type in types.items():
             frame[name] = pd.Series([thrift_value(v, spark_type) for v in frame[name]],
                                     dtype=None if len(frame) else object)

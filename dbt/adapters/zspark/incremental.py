@@ -19,7 +19,7 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.zspark.layout_state import StoredLayout, StoredLayoutError
 from dbt.adapters.zspark.planning import ClusteringConfigError, ClusteringPlan, plan_clustering
-from dbt.adapters.zspark.sqltext import quote
+from dbt.adapters.zspark.sqltext import quote, sql_string
 
 logger = AdapterLogger("zspark")
 
@@ -38,7 +38,7 @@ class _Rewrite:
     table_rows: int
     #: Table properties of a new layout (full re-clustering), else None.
     layout: dict[str, str] | None
-    partitioned: bool
+    partition_by: list[str]
 
 
 class IncrementalMethods(metaclass=AdapterMeta):
@@ -56,6 +56,14 @@ class IncrementalMethods(metaclass=AdapterMeta):
     _layout_health: Callable[..., tuple[Any, Any]]
     _index_relation: Callable[[Any], Any]
     _table_properties: Callable[[Any], dict[str, str]]
+    _fetch: Callable[[str], list[tuple[Any, ...]]]
+    _described: Callable[[str], dict[str, str]]
+    _server_cores: Callable[[], int]
+    _update_sql_index: Callable[..., Any]
+    _write_sql_index: Callable[..., Any]
+    _publish_sql_index: Callable[..., Any]
+    _location: Callable[[Any], str]
+    _execute_with: Callable[[dict[str, str], str], Any]
     zspark_execute_write: Callable[[str, str], Any]
     execute: Callable[..., Any]
     _is_session: Callable[[], bool]
@@ -63,14 +71,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
 
     @available
     def zspark_check_incremental(self, model: str, file_format: str, strategy: str) -> None:
-        """Clustered incremental models write Parquet with append or insert_overwrite, and
-        run Python inside Spark (a session)."""
-        if not self._is_session():
-            method = self.config.credentials.method
-            raise DbtRuntimeError(
-                f"Model '{model}': a clustered incremental model keys and re-clusters its "
-                f"runs with Python inside Spark and needs `method: session`; this profile "
-                f"uses `method: {method}`, where clustered `table` models work.")
+        """Clustered incremental models write Parquet with append or insert_overwrite."""
         if file_format != "parquet":
             raise DbtRuntimeError(
                 f"Model '{model}': config 'file_format' is '{file_format}' on a clustered "
@@ -94,14 +95,12 @@ class IncrementalMethods(metaclass=AdapterMeta):
                 f"`dbt run --full-refresh --select {model}` to rebuild it clustered.")
         return stored
 
-    def _checked_plan(self, spark: Any, model: str, relation: Any, stored: StoredLayout,
-                      config: dict[str, Any], sql: str) -> ClusteringPlan:
+    def _checked_plan(self, model: str, relation: Any, stored: StoredLayout,
+                      config: dict[str, Any], schema: dict[str, str]) -> ClusteringPlan:
         """The model's clustering plan, refused when it keys rows differently from the
-        layout stored with the table."""
-        from dbt.adapters.zspark.clustering import model_schema
-
+        layout stored with the table, or in a way this connection cannot."""
         try:
-            plan = plan_clustering(model, config, model_schema(spark, sql), "incremental")
+            plan = plan_clustering(model, config, schema, "incremental")
         except ClusteringConfigError as error:
             raise DbtRuntimeError(str(error)) from error
         assert plan is not None
@@ -111,7 +110,49 @@ class IncrementalMethods(metaclass=AdapterMeta):
                 f"Model '{model}': the clustering config no longer matches the layout stored "
                 f"with {relation}: {drift}. Run `dbt run --full-refresh --select {model}` to "
                 f"rebuild the table with the new layout.")
+        if not self._is_session() and stored.curve_method != "boundary":
+            raise DbtRuntimeError(
+                f"Model '{model}': {relation} is keyed with curve_method "
+                f"'{stored.curve_method}', computed in Python; `method: "
+                f"{self.config.credentials.method}` runs no Python in Spark. Allowed there: "
+                f"'boundary' (rebuild the table with it, or run it in a session).")
         return plan
+
+    # -- the two ways of running Spark: a session in this process (UDF keys, footers) or
+    # a server reached by SQL alone (spark is None: SQL keys, the index by aggregation).
+    def _spark_if_session(self, model: str, what: str) -> Any:
+        return self._spark(model, what) if self._is_session() else None
+
+    def _schema(self, spark: Any, sql: str) -> dict[str, str]:
+        """Output columns of ``sql`` and their Spark types, without running it."""
+        from dbt.adapters.zspark.clustering import model_schema
+
+        if spark is not None:
+            return model_schema(spark, sql)
+        return self._described(f"describe query {sql}")
+
+    def _sample(self, spark: Any, plan: ClusteringPlan, sql: str,
+                schema: dict[str, str]) -> Any:
+        """The first pass over ``sql``: a uniform sample and the row count."""
+        from dbt.adapters.zspark.clustering import sample_input
+        from dbt.adapters.zspark.sql_build import sample_input_sql
+
+        if spark is not None:
+            return sample_input(spark, plan, sql)
+        return sample_input_sql(self._fetch, plan, sql, schema)
+
+    def _keyed(self, spark: Any, plan: ClusteringPlan, sql: str, sampled: Any,
+               stored: StoredLayout | None, file_count: int, schema: dict[str, str],
+               pieces: bool, file_per_partition: bool) -> Any:
+        """The clustered SELECT of a sampled input (keys by UDF, or in SQL)."""
+        from dbt.adapters.zspark.clustering import keyed_build
+        from dbt.adapters.zspark.sql_build import keyed_sql_build
+
+        if spark is not None:
+            return keyed_build(spark, plan, sql, sampled, stored, file_count, pieces,
+                               file_per_partition)
+        return keyed_sql_build(self._fetch, plan, sql, sampled, stored, file_count,
+                               self._server_cores(), schema, pieces, file_per_partition)
 
     @available
     def zspark_increment(self, model: str, relation: Any, config: dict[str, Any], sql: str,
@@ -124,18 +165,18 @@ class IncrementalMethods(metaclass=AdapterMeta):
         table's next version. Returns ``rows`` (0: nothing to write), ``rewrite`` and the
         ``sql`` that selects the rows to insert.
         """
-        from dbt.adapters.zspark.clustering import sample_input
         from dbt.adapters.zspark.layout_state import clustered_writes
         from dbt.adapters.zspark.recluster import APPEND, ReclusterPlan, plan_increment
         from dbt.adapters.zspark.recluster import rebuild_files as files_for
         from dbt.adapters.zspark.rewrite import in_partitions, table_runs
 
-        spark = self._spark(model, "clustering (zorder_by / hilbert_by / linear_by)")
+        spark = self._spark_if_session(model, "clustering (zorder_by / hilbert_by / linear_by)")
         stored = self._stored_layout(model, relation)
-        plan = replace(self._checked_plan(spark, model, relation, stored, config, sql),
+        schema = self._schema(spark, sql)
+        plan = replace(self._checked_plan(model, relation, stored, config, schema),
                        file_count=None)
         logger.info(f"zspark: {model}: {stored.describe()} (stored); sampling new rows")
-        sampled = sample_input(spark, plan, sql)
+        sampled = self._sample(spark, plan, sql, schema)
         if sampled.rows == 0:
             logger.info(f"zspark: {relation.identifier}: no rows written; table, layout and "
                         f"index unchanged")
@@ -159,7 +200,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
                                       config.get("zspark_recluster") is not False)
         logger.info(f"zspark: {model}: {decision.action} ({decision.reason})")
         select_sql = self._rewrite_select(spark, relation, plan, stored, decision, sql,
-                                          sampled, runs)
+                                          sampled, runs, schema)
         if not decision.rewrites:
             self._files_before[str(relation).lower()] = \
                 {path for path, _, _ in files} if files is not None \
@@ -180,12 +221,18 @@ class IncrementalMethods(metaclass=AdapterMeta):
         the index does not describe exactly the table's files (re-clustering then waits
         for a full build)."""
         index = self._index_relation(relation)
-        if not spark.catalog.tableExists(str(index)):
-            return None
-        spark.catalog.refreshTable(str(index))
-        rows = [(str(r[0]), int(r[1]), int(r[2] or 0)) for r in spark.sql(
-            f"select file_path, row_count, file_mtime from {index} where row_group is null"
-        ).collect()]
+        query = f"select file_path, row_count, file_mtime from {index} where row_group is null"
+        if spark is None:
+            if not self._fetch(f"show tables in {index.schema} like "
+                               f"{sql_string(index.identifier)}"):
+                return None
+            found = self._fetch(query)
+        else:
+            if not spark.catalog.tableExists(str(index)):
+                return None
+            spark.catalog.refreshTable(str(index))
+            found = [tuple(r) for r in spark.sql(query).collect()]
+        rows = [(str(r[0]), int(r[1]), int(r[2] or 0)) for r in found]
         if {r[0] for r in rows} != self._table_files(spark, relation):
             logger.warning(f"zspark: {relation.identifier}: the index does not list exactly "
                            f"the table's files; no re-clustering until it is rebuilt")
@@ -194,40 +241,41 @@ class IncrementalMethods(metaclass=AdapterMeta):
 
     def _rewrite_select(self, spark: Any, relation: Any, plan: ClusteringPlan,
                         stored: StoredLayout, decision: Any, sql: str, sampled: Any,
-                        runs: list[Any] | None) -> str:
-        """The keyed SELECT an incremental run or a re-clustering writes."""
-        from dbt.adapters.zspark.clustering import keyed_build, sample_input
+                        runs: list[Any] | None, schema: dict[str, str]) -> str:
+        """The keyed SELECT an incremental run or a re-clustering writes (``schema``: the
+        columns of ``sql``)."""
         from dbt.adapters.zspark.recluster import FULL
         from dbt.adapters.zspark.rewrite import rows_of_files_sql
 
         model = plan.model
         if not decision.rewrites:
-            prepared = keyed_build(spark, plan, sql, sampled, stored, decision.pieces,
-                                   pieces=True,
+            prepared = self._keyed(spark, plan, sql, sampled, stored, decision.pieces,
+                                   schema, pieces=True,
                                    file_per_partition=self._fixes_file_rows(relation))
             self._keep(relation, plan, prepared, new_layout=False)
             return str(prepared.select_sql)
-        columns = [c.name for c in self.get_columns_in_relation(relation)]
+        table_schema = {c.name: c.data_type for c in self.get_columns_in_relation(relation)}
+        columns = list(table_schema)
         everything = decision.action == FULL
         whole_table = len(decision.rewritten_paths) == sum(r.files for r in runs or [])
         old_sql = rows_of_files_sql(str(relation), columns,
                                     None if whole_table else decision.rewritten_paths)
-        old = sample_input(spark, plan, old_sql)
+        old = self._sample(spark, plan, old_sql, table_schema)
         if sql:
             listed = ", ".join(quote(c) for c in columns)
             union_sql = f"select {listed} from (\n{sql}\n) zspark_new union all {old_sql}"
             both = sampled.union(old)
         else:  # re-clustering on demand: only the table's own rows
             union_sql, both = old_sql, old
-        prepared = keyed_build(spark, plan, union_sql, both, None if everything else stored,
-                               decision.pieces, pieces=not everything,
+        prepared = self._keyed(spark, plan, union_sql, both, None if everything else stored,
+                               decision.pieces, table_schema, pieces=not everything,
                                file_per_partition=self._fixes_file_rows(relation))
         self._keep(relation, plan, prepared, new_layout=everything)
         self._rewrites[str(relation).lower()] = _Rewrite(
             decision=decision, new_rows=sampled.rows if sql else 0,
             table_rows=sum(r.rows for r in runs or []),
             layout=prepared.layout.to_properties() if everything and prepared.layout else None,
-            partitioned=bool(plan.partition_by))
+            partition_by=list(plan.partition_by))
         logger.info(f"zspark: {model}: rewriting {decision.rewritten_rows} rows of "
                     f"{len(decision.rewritten_paths)} files into the table's next version")
         return str(prepared.select_sql)
@@ -236,13 +284,12 @@ class IncrementalMethods(metaclass=AdapterMeta):
     def zspark_recluster(self, relation: Any, full: bool = False) -> dict[str, Any]:
         """``zspark_recluster``: merge the pending runs (or, ``full``, re-cluster the whole
         table) into the table's next version; a no-op when there is nothing to do."""
-        from dbt.adapters.zspark.clustering import model_schema
         from dbt.adapters.zspark.layout_state import clustered_writes
         from dbt.adapters.zspark.recluster import plan_on_demand
         from dbt.adapters.zspark.rewrite import table_runs
 
         model = relation.identifier
-        spark = self._spark(model, "re-clustering")
+        spark = self._spark_if_session(model, "re-clustering")
         stored = self._stored_layout(model, relation)
         files = self._indexed_files(spark, relation)
         if files is None:
@@ -254,14 +301,14 @@ class IncrementalMethods(metaclass=AdapterMeta):
         logger.info(f"zspark: {model}: {decision.action} ({decision.reason})")
         if not decision.rewrites:
             return {"action": decision.action, "rewritten_rows": 0}
+        schema = self._schema(spark, f"select * from {relation}")
         try:
-            plan = plan_clustering(model, stored.as_config(),
-                                   model_schema(spark, f"select * from {relation}"), "table")
+            plan = plan_clustering(model, stored.as_config(), schema, "table")
         except ClusteringConfigError as error:
             raise DbtRuntimeError(str(error)) from error
         assert plan is not None
         select_sql = self._rewrite_select(spark, relation, plan, stored, decision, "", None,
-                                          runs)
+                                          runs, schema)
         staging = self.zspark_begin_rewrite(model, relation)
         self.zspark_execute_write(model, f"insert into {staging} {select_sql}")
         self.zspark_finish_rewrite(model, relation, staging)
@@ -324,7 +371,8 @@ class IncrementalMethods(metaclass=AdapterMeta):
         from dbt.adapters.zspark.rewrite import carried_properties, set_properties_sql
 
         staging = self._sibling(relation, "__zspark_new")
-        for leftover in (staging, self._sibling(relation, "__zspark_old")):
+        for leftover in (staging, self._sibling(relation, "__zspark_old"),
+                         self._index_relation(staging)):
             self.execute(f"drop table if exists {leftover}")
         self.execute(f"create table {staging} like {relation}")
         rewrite = self._rewrites[str(relation).lower()]
@@ -352,6 +400,9 @@ class IncrementalMethods(metaclass=AdapterMeta):
         from dbt.adapters.zspark.recluster import FULL
         from dbt.adapters.zspark.rewrite import link_files, set_properties_sql
 
+        if not self._is_session():
+            self._finish_sql_rewrite(model, relation, staging)
+            return
         spark = self._spark(model, "re-clustering")
         rewrite = self._rewrites.pop(str(relation).lower())
         self._lap(relation, "write")
@@ -360,7 +411,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
         written = sorted(self._table_files(spark, staging))
         kept = sorted(self._table_files(spark, relation) - set(rewrite.decision.rewritten_paths))
         link_files(spark, kept, location, staged_at)
-        if rewrite.partitioned:
+        if rewrite.partition_by:
             self.execute(f"alter table {staging} recover partitions")
         index = self._index_relation(relation)
         existing = spark.table(str(index))
@@ -394,11 +445,73 @@ class IncrementalMethods(metaclass=AdapterMeta):
         self._lap(relation, "index")
         self._log_index(spark, relation, index, summary)
 
-    @staticmethod
-    def _table_files(spark: Any, relation: Any) -> set[str]:
-        """A table's data files, named as the index names them."""
+    def _finish_sql_rewrite(self, model: str, relation: Any, staging: Any) -> None:
+        """Thrift: copy the files that stay into the staging table through SQL (a server
+        writes files only by queries), one INSERT per run so each run stays a write of its
+        own; index the next version by SQL, check its rows, swap it in with its index."""
+        from dbt.adapters.zspark.layout_state import (
+            CLUSTERED_WRITES_KEY,
+            clustered_writes,
+            write_id,
+        )
+        from dbt.adapters.zspark.recluster import FULL
+        from dbt.adapters.zspark.rewrite import (
+            FILE_PER_TASK,
+            copy_files_sql,
+            set_properties_sql,
+            table_runs,
+        )
+
+        rewrite = self._rewrites.pop(str(relation).lower())
+        self._lap(relation, "write")
+        properties = self._table_properties(relation)
+        clustered = clustered_writes(properties)
+        written = self._table_files(None, staging)
+        now_clustered = {write_id(p) for p in written} if rewrite.decision.action == FULL \
+            else set()
+        files = self._indexed_files(None, relation) or []
+        rewritten = set(rewrite.decision.rewritten_paths)
+        columns = [c.name for c in self.get_columns_in_relation(relation)]
+        present = set(written)
+        for run in sorted(table_runs(files, clustered), key=lambda r: r.written_at):
+            paths = [p for p in run.paths if p not in rewritten]
+            if not paths:
+                continue
+            self._execute_with(FILE_PER_TASK, copy_files_sql(
+                str(relation), str(staging), columns, paths, rewrite.partition_by))
+            copies = self._table_files(None, staging) - present
+            present |= copies
+            if run.clustered:
+                now_clustered |= {write_id(p) for p in copies}
+        self._lap(relation, "write")
+        index = self._index_relation(relation)
+        names = [c.removesuffix("__min") for c in self._described(f"describe table {index}")
+                 if c.endswith("__min")]
+        staged_index = self._index_relation(staging)
+        summary = self._write_sql_index(staging, staged_index, names, [])
+        expected = rewrite.table_rows + rewrite.new_rows
+        if summary.rows != expected or summary.files != len(present):
+            raise DbtRuntimeError(
+                f"zspark: {relation}: re-clustering stopped before the swap: the next version "
+                f"holds {summary.rows} rows, the table and the new rows {expected}; the table "
+                f"and its index are unchanged")
+        self.execute(set_properties_sql(str(staging), {CLUSTERED_WRITES_KEY: ",".join(
+            sorted(w for w in now_clustered if w is not None))}))
+        staged_at = self._location(staging)
+        backup = self._sibling(relation, "__zspark_old")
+        self.execute(f"alter table {relation} rename to {backup}")
+        self.execute(f"alter table {staging} rename to {relation}")
+        self.execute(f"drop table if exists {backup}")
+        self._lap(relation, "index")
+        self._publish_sql_index(staging, relation, index, staged_at, names, [])
+
+    def _table_files(self, spark: Any, relation: Any) -> set[str]:
+        """A table's data files (holding rows), named as the index names them."""
         from dbt.adapters.zspark.stats import spark_path
 
+        if spark is None:
+            return {str(r[0]) for r in self._fetch(
+                f"select distinct _metadata.file_path from {relation}")}
         spark.catalog.refreshTable(str(relation))
         return {spark_path(f) for f in spark.table(str(relation)).inputFiles()}
 
@@ -412,7 +525,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
         from dbt.adapters.zspark.layout_state import clustered_writes_after
         from dbt.adapters.zspark.rewrite import set_properties_sql
 
-        spark = self._spark(model, "clustering")
+        spark = self._spark_if_session(model, "clustering")
         before = self._files_before.pop(str(relation).lower(), set())
         self._lap(relation, "write")
         after = self._table_files(spark, relation)
@@ -425,13 +538,18 @@ class IncrementalMethods(metaclass=AdapterMeta):
         if not want_index:
             return {"added": len(added), "removed": len(removed)}
         index = self._index_relation(relation)
-        summary = update_index(spark, str(relation), str(index), added, removed,
-                               clustering or (), configured)
+        if spark is None:
+            summary = self._update_sql_index(relation, index, added, removed, clustering,
+                                             configured)
+        else:
+            summary = update_index(spark, str(relation), str(index), added, removed,
+                                   clustering or (), configured)
         if summary is None:
             logger.warning(f"zspark: {relation.identifier}: no index matching the configured "
-                           f"columns; reading every footer")
+                           f"columns; indexing every file")
             summary = build_index(spark, str(relation), str(index), clustering or (),
-                                  configured)
+                                  configured) if spark is not None else \
+                self._write_sql_index(relation, index, clustering, configured)
         self._lap(relation, "index")
         logger.info(f"zspark: {relation.identifier}: {len(added)} files added, "
                     f"{len(removed)} replaced; their footers indexed")

@@ -95,6 +95,24 @@ def rows_of_files_sql(table: str, columns: Sequence[str], paths: Sequence[str] |
     return f"{select} where _metadata.file_path in ({', '.join(map(sql_string, paths))})"
 
 
+#: Settings of a statement that copies files one to one: every file read whole by a task
+#: of its own (a split as large as any file, and opening a file costs a whole split), and
+#: written uncut.
+FILE_PER_TASK = {"spark.sql.files.maxPartitionBytes": str(2**40),
+                 "spark.sql.files.openCostInBytes": str(2**40),
+                 "spark.sql.files.maxRecordsPerFile": "0"}
+
+
+def copy_files_sql(table: str, target: str, columns: Sequence[str], paths: Sequence[str],
+                   partition_by: Sequence[str]) -> str:
+    """Copy some data files of ``table`` into ``target``, each to one file with its rows in
+    the same order (run with :data:`FILE_PER_TASK`): for servers that write files only
+    through SQL, where a file cannot be linked."""
+    order = [*(quote(p) for p in partition_by), "_metadata.row_index"]
+    return (f"insert into {target} {rows_of_files_sql(table, columns, paths)} "
+            f"sort by {', '.join(order)}")
+
+
 def link_files(spark: SparkSession, paths: Sequence[str], source_root: str,
                target_root: str) -> list[str]:
     """Make each file under ``source_root`` also appear under ``target_root`` at the same

@@ -14,30 +14,31 @@ query over ``range``).
 from __future__ import annotations
 
 import datetime as dt
-import math
+import json
 import re
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
 import pandas as pd
 
-from dbt.adapters.zspark import curves
 from dbt.adapters.zspark.clustering import (
     KEY_COLUMN,
     MIN_SAMPLE_ROWS,
     SAMPLE_ROWS_PER_BOUNDARY,
     SAMPLE_SEED,
+    InputSample,
     PreparedBuild,
-    _key_inputs,
-    _python_value,
-    _sort_position,
     key_input_type,
+    key_inputs,
     part_column,
+    plan_keys,
+    python_value,
+    type_of,
 )
 from dbt.adapters.zspark.layout_state import StoredLayout
-from dbt.adapters.zspark.layouts import ColumnSpec
-from dbt.adapters.zspark.partitioning import FileSpread, shuffle_partitions, spread_files
+from dbt.adapters.zspark.partitioning import FileSpread
 from dbt.adapters.zspark.planning import ClusteringPlan, normalize_type
 from dbt.adapters.zspark.sql_keys import keyed_sql
 from dbt.adapters.zspark.sqltext import quote, sql_string
@@ -86,7 +87,7 @@ def sample_sql(sql: str, plan: ClusteringPlan, wanted: int) -> str:
     """A uniform sample of ``wanted`` rows: the key inputs and table partition values of
     the rows with the smallest random draw (Spark keeps a top-k per task, no full sort)."""
     picked = [f"{value} as {quote(c)}"
-              for c, value in zip(plan.columns, _key_inputs(plan), strict=True)]
+              for c, value in zip(plan.columns, key_inputs(plan), strict=True)]
     picked += [f"{quote(p)} as {quote(part_column(i))}" for i, p in enumerate(plan.partition_by)]
     return (f"select {', '.join(picked)} from (\n{sql}\n) zspark_source "
             f"order by rand({SAMPLE_SEED}) limit {wanted}")
@@ -122,7 +123,7 @@ def bucket_values(rows: list[tuple[Any, ...]], partitions: int) -> list[int]:
 def _literal(value: Any, spark_type: str) -> str:
     """A sampled value as a SQL literal of ``spark_type`` (numbers, text, dates and times
     go through their text, which Spark casts back exactly)."""
-    value = _python_value(value)
+    value = python_value(value)
     if value is None:
         return f"cast(null as {spark_type})"
     if isinstance(value, bool):
@@ -150,56 +151,56 @@ def owner_sql(spread: FileSpread, key_sql: str, key_type: str,
     return f"size(filter(array({', '.join(cuts)}), c -> c <= {row}))"
 
 
-def prepare_sql_build(fetch: Fetch, plan: ClusteringPlan, sql: str, output: Sequence[str],
-                      schema: dict[str, str], cores: int) -> PreparedBuild:
-    """Sample ``sql`` through queries and return the SELECT that writes it clustered.
+def partition_values(value: Any) -> frozenset[tuple[Any, ...]]:
+    """The table partitions of :func:`facts_sql` (a set of arrays of strings, which the
+    server sends as JSON text)."""
+    if isinstance(value, str):
+        value = json.loads(value)
+    return frozenset(tuple(values) for values in value or [])
 
-    ``output`` are the model's columns in order, ``schema`` their Spark types (lower-case
-    names), ``cores`` the parallelism the shuffle partitions are sized to.
-    """
-    import time
 
+def sample_input_sql(fetch: Fetch, plan: ClusteringPlan, sql: str,
+                     schema: Mapping[str, str]) -> InputSample:
+    """The build's first look at its input, by queries: the row count and table
+    partitions, a uniform sample of the key inputs, and Spark's size estimate."""
     started = time.perf_counter()
     facts = fetch(facts_sql(sql, plan.partition_by))[0]
-    rows = int(facts[0])
     wanted = max(MIN_SAMPLE_ROWS, SAMPLE_ROWS_PER_BOUNDARY * plan.boundary_count)
-    parts = [(p, schema[p.lower()]) for p in plan.partition_by]
-    sample = sample_frame(plan, [t for _, t in parts], fetch(sample_sql(sql, plan, wanted)))
-    size = input_bytes(fetch, sql)
-    file_count = plan.resolve_file_count(size)
+    sample = sample_frame(plan, [type_of(schema, p) for p in plan.partition_by],
+                          fetch(sample_sql(sql, plan, wanted)))
+    return InputSample(sample, int(facts[0]), input_bytes(fetch, sql),
+                       time.perf_counter() - started,
+                       partition_values(facts[1]) if plan.partition_by else frozenset())
 
-    boundaries = [curves.sample_boundaries(sample[name], plan.boundary_count)
-                  for name in plan.columns]
-    specs = [ColumnSpec(name, key_input_type(spark_type), column_boundaries)
-             for name, spark_type, column_boundaries
-             in zip(plan.columns, plan.column_types, boundaries, strict=True)]
-    function = plan.layout.key_function(specs, plan.curve_method, plan.boundary_count)
-    sample_keys = function(*(sample[c] for c in plan.columns)).tolist() if len(sample) else []
 
-    positions = [(*(_sort_position(v) for v in values), k) for values, k in zip(
-        zip(*(sample[part_column(i)] for i in range(len(parts))), strict=True),
-        sample_keys, strict=True)] if parts else [(k,) for k in sample_keys]
-    spread = spread_files(positions, rows, file_count,
-                          shuffle_partitions(file_count, cores, size))
-    key_type = plan.layout.key_type(plan.curve_method)
-    key = quote(KEY_COLUMN)
-    owner = owner_sql(spread, key, key_type, parts)
+def keyed_sql_build(fetch: Fetch, plan: ClusteringPlan, sql: str, sampled: InputSample,
+                    stored: StoredLayout | None, file_count: int, cores: int,
+                    schema: Mapping[str, str], pieces: bool = False,
+                    file_per_partition: bool = False) -> PreparedBuild:
+    """The clustered SELECT of ``sql`` (already sampled) into ``file_count`` files, keyed
+    in SQL (see ``clustering.plan_keys``); ``schema`` are the model's columns in order and
+    their Spark types, ``cores`` the parallelism the shuffle partitions are sized to."""
+    started = time.perf_counter()
+    keyed = plan_keys(plan, sampled, stored, file_count, cores, schema, pieces,
+                      file_per_partition)
+    spread = keyed.spread
+    owner = owner_sql(spread, quote(KEY_COLUMN), plan.layout.key_type(plan.curve_method),
+                      keyed.parts)
     buckets = bucket_values(fetch(bucket_probe_sql(spread.partitions)), spread.partitions)
-    keyed = keyed_sql(plan.layout.name, specs, _key_inputs(plan), plan.boundary_count, sql,
-                      KEY_COLUMN)
-    order = [*(quote(p) for p in plan.partition_by), key,
-             *(quote(c) for c in plan.columns if plan.layout.sorts_by_columns)]
+    keyed_rows = keyed_sql(plan.layout.name, keyed.specs, key_inputs(plan),
+                           plan.boundary_count, sql, KEY_COLUMN)
     select_sql = (
-        f"select {', '.join(quote(c) for c in output)} from (\n"
+        f"select {', '.join(quote(c) for c in schema)} from (\n"
         f"select /*+ REPARTITION({spread.partitions}, {quote(BUCKET_COLUMN)}) */ *, "
         f"element_at(array({', '.join(map(str, buckets))}), {owner} + 1) "
-        f"as {quote(BUCKET_COLUMN)} from (\n{keyed}\n) zspark_keyed\n"
-        f") zspark_bucketed sort by {', '.join(order)}")
-    layout = StoredLayout.of_build(plan, boundaries, rows=rows, files=file_count,
-                                   rows_per_file=spread.rows_per_file
-                                   or math.ceil(rows / file_count))
-    return PreparedBuild(select_sql=select_sql, file_count=file_count, input_rows=rows,
-                         sample=sample, spread=spread,
-                         sample_seconds=time.perf_counter() - started, layout=layout,
-                         sample_keys=sample_keys,
-                         sample_partitions=[part_column(i) for i in range(len(parts))])
+        f"as {quote(BUCKET_COLUMN)} from (\n{keyed_rows}\n) zspark_keyed\n"
+        f") zspark_bucketed sort by {', '.join(keyed.order)}")
+    return keyed.prepared(select_sql, sampled, file_count, started)
+
+
+def prepare_sql_build(fetch: Fetch, plan: ClusteringPlan, sql: str,
+                      schema: Mapping[str, str], cores: int) -> PreparedBuild:
+    """Sample ``sql`` through queries and return the SELECT that writes it clustered."""
+    sampled = sample_input_sql(fetch, plan, sql, schema)
+    return keyed_sql_build(fetch, plan, sql, sampled, None,
+                           plan.resolve_file_count(sampled.input_bytes), cores, schema)

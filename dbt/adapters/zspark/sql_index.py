@@ -26,12 +26,10 @@ FILE_SQL = ("_metadata.file_path", "_metadata.file_size",
 
 
 def described_columns(described: Sequence[tuple[str, str]]) -> list[ColumnRef]:
-    """Indexable top-level columns from ``DESCRIBE TABLE`` rows (name, type), in order.
-    Struct leaves are not indexed this way."""
+    """Indexable top-level columns of a table's (name, type) columns, in order. Struct
+    leaves are not indexed this way."""
     found = []
     for name, spark_type in described:
-        if not name or name.startswith("#"):
-            break  # partition and detail sections follow the columns
         char = _CHAR.fullmatch(spark_type.strip())
         if char is not None:
             found.append(ColumnRef((name,), "string", int(char.group(1))))
@@ -40,8 +38,10 @@ def described_columns(described: Sequence[tuple[str, str]]) -> list[ColumnRef]:
     return found
 
 
-def index_sql(table: str, columns: Sequence[ColumnRef]) -> str:
-    """The index rows of every data file of ``table`` holding a row."""
+def index_sql(table: str, columns: Sequence[ColumnRef],
+              paths: Sequence[str] | None = None) -> str:
+    """The index rows of every data file of ``table`` holding a row (of the files named in
+    ``paths`` only, when given: Spark opens no other)."""
     picked = [f"{FILE_SQL[0]} as file_path", f"{FILE_SQL[1]} as file_size",
               f"{FILE_SQL[2]} as file_mtime", "cast(null as int) as row_group",
               "count(1) as row_count"]
@@ -57,7 +57,9 @@ def index_sql(table: str, columns: Sequence[ColumnRef]) -> str:
                           "nulls": f"count_if({value} is null)",
                           "nans": f"count_if(isnan({value}))"}[stat]
             picked.append(f"{expression} as {quote(stat_column(name, stat))}")
-    return (f"select {', '.join(picked)} from {table} "
+    where = "" if paths is None else \
+        f"where {FILE_SQL[0]} in ({', '.join(map(sql_string, paths))}) "
+    return (f"select {', '.join(picked)} from {table} {where}"
             f"group by {', '.join(FILE_SQL)}")
 
 
