@@ -430,32 +430,36 @@ def keys_section(keys: dict[str, Any]) -> list[str]:
 
 
 def thrift_section(thrift: dict[str, Any]) -> list[str]:
-    """The "Over thrift" section from ``python -m bench.thrift``'s JSON."""
+    """The "Over thrift and on a cluster" section from ``python -m bench.thrift``'s JSON."""
     builds, queries = thrift["builds"], thrift["queries"]
-    columns = list(queries)
+    if "thrift" not in queries:  # written before the cluster build was measured
+        queries = {"thrift": queries}
+    columns = list(queries["thrift"])
 
     def steps(build: dict[str, Any]) -> str:
         return ", ".join(f"{k} {v:.1f}" for k, v in build.get("steps", {}).items())
 
     rows = [[method, f"{b['seconds']:.1f}", steps(b), str(b["files"]),
              *(f"{100 * b['skip'][c]:.2f}" for c in columns)] for method, b in builds.items()]
-    scans = [[c, str(q["files"]), str(q["scan_files_read"]),
+    scans = [[method, c, str(q["files"]), str(q["scan_files_read"]),
               f"{100 * q['scan_files_read'] / q['files']:.1f}", str(q["plain_files_read"]),
-              "yes" if q["same_result"] else "NO"] for c, q in queries.items()]
-    return ["## Over thrift: keys and index in Spark SQL", "",
+              "yes" if q["same_result"] else "NO"]
+             for method, per_column in queries.items() for c, q in per_column.items()]
+    return ["## Over thrift and on a cluster", "",
             f"Produced by `make bench-thrift` (`{thrift['command'].strip()}`): seed 002's "
             f"Hilbert model on {thrift['config']['rows']:,} rows and "
             f"{thrift['config']['files']} files, built by `dbt run` in an embedded session "
-            "(UDF keys, footer index) and through a Spark Thrift Server on the same "
-            "warehouse (no Python on the server: keys in SQL, index by one SQL aggregation). "
-            "Skip is the share of files a point query skips, over values sampled per column, "
-            "from each table's footers.", "",
+            "(UDF keys, footer index), through a Spark Thrift Server on the same warehouse "
+            "(no Python on the server: keys in SQL, index by one SQL aggregation) and, where "
+            "listed, on a standalone cluster on loopback (two one-core workers whose Python "
+            "has no dbt and no plugin). Skip is the share of files a point query skips, over "
+            "values sampled per column, from each table's footers.", "",
             *_table(["build", "seconds", "steps (s)", "files",
                      *(f"{c} skip %" for c in columns)], rows), "",
-            "Seed 002's point queries on the thrift build through `zspark_scan` (compiled "
-            "over thrift, run in a session that counts the files Spark opened):", "",
-            *_table(["column", "files", "zspark_scan opened", "% opened", "plain opened",
-                     "rows equal"], scans), ""]
+            "Seed 002's point queries through `zspark_scan` (compiled with that build's "
+            "target, run in a session that counts the files Spark opened):", "",
+            *_table(["build", "column", "files", "zspark_scan opened", "% opened",
+                     "plain opened", "rows equal"], scans), ""]
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,18 +1,26 @@
-"""A Spark Thrift Server on loopback, started from this venv's pyspark and stopped by the
-process id it started (the benchmark's and the tests' server alike)."""
+"""Spark servers on loopback, started from this venv's pyspark and stopped by the process
+ids they started (the benchmark's and the tests' alike): a Thrift Server, and a standalone
+cluster whose executors run a separate virtualenv holding pyspark, pandas, numpy and
+pyarrow but neither dbt nor the plugin, as on a real cluster's machines."""
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
 BIN = Path(sys.executable).parent
+#: What an executor needs to run the keys and the footer reader, and what they import.
+EXECUTOR_PACKAGES = ("pyspark", "py4j", "pandas", "numpy", "pyarrow", "dateutil",
+                     "python_dateutil", "pytz", "tzdata", "six")
 
 
 def free_port() -> int:
@@ -56,3 +64,81 @@ def thrift_server(home: Path, conf: Mapping[str, str], env: Mapping[str, str],
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+
+
+def executor_python(root: Path) -> Path:
+    """A virtualenv for the executors: only :data:`EXECUTOR_PACKAGES`, linked from this
+    venv's site-packages (no download). Checked to have no ``dbt``."""
+    import pyspark
+
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
+    site = next((root / "lib").glob("python3*/site-packages"))
+    ours = Path(pyspark.__file__).resolve().parent.parent
+    for entry in ours.iterdir():
+        if entry.name.split("-")[0].split(".")[0] in EXECUTOR_PACKAGES:
+            (site / entry.name).symlink_to(entry)
+    python = root / "bin" / "python"
+    # -I: the working directory must not lend the plugin's source to the check.
+    has_dbt = subprocess.run([str(python), "-I", "-c", "import dbt"], capture_output=True,
+                             check=False)
+    assert has_dbt.returncode != 0, "the executors' venv can import dbt: the test proves nothing"
+    ready = subprocess.run([str(python), "-I", "-c", "import pyspark, pandas, numpy, pyarrow"],
+                           capture_output=True, text=True, check=False)
+    assert ready.returncode == 0, ready.stderr
+    return python
+
+
+@contextmanager
+def standalone_cluster(root: Path, workers: int = 2,
+                       worker_memory: str = "1536m") -> Iterator[str]:
+    """Start a master and ``workers`` one-core workers on 127.0.0.1; yield the master URL;
+    stop every process started, by process group."""
+    import pyspark
+
+    home = Path(pyspark.__file__).resolve().parent
+    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1",
+           "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false",
+           "SPARK_LOG_DIR": str(root / "logs"), "SPARK_PID_DIR": str(root)}
+    port, web = free_port(), free_port()
+    url = f"spark://127.0.0.1:{port}"
+    spark_class = str(Path(sys.executable).parent / "spark-class")
+    commands = [[spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                 "--port", str(port), "--webui-port", str(web)]]
+    commands += [[spark_class, "org.apache.spark.deploy.worker.Worker", url, "--cores", "1",
+                  "--memory", worker_memory, "--host", "127.0.0.1",
+                  "--webui-port", str(free_port()),
+                  "--work-dir", str(root / f"worker{i}")] for i in range(workers)]
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        for i, command in enumerate(commands):
+            with (root / f"process{i}.log").open("wb") as log:
+                started.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                                cwd=root, env=env, start_new_session=True))
+        deadline = time.monotonic() + 120
+        while _alive_workers(web) < workers:
+            assert all(p.poll() is None for p in started), _logs(root)
+            assert time.monotonic() < deadline, "cluster not up in 120 s\n" + _logs(root)
+            time.sleep(1)
+        yield url
+    finally:
+        for process in started:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in started:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+def _alive_workers(web_port: int) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{web_port}/json/", timeout=2) as reply:
+            return int(json.load(reply).get("aliveworkers", 0))
+    except OSError:
+        return 0
+
+
+def _logs(root: Path) -> str:
+    return "\n".join(p.read_text(errors="replace")[-2000:] for p in sorted(root.glob("*.log")))

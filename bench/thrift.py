@@ -1,14 +1,15 @@
-"""Clustering over thrift beside the session: seed 002's Hilbert model built by `dbt run`
-in an embedded session (UDF keys, footer index) and through a Spark Thrift Server (keys and
-index in Spark SQL, no Python on the server), on the same generated rows.
+"""Clustering wherever dbt-spark runs: seed 002's Hilbert model built by `dbt run` in an
+embedded session (UDF keys, footer index), through a Spark Thrift Server (keys and index in
+Spark SQL, no Python on the server) and on a standalone cluster on loopback whose executors'
+Python has no dbt and no plugin, on the same generated rows.
 
     python -m bench.thrift --rows 2000000 --files 1000      # writes BENCHMARKS-thrift.json
 
-Both builds share one warehouse and metastore: the server runs while the session does not
-(derby lets one process in at a time). Skip shares per clustering column come from each
-table's Parquet footers (values sampled from the source); seed 002's point queries run
-plain and through `zspark_scan` (compiled over thrift) in a Python session afterwards,
-which counts the files Spark opened.
+The builds share one warehouse and metastore, one process at a time (derby lets one
+in). Skip shares per clustering column come from each table's Parquet footers (values
+sampled from the source); seed 002's point queries run plain and through `zspark_scan`
+(compiled with each build's target) in a Python session afterwards, which counts the
+files Spark opened.
 """
 
 from __future__ import annotations
@@ -43,9 +44,11 @@ from bench.common import (
 from bench.footers import sample_values
 from bench.measure import footer_report, run_query
 from bench.run import compiled_queries
-from bench.servers import thrift_server
+from bench.servers import executor_python, standalone_cluster, thrift_server
 
 THRIFT_SCHEMA = "zspark_thrift"
+CLUSTER_SCHEMA = "zspark_cluster"
+SCHEMAS = {"session": TARGET_SCHEMA, "thrift": THRIFT_SCHEMA, "cluster": CLUSTER_SCHEMA}
 MODEL = model_name("hilbert")
 
 
@@ -76,6 +79,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--probes", type=int, default=200)
     parser.add_argument("--session-dir", type=Path, default=DEFAULT_SESSION_DIR)
     parser.add_argument("--out", type=Path, default=REPO / "BENCHMARKS-thrift.json")
+    parser.add_argument("--no-cluster", action="store_true",
+                        help="skip the build on a standalone cluster")
     args = parser.parse_args(argv)
     session_dir = args.session_dir.resolve()
     variables = {"file_count": args.files}
@@ -83,7 +88,8 @@ def main(argv: list[str] | None = None) -> None:
     results: dict[str, Any] = {"config": {"rows": args.rows, "files": args.files},
                                "command": "python -m bench.thrift " + " ".join(
                                    sys.argv[1:] if argv is None else argv)}
-    output: dict[str, list[str]] = {"session": [], "thrift": []}
+    output: dict[str, list[str]] = {"session": [], "thrift": [], "cluster": []}
+    scans: dict[str, dict[str, str]] = {}
 
     generate_in_subprocess(args.rows, "uniform", session_dir, log)
     run_dbt(["run", "-s", MODEL], session_dir, log, variables, lines=output["session"])
@@ -98,13 +104,32 @@ def main(argv: list[str] | None = None) -> None:
         log(f"thrift build {seconds['thrift']:.1f} s (dbt {time.monotonic() - started:.1f} s)")
         run_dbt(["compile", "-s", "seed002_queries", "--target", "thrift"], session_dir, log,
                 variables, env=over_thrift)
-        scans = {column: sql for (model, column), sql in compiled_queries().items()
-                 if model == MODEL}
+        scans["thrift"] = {column: sql for (model, column), sql in compiled_queries().items()
+                           if model == MODEL}
+    if not args.no_cluster:
+        import shutil
+
+        root = session_dir / "cluster"
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir(parents=True)
+        python = executor_python(root / "executor-venv")
+        with standalone_cluster(root, worker_memory="5g") as url:
+            on_cluster = {"ZSPARK_SCHEMA": CLUSTER_SCHEMA, "ZSPARK_MASTER": url,
+                          "ZSPARK_EXECUTOR_PYTHON": str(python),
+                          "ZSPARK_EXECUTOR_MEMORY": "4g"}
+            run_dbt(["run", "-s", MODEL, "--target", "cluster"], session_dir, log, variables,
+                    env=on_cluster, lines=output["cluster"])
+            seconds["cluster"] = model_times()[MODEL]
+            log(f"cluster build {seconds['cluster']:.1f} s")
+            run_dbt(["compile", "-s", "seed002_queries", "--target", "cluster"], session_dir,
+                    log, variables, env=on_cluster)
+            scans["cluster"] = {column: sql for (model, column), sql
+                                in compiled_queries().items() if model == MODEL}
 
     sources = source_files(session_dir)
     probes = sample_values(sources, CLUSTER_COLUMNS, args.probes)
     builds: dict[str, Any] = {}
-    for method, schema in (("session", TARGET_SCHEMA), ("thrift", THRIFT_SCHEMA)):
+    for method, schema in ((m, SCHEMAS[m]) for m in seconds):
         footer = footer_report(data_files(table_dir(session_dir, schema, MODEL)),
                                CLUSTER_COLUMNS, probes, SEED_LITERALS)
         builds[method] = {"seconds": seconds[method], "steps": build_steps(output[method]),
@@ -114,25 +139,28 @@ def main(argv: list[str] | None = None) -> None:
         log(f"{method}: {footer['files']} files, skip " + ", ".join(
             f"{c} {100 * s:.1f}%" for c, s in footer["skip_sampled"].items()))
 
-    queries: dict[str, Any] = {}
+    queries: dict[str, dict[str, Any]] = {}
     with query_session(session_dir, "zspark-bench-thrift", []) as spark:
-        table = f"{THRIFT_SCHEMA}.{MODEL}"
-        files = len(spark.table(table).inputFiles())
-        for column in CLUSTER_COLUMNS:
-            plain = run_query(spark, seed_query(table, column))
-            scan = run_query(spark, scans[column])
-            queries[column] = {"files": files, "plain_files_read": plain.files_read,
-                               "scan_files_read": scan.files_read,
-                               "same_result": sorted(plain.result) == sorted(scan.result)}
-            log(f"thrift {column}: zspark_scan opened {scan.files_read} of {files} files "
-                f"({100 * scan.files_read / files:.1f}%), plain {plain.files_read}; "
-                f"rows {'equal' if queries[column]['same_result'] else 'DIFFER'}")
+        for method, compiled in scans.items():
+            table = f"{SCHEMAS[method]}.{MODEL}"
+            files = len(spark.table(table).inputFiles())
+            for column in CLUSTER_COLUMNS:
+                plain = run_query(spark, seed_query(table, column))
+                scan = run_query(spark, compiled[column])
+                queries.setdefault(method, {})[column] = {
+                    "files": files, "plain_files_read": plain.files_read,
+                    "scan_files_read": scan.files_read,
+                    "same_result": sorted(plain.result) == sorted(scan.result)}
+                log(f"{method} {column}: zspark_scan opened {scan.files_read} of {files} "
+                    f"files ({100 * scan.files_read / files:.1f}%), plain {plain.files_read}; "
+                    f"rows {'equal' if queries[method][column]['same_result'] else 'DIFFER'}")
     results["builds"], results["queries"] = builds, queries
-    gaps = {c: 100 * (builds["session"]["skip"][c] - builds["thrift"]["skip"][c])
-            for c in CLUSTER_COLUMNS}
-    results["skip_gap_points"] = gaps
-    log("skip gap, session minus thrift (points): "
-        + ", ".join(f"{c} {g:+.2f}" for c, g in gaps.items()))
+    results["skip_gap_points"] = {
+        method: {c: 100 * (builds["session"]["skip"][c] - builds[method]["skip"][c])
+                 for c in CLUSTER_COLUMNS} for method in builds if method != "session"}
+    for method, gaps in results["skip_gap_points"].items():
+        log(f"skip gap, session minus {method} (points): "
+            + ", ".join(f"{c} {g:+.2f}" for c, g in gaps.items()))
     args.out.write_text(json.dumps(results, indent=1))
     log(f"wrote {args.out}")
 

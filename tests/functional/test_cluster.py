@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.functional.cluster import executor_python, standalone_cluster
+from bench.servers import executor_python, standalone_cluster
 
 pytestmark = pytest.mark.spark
 
