@@ -343,7 +343,8 @@ def test_an_incremental_model_stays_clustered_over_thrift(
     pieces' index rows added by SQL); a larger one merges the pending run with the new
     rows (the base's files copied by SQL row for row, as runs of their own); a full
     re-clustering on demand rewrites all. After every step the rows are the source's, and
-    every file is sorted by the key with its exact bounds in the index."""
+    every file is sorted by the key with its exact bounds in the index. The layout report
+    samples the table by query."""
     name = "thrift_incremental"
     table = f"{SCHEMA}.{name}"
     (project / "models" / f"{name}.sql").write_text(
@@ -380,6 +381,13 @@ def test_an_incremental_model_stays_clustered_over_thrift(
     assert len(copies) == 1
     assert clustered_writes(properties) == copies
     assert not _sql(thrift_port, f"show tables in {SCHEMA} like '{name}__zspark*'")
+
+    picture = project / "target" / "thrift_layout.png"
+    report = " ".join(_dbt(project, "run-operation", "zspark_layout_report", "--args",
+                           f"{{relation: {table}, path: '{picture}'}}").split())
+    assert "column files depth rebuild_depth skip_share" in report
+    assert "2400 rows; " in report
+    assert picture.read_bytes().startswith(b"\x89PNG")
 
     _dbt(project, "run-operation", "zspark_recluster", "--args",
          f"{{relation: {table}, full: true}}")

@@ -64,6 +64,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
     _publish_sql_index: Callable[..., Any]
     _location: Callable[[Any], str]
     _execute_with: Callable[[dict[str, str], str], Any]
+    _frame: Callable[[str, dict[str, str]], Any]
     zspark_execute_write: Callable[[str, str], Any]
     execute: Callable[..., Any]
     _is_session: Callable[[], bool]
@@ -321,14 +322,14 @@ class IncrementalMethods(metaclass=AdapterMeta):
         and a picture of its files' boxes over two clustering columns."""
         from pathlib import Path
 
-        from dbt.adapters.zspark.clustering import key_input_sql, part_column
+        from dbt.adapters.zspark.clustering import key_input_sql, key_input_type, part_column
         from dbt.adapters.zspark.health import LayoutSample
         from dbt.adapters.zspark.layout_report import draw_boxes, health_table
         from dbt.adapters.zspark.layout_state import clustered_writes, write_id
         from dbt.adapters.zspark.layouts import LAYOUTS, ColumnSpec
 
         model = relation.identifier
-        spark = self._spark(model, "the layout report")
+        spark = self._spark_if_session(model, "the layout report")
         stored = self._stored_layout(model, relation)
         columns, types = stored.columns, stored.column_types
         x, y = x or columns[0], y or columns[min(1, len(columns) - 1)]
@@ -338,13 +339,23 @@ class IncrementalMethods(metaclass=AdapterMeta):
                                       f"clustering column. Allowed: {', '.join(columns)}")
         inputs = [f"{key_input_sql(quote(c), t)} as {quote(c)}"
                   for c, t in zip(columns, types, strict=True)]
+        declared = {c.name.lower(): c.data_type for c in self.get_columns_in_relation(relation)}
+        partition_types = [(p, declared[p.lower()]) for p in stored.partition_by]
         parts = [f"{quote(p)} as {quote(part_column(i))}"
                  for i, p in enumerate(stored.partition_by)]
         index = self._index_relation(relation)
-        rows = int(spark.sql(f"select sum(row_count) from {index} where row_group is null")
-                   .first()[0] or 0)
-        sample = (spark.table(str(relation)).selectExpr(*inputs, *parts)
-                  .sample(fraction=min(1.0, 100_000 / max(rows, 1)), seed=17).toPandas())
+        rows = int(self._fetch(f"select sum(row_count) from {index} where row_group is null")
+                   [0][0] or 0)
+        fraction = min(1.0, 100_000 / max(rows, 1))
+        if spark is not None:
+            sample = (spark.table(str(relation)).selectExpr(*inputs, *parts)
+                      .sample(fraction=fraction, seed=17).toPandas())
+        else:
+            sample = self._frame(
+                f"select {', '.join([*inputs, *parts])} from {relation} "
+                f"where rand(17) < {fraction!r}",
+                {**{c: key_input_type(t) for c, t in zip(columns, types, strict=True)},
+                 **{part_column(i): t for i, (_, t) in enumerate(partition_types)}})
         specs = [ColumnSpec(c, t, b) for c, t, b in
                  zip(columns, types, stored.boundaries, strict=True)]
         keys = LAYOUTS[stored.config_key].key_function(
