@@ -430,6 +430,46 @@ def test_insert_overwrite_replaces_partitions_and_their_index_rows_over_thrift(
     assert any("day=2024-01-04" in p for p in after)
 
 
+# Two table partitions of about 2000 rows each (the partition column last, as in the table).
+PARTED_SQL = f"""
+select id, city, brand, price, date_add(date'2024-01-01', cast(id % 2 as int)) as day
+from ({CLUSTERED_SQL})
+"""
+
+
+def test_a_partitioned_incremental_model_merges_within_its_partitions_over_thrift(
+        project: Path, thrift_port: int) -> None:
+    """Appends into two table partitions of a clustered model over thrift, until the
+    pending pieces no longer fit and merge: the files that stay are copied into their own
+    partitions row for row, the rows stay the source's and every index row is exact."""
+    name = "thrift_parted_merge"
+    table = f"{SCHEMA}.{name}"
+    (project / "models" / f"{name}.sql").write_text(
+        "{{ config(materialized='incremental', hilbert_by=['city', 'brand'], file_count=8, "
+        "partition_by=['day']) }}"
+        f"select * from ({PARTED_SQL}) "
+        f"where id >= {{{{ var('lo') }}}} and id < {{{{ var('hi') }}}}")
+
+    def run(lo: int, hi: int) -> tuple[str, dict[str, list[tuple[Any, ...]]]]:
+        output = " ".join(_dbt(project, "run", "-s", name, "--vars",
+                               f"{{lo: {lo}, hi: {hi}}}").split())
+        assert sorted(_sql(thrift_port, f"select * from {table}")) == sorted(_sql(
+            thrift_port, f"select * from ({PARTED_SQL}) where id < {hi}"))
+        return output, _check_files_and_index(thrift_port, table)
+
+    _, base = run(0, 3000)
+    _, appended = run(3000, 3200)
+    assert set(base) < set(appended)
+    merged_log, merged = run(3200, 3800)
+    assert f"zspark: {name}: merge (" in merged_log
+    kept = [v for v in base.values() if v in merged.values()]
+    assert sorted(kept) == sorted(base.values())  # every base file copied row for row
+    for path, rows in merged.items():
+        if rows in base.values():
+            source = next(p for p, v in base.items() if v == rows)
+            assert path.rsplit("/", 2)[-2] == source.rsplit("/", 2)[-2]  # same partition
+
+
 def test_what_clustering_cannot_do_over_thrift_stops_before_writing_with_a_clear_error(
         project: Path, thrift_port: int) -> None:
     name = "clustered_direct"
