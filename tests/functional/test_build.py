@@ -38,7 +38,7 @@ def skipped_share(project: DbtProject, model: str, column: str) -> float:
 @pytest.fixture(scope="module")
 def layouts(project: DbtProject) -> DbtProject:
     project.write("models/build/build_source.sql", SOURCE)
-    for key in ("zorder_by", "hilbert_by", "linear_by"):
+    for key in ("zorder_by", "hilbert_by", "linear_by", "balanced_by"):
         name = key.removesuffix("_by")
         project.write(f"models/build/build_{name}.sql", f"""
             {{{{ config(materialized='table', {key}=['a', 'b', 'c'], file_count=16,
@@ -59,7 +59,7 @@ def layouts(project: DbtProject) -> DbtProject:
 
 
 @pytest.mark.parametrize("model", ["build_zorder", "build_hilbert", "build_linear",
-                                   "build_direct", "build_plain"])
+                                   "build_balanced", "build_direct", "build_plain"])
 def test_build_keeps_every_row_and_writes_the_asked_file_count(layouts: DbtProject,
                                                                 model: str) -> None:
     source = layouts.rows(f"select * from {layouts.table('build_source')}")
@@ -78,6 +78,32 @@ def test_curves_skip_on_every_column_where_linear_skips_on_the_first(layouts: Db
     assert min(hilbert) > 0.4, hilbert
     assert min(zorder) > 0.3, zorder
     assert max(plain) < 0.1, plain
+
+
+def test_the_balanced_layout_writes_whole_groups_and_skips_on_every_column(
+        layouts: DbtProject) -> None:
+    """balanced_by: 16 files as groups of `a` then `b` ranges, each group's rows sorted
+    by `c` and cut into files by rows. Files are sorted by `c` and hold equal rows,
+    and every column skips at least as well as on the Hilbert build; the log gives the
+    fan-outs and the skip expected from the sample, then the measured one."""
+    import pyarrow.parquet as pq
+
+    balanced = [skipped_share(layouts, "build_balanced", c) for c in "abc"]
+    hilbert = [skipped_share(layouts, "build_hilbert", c) for c in "abc"]
+    assert min(balanced) >= min(hilbert), (balanced, hilbert)
+    assert sum(balanced) >= sum(hilbert), (balanced, hilbert)
+    sizes = []
+    for path in layouts.files("build_balanced"):
+        frame = pq.read_table(path.removeprefix("file:")).to_pandas()
+        sizes.append(len(frame))
+        assert frame["c"].is_monotonic_increasing, path
+    assert max(sizes) / (sum(sizes) / len(sizes)) <= 1.3, sizes
+    log = " ".join(layouts.log_text().split())
+    assert re.search(r"build_balanced: balanced layout: \d groups, fan-out a 2, b 2(-3)?, c "
+                     r"cut by rows; expected skip from the sample: a \d+\.\d%, b \d+\.\d%, "
+                     r"c \d+\.\d%", log), log[-3000:]
+    assert "build_balanced: 16 files, 6000 rows" in log
+    assert "0.0% of rows written since the last full clustering" in log
 
 
 def test_files_are_sorted_by_the_key_so_row_groups_are_clustered(layouts: DbtProject) -> None:

@@ -16,11 +16,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
-from dbt.adapters.zspark import curves
+from dbt.adapters.zspark import balanced, curves
 from dbt.adapters.zspark.layout_state import StoredLayout
-from dbt.adapters.zspark.layouts import ColumnSpec
+from dbt.adapters.zspark.layouts import ColumnSpec, group_shift
 from dbt.adapters.zspark.partitioning import (
     FileSpread,
     piece_spread,
@@ -63,6 +64,8 @@ class PreparedBuild:
     #: The sample rows' keys, and the sample's columns of the table partition values.
     sample_keys: list[Any] = field(default_factory=list, repr=False)
     sample_partitions: list[str] = field(default_factory=list)
+    #: What the layout chose from the sample, for the log (balanced: fan-outs, skip).
+    note: str = ""
 
     @property
     def file_rows(self) -> int | None:
@@ -247,6 +250,9 @@ class KeyedPlan:
     #: The sort order inside a shuffle partition (quoted SQL).
     order: list[str]
     layout: StoredLayout
+    #: The balanced layout's partition (None for the curves), and what it chose.
+    tree: balanced.Tree | None = None
+    note: str = ""
 
     def prepared(self, select_sql: str, sampled: InputSample, file_count: int,
                  started: float) -> PreparedBuild:
@@ -255,6 +261,7 @@ class KeyedPlan:
                              spread=self.spread,
                              sample_seconds=sampled.seconds + time.perf_counter() - started,
                              layout=self.layout, sample_keys=self.sample_keys,
+                             note=self.note,
                              sample_partitions=[part_column(i) for i in range(len(self.parts))])
 
 
@@ -282,24 +289,66 @@ def plan_keys(plan: ClusteringPlan, sampled: InputSample, stored: StoredLayout |
     specs = [ColumnSpec(name, key_input_type(spark_type), column_boundaries)
              for name, spark_type, column_boundaries
              in zip(plan.columns, plan.column_types, boundaries, strict=True)]
-    function = plan.layout.key_function(specs, plan.curve_method, plan.boundary_count)
+    tree = stored.partition_tree() if stored is not None else plan.layout.fit(
+        specs, [sample[c] for c in plan.columns], plan.boundary_count, file_count,
+        plan.weights)
+    function = plan.layout.key_function(specs, plan.curve_method, plan.boundary_count, tree)
     sample_keys = function(*(sample[c] for c in plan.columns)).tolist() if len(sample) else []
     parts = [(p, type_of(schema, p)) for p in plan.partition_by]
     positions = [(*(sort_position(v) for v in values), k) for values, k in zip(
         zip(*(sample[part_column(i)] for i in range(len(parts))), strict=True),
         sample_keys, strict=True)] if parts else [(k,) for k in sample_keys]
-    if pieces:
+    if tree is not None:
+        spread = _group_spread(tree, np.asarray(sample_keys, dtype=np.int64), rows,
+                               file_count, group_shift(plan.boundary_count))
+    elif pieces:
         spread = piece_spread(positions, rows, file_count, cores, sampled.input_bytes,
                               len(sampled.partitions), file_per_partition)
     else:
         spread = spread_files(positions, rows, file_count,
                               shuffle_partitions(file_count, cores, sampled.input_bytes))
     order = [*(quote(p) for p in plan.partition_by), quote(KEY_COLUMN),
-             *(quote(c) for c in plan.columns if plan.layout.sorts_by_columns)]
+             *(quote(c) for c in plan.layout.tie_break(plan.columns))]
     layout = stored or StoredLayout.of_build(
         plan, boundaries, rows=rows, files=file_count,
-        rows_per_file=spread.rows_per_file or math.ceil(rows / file_count))
-    return KeyedPlan(specs, function, sample_keys, parts, spread, order, layout)
+        rows_per_file=spread.rows_per_file or math.ceil(rows / file_count), tree=tree)
+    keyed = KeyedPlan(specs, function, sample_keys, parts, spread, order, layout, tree)
+    keyed.note = describe_partition(keyed, plan, sample)
+    return keyed
+
+
+def _group_spread(tree: balanced.Tree, sample_keys: np.ndarray, rows: int, file_count: int,
+                  shift: int) -> FileSpread:
+    """A balanced layout's shuffle: a partition per group (cut points at each group's
+    first key), each cut every ``rows_per_file`` rows, so no file holds two groups."""
+    groups = sample_keys >> shift
+    share = rows / max(sample_keys.size, 1)
+    counts = np.bincount(groups, minlength=tree.groups) * share
+    return FileSpread(partitions=tree.groups,
+                      cuts=tuple((g << shift,) for g in range(1, tree.groups)),
+                      rows_per_file=balanced.file_rows(counts.tolist(), file_count))
+
+
+def describe_partition(keyed: KeyedPlan, plan: ClusteringPlan, sample: pd.DataFrame) -> str:
+    """A balanced build's fan-outs per column and the skip per column it expects from the
+    sample (for the log, before the write)."""
+    tree = keyed.tree
+    if tree is None or not len(sample):
+        return ""
+    ranks = [curves.rank_values(sample[s.name], s.boundaries if s.boundaries is not None
+                                else np.array([])) for s in keyed.specs]
+    keys = np.asarray(keyed.sample_keys, dtype=np.int64)
+    files_rows = (keyed.spread.rows_per_file or 1) * len(sample) / max(keyed.layout.rows, 1)
+    expected = balanced.expected_skip(ranks, keys >> group_shift(plan.boundary_count),
+                                      files_rows)
+    fans = [f"{c} {min(f)}-{max(f)}" if min(f) != max(f) else f"{c} {f[0]}"
+            for c, f in zip(plan.columns, tree.fan_outs, strict=False) if f]
+    weights = "" if len(set(plan.weights)) == 1 else " (weights " + ", ".join(
+        f"{c} {w:g}" for c, w in zip(plan.columns, plan.weights, strict=True)) + ")"
+    return (f"balanced layout: {tree.groups} groups, fan-out {', '.join(fans)}, "
+            f"{plan.columns[-1]} cut by rows{weights}; expected skip from the sample: "
+            + ", ".join(f"{c} {100 * e:.1f}%" for c, e in
+                        zip(plan.columns, expected, strict=True)))
 
 
 def keyed_build(spark: SparkSession, plan: ClusteringPlan, sql: str, sampled: InputSample,

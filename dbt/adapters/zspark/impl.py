@@ -39,6 +39,8 @@ class ZSparkConfig(SparkConfig):
     zorder_by: list[str] | str | None = None
     hilbert_by: list[str] | str | None = None
     linear_by: list[str] | str | None = None
+    balanced_by: list[str] | str | None = None
+    cluster_weights: dict[str, float] | None = None
     boundary_count: int | None = None
     curve_method: str | None = None
     file_count: int | None = None
@@ -172,6 +174,11 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         except ClusteringConfigError as error:
             raise DbtRuntimeError(str(error)) from error
         assert plan is not None
+        if spark is None and plan.layout.config_key == "balanced_by":
+            raise DbtRuntimeError(
+                f"Model '{model}': config 'balanced_by' keys rows in Python; `method: "
+                f"{self.config.credentials.method}` runs no Python in Spark. Allowed there: "
+                f"zorder_by, hilbert_by or linear_by.")
         if spark is None and plan.curve_method != "boundary":
             raise DbtRuntimeError(
                 f"Model '{model}': config 'curve_method' is '{plan.curve_method}', which "
@@ -203,6 +210,8 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         how = (f"{spread.partitions} sorted partitions cut every {spread.rows_per_file} rows"
                if spread is not None and spread.rows_per_file else "one file per partition")
         keyed = "" if new_layout else ", keyed with the table's stored layout"
+        if prepared.note:
+            logger.info(f"zspark: {plan.model}: {prepared.note}")
         logger.info(
             f"zspark: {plan.model}: writing {prepared.input_rows} rows into "
             f"{prepared.file_count} files ({how}{keyed})"

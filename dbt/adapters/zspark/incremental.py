@@ -359,7 +359,8 @@ class IncrementalMethods(metaclass=AdapterMeta):
         specs = [ColumnSpec(c, t, b) for c, t, b in
                  zip(columns, types, stored.boundaries, strict=True)]
         keys = LAYOUTS[stored.config_key].key_function(
-            specs, stored.curve_method, stored.boundary_count)(*(sample[c] for c in columns))
+            specs, stored.curve_method, stored.boundary_count, stored.partition_tree())(
+            *(sample[c] for c in columns))
         health, files = self._layout_health(spark, relation, index, LayoutSample(
             columns, types, sample, keys.tolist(), [part_column(i) for i in range(len(parts))]))
         logger.info(f"zspark_layout_report {relation}:\n{health_table(health)}")

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from dbt.adapters.zspark import balanced
 from dbt.adapters.zspark.planning import ClusteringPlan, normalize_type
 
 PREFIX = "zspark.layout"
@@ -59,15 +60,25 @@ class StoredLayout:
     rows: int
     files: int
     rows_per_file: int
+    #: The balanced layout's fitted partition (``balanced.to_json``), over boundary ranks.
+    tree: dict[str, Any] | None = None
 
     @classmethod
     def of_build(cls, plan: ClusteringPlan, boundaries: Sequence[np.ndarray | None],
-                 rows: int, files: int, rows_per_file: int) -> StoredLayout:
+                 rows: int, files: int, rows_per_file: int,
+                 tree: balanced.Tree | None = None) -> StoredLayout:
         return cls(config_key=plan.layout.config_key, columns=plan.columns,
                    column_types=plan.column_types, curve_method=plan.curve_method,
                    boundary_count=plan.boundary_count, boundaries=tuple(boundaries),
                    partition_by=plan.partition_by, rows=rows, files=files,
-                   rows_per_file=max(1, rows_per_file))
+                   rows_per_file=max(1, rows_per_file),
+                   tree=None if tree is None else balanced.to_json(tree))
+
+    def partition_tree(self) -> balanced.Tree | None:
+        """The balanced layout's partition, to key rows as the build did."""
+        if self.tree is None:
+            return None
+        return balanced.from_json(self.tree, ["uint64"] * len(self.columns))
 
     def as_config(self) -> dict[str, Any]:
         """The model config of this layout (to rebuild the table from itself)."""
@@ -112,6 +123,7 @@ class StoredLayout:
             "boundaries": [None if b is None else _encode_array(b) for b in self.boundaries],
             "partition_by": list(self.partition_by), "rows": self.rows, "files": self.files,
             "rows_per_file": self.rows_per_file,
+            **({} if self.tree is None else {"tree": self.tree}),
         }
         packed = zlib.compress(json.dumps(document).encode()).hex()
         parts = [packed[i:i + PART_CHARS] for i in range(0, len(packed), PART_CHARS)]
@@ -142,6 +154,7 @@ class StoredLayout:
                                  for b in document["boundaries"]),
                 partition_by=tuple(document["partition_by"]), rows=int(document["rows"]),
                 files=int(document["files"]), rows_per_file=int(document["rows_per_file"]),
+                tree=document.get("tree"),
             )
         except (KeyError, ValueError, TypeError, zlib.error) as error:
             raise StoredLayoutError(f"unreadable stored layout ({error})") from error

@@ -18,7 +18,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from dbt.adapters.zspark import curves
+from dbt.adapters.zspark import balanced, curves
 
 KeyFunction = Callable[..., pd.Series]
 
@@ -53,10 +53,21 @@ class Layout(ABC):
     #: Whether rows of equal key are also sorted by the columns' own values.
     sorts_by_columns: ClassVar[bool] = False
 
+    def tie_break(self, columns: Sequence[str]) -> list[str]:
+        """The columns that order rows of equal key, most significant first."""
+        return list(columns) if self.sorts_by_columns else []
+
     @abstractmethod
     def key_function(self, columns: Sequence[ColumnSpec], curve_method: str,
-                     boundary_count: int) -> KeyFunction:
-        """A vectorised function: one pandas Series per column in, the key Series out."""
+                     boundary_count: int, tree: balanced.Tree | None = None) -> KeyFunction:
+        """A vectorised function: one pandas Series per column in, the key Series out
+        (``tree``: the fitted partition of a layout that fits one)."""
+
+    def fit(self, columns: Sequence[ColumnSpec], sample: Sequence[pd.Series],
+            boundary_count: int, file_count: int,
+            weights: Sequence[float]) -> balanced.Tree | None:
+        """The partition a layout fits on the build's sample before keying (curves: none)."""
+        return None
 
     def key_type(self, curve_method: str) -> str:
         """The Spark type of the key the function returns."""
@@ -72,7 +83,7 @@ class _CurveLayout(Layout):
         """Combine per-column ranks of ``bits`` bits each into one uint64 key."""
 
     def key_function(self, columns: Sequence[ColumnSpec], curve_method: str,
-                     boundary_count: int) -> KeyFunction:
+                     boundary_count: int, tree: balanced.Tree | None = None) -> KeyFunction:
         specs = tuple(columns)
         dims = len(specs)
         bits_fit = curves.MAX_KEY_BITS // dims
@@ -161,6 +172,56 @@ class HilbertLayout(_CurveLayout):
         return curves.hilbert_index(ranks, bits)
 
 
+class BalancedLayout(Layout):
+    """A multiway partition fitted on the sample (``balanced.py``): the rows split into
+    groups of whole files by nested ranges of every column but the last, fan-outs by
+    weight, distinct values and skew; each group sorted by the last column.
+
+    The key is the row's group, then its rank on the last column: each group is written
+    by a shuffle partition of its own and cut into files by row count.
+    """
+
+    name = "balanced"
+    config_key = "balanced_by"
+    sorts_by_columns = True
+
+    def tie_break(self, columns: Sequence[str]) -> list[str]:
+        # A group's rows follow the last column (its rank in the key, then its values).
+        return [columns[-1], *columns[:-1]]
+
+    @staticmethod
+    def _ranks(columns: Sequence[ColumnSpec], values: Sequence[pd.Series]) -> list[np.ndarray]:
+        return [curves.rank_values(v, spec.boundaries if spec.boundaries is not None
+                                   else np.array([]))
+                for v, spec in zip(values, columns, strict=True)]
+
+    def fit(self, columns: Sequence[ColumnSpec], sample: Sequence[pd.Series],
+            boundary_count: int, file_count: int,
+            weights: Sequence[float]) -> balanced.Tree | None:
+        return balanced.fit(self._ranks(columns, sample), weights, file_count)
+
+    def key_function(self, columns: Sequence[ColumnSpec], curve_method: str,
+                     boundary_count: int, tree: balanced.Tree | None = None) -> KeyFunction:
+        if tree is None:
+            raise ValueError("the balanced layout keys rows with its fitted tree")
+        specs = tuple(columns)
+        bits = np.uint64(group_shift(boundary_count))
+        fitted = tree
+
+        def balanced_key(*values: pd.Series) -> pd.Series:
+            ranks = self._ranks(specs, values)
+            group = balanced.assign(fitted, ranks).astype(np.uint64)
+            return pd.Series(((group << bits) | ranks[-1]).astype(np.int64))
+
+        return balanced_key
+
+
+def group_shift(boundary_count: int) -> int:
+    """Bits of the last column's rank below the group in a balanced key."""
+    return curves.rank_bits(boundary_count)
+
+
 LAYOUTS: dict[str, Layout] = {
-    layout.config_key: layout for layout in (LinearLayout(), ZOrderLayout(), HilbertLayout())
+    layout.config_key: layout
+    for layout in (LinearLayout(), ZOrderLayout(), HilbertLayout(), BalancedLayout())
 }

@@ -60,6 +60,8 @@ class ClusteringPlan:
     file_count: int | None
     target_file_size_mb: int
     partition_by: tuple[str, ...]
+    #: Per clustering column, its share of the point queries the layout serves.
+    weights: tuple[float, ...] = ()
 
     def resolve_file_count(self, input_bytes: int) -> int:
         """``file_count`` if set, else the input size over ``target_file_size_mb``."""
@@ -174,8 +176,47 @@ def plan_clustering(
                 )
         partition_by = tuple(by_lower[part.lower()][0] for part in partition_by)
 
+    weights = _weights(model, key, columns, config.get("cluster_weights"))
+    if key == "balanced_by":
+        refused = ("partition_by" if partition_by else
+                   "materialized='incremental'" if materialized == "incremental" else
+                   f"curve_method='{curve_method}'" if curve_method != "boundary" else None)
+        if refused is not None:
+            raise ClusteringConfigError(
+                model, "balanced_by", f"is set with {refused}",
+                "balanced_by on unpartitioned table models with curve_method 'boundary' "
+                "(incremental and partitioned balanced tables come next; zorder_by and "
+                "hilbert_by do both)")
     return ClusteringPlan(
         model=model, layout=layout, columns=columns, column_types=column_types,
         curve_method=curve_method, boundary_count=boundary_count, file_count=file_count,
-        target_file_size_mb=target_mb, partition_by=partition_by,
+        target_file_size_mb=target_mb, partition_by=partition_by, weights=weights,
     )
+
+
+def _weights(model: str, key: str, columns: Sequence[str], value: Any) -> tuple[float, ...]:
+    """``cluster_weights`` ({column: weight}) in column order; unnamed columns weigh 0,
+    and without the config every column weighs 1."""
+    if value is None:
+        return tuple(1.0 for _ in columns)
+    allowed = "a mapping of clustering columns to weights >= 0, at least one above 0"
+    if key != "balanced_by":
+        raise ClusteringConfigError(model, "cluster_weights", f"is set with {key}",
+                                    "cluster_weights with balanced_by (the curves weigh "
+                                    "every column the same)")
+    if not isinstance(value, Mapping):
+        raise ClusteringConfigError(model, "cluster_weights", f"is {value!r}", allowed)
+    by_lower = {c.lower(): c for c in columns}
+    weights = dict.fromkeys(columns, 0.0)
+    for name, weight in value.items():
+        if str(name).lower() not in by_lower:
+            raise ClusteringConfigError(
+                model, "cluster_weights", f"names column '{name}', which {key} does not",
+                "columns of " + key + ": " + ", ".join(columns))
+        if isinstance(weight, bool) or not isinstance(weight, int | float) or weight < 0:
+            raise ClusteringConfigError(model, "cluster_weights",
+                                        f"gives '{name}' the weight {weight!r}", allowed)
+        weights[by_lower[str(name).lower()]] = float(weight)
+    if not any(weights.values()):
+        raise ClusteringConfigError(model, "cluster_weights", "weighs every column 0", allowed)
+    return tuple(weights[c] for c in columns)

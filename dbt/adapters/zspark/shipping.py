@@ -12,6 +12,7 @@ import importlib
 
 #: Modules whose functions run in Python workers; they import nothing else of dbt's.
 EXECUTOR_MODULES = (
+    "dbt.adapters.zspark.balanced",
     "dbt.adapters.zspark.curves",
     "dbt.adapters.zspark.layouts",
     "dbt.adapters.zspark.planning",

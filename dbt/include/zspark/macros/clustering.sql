@@ -1,6 +1,7 @@
 {#- The clustering configs of the current model, as a plain dict for the adapter. -#}
 {% macro zspark_model_config() %}
-  {%- set keys = ['zorder_by', 'hilbert_by', 'linear_by', 'boundary_count', 'curve_method',
+  {%- set keys = ['zorder_by', 'hilbert_by', 'linear_by', 'balanced_by', 'cluster_weights',
+                  'boundary_count', 'curve_method',
                   'file_count', 'target_file_size_mb', 'partition_by', 'index_columns',
                   'zspark_index', 'zspark_recluster'] -%}
   {%- set values = {} -%}
