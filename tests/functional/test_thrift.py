@@ -470,19 +470,27 @@ def test_a_partitioned_incremental_model_merges_within_its_partitions_over_thrif
             assert path.rsplit("/", 2)[-2] == source.rsplit("/", 2)[-2]  # same partition
 
 
+@pytest.mark.parametrize("case", ["direct", "balanced"])
 def test_what_clustering_cannot_do_over_thrift_stops_before_writing_with_a_clear_error(
-        project: Path, thrift_port: int) -> None:
-    name = "clustered_direct"
-    config = "materialized='table', zorder_by=['id', 'city'], curve_method='direct'"
+        project: Path, thrift_port: int, case: str) -> None:
+    name = f"clustered_{case}"
+    config = {"direct": "zorder_by=['id', 'city'], curve_method='direct'",
+              "balanced": "balanced_by=['id', 'city']"}[case]
     (project / "models" / f"{name}.sql").write_text(
-        f"{{{{ config({config}) }}}}\nselect * from {{{{ source('zt', 'events') }}}}\n")
+        f"{{{{ config(materialized='table', {config}) }}}}\n"
+        f"select * from {{{{ source('zt', 'events') }}}}\n")
     try:
         output = _dbt(project, "run", "-s", name, expect_pass=False)
     finally:
         (project / "models" / f"{name}.sql").unlink()
-    expected = (f"Model '{name}': config 'curve_method' is 'direct', which computes keys in "
-                f"Python; `method: thrift` runs no Python in Spark. Allowed there: "
-                f"'boundary'.")
+    expected = {
+        "direct": f"Model '{name}': config 'curve_method' is 'direct', which computes keys in "
+                  f"Python; `method: thrift` runs no Python in Spark. Allowed there: "
+                  f"'boundary'.",
+        "balanced": f"Model '{name}': config 'balanced_by' keys rows in Python; `method: "
+                    f"thrift` runs no Python in Spark. Allowed there: zorder_by, hilbert_by "
+                    f"or linear_by.",
+    }[case]
     assert expected in " ".join(output.split())
     tables = {row[1] for row in _sql(thrift_port, f"show tables in {SCHEMA}")}
     assert not {t for t in tables if t.startswith(name)}

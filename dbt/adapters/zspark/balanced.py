@@ -44,14 +44,19 @@ def fan_outs(files: float, weights: Sequence[float], distinct: Sequence[int]) ->
         left = max(files, 1.0) / math.prod(fixed.values())
         if not free:
             break
-        scale = (left / math.prod(weights[i] for i in free)) ** (1 / len(free))
-        wanted = {i: weights[i] * scale for i in free}
-        clamped = {i: min(max(f, 1.0), float(max(distinct[i], 1))) for i, f in wanted.items()}
-        changed = {i: f for i, f in clamped.items() if f != wanted[i]}
-        if not changed:
+        # In logs: weights only matter relative to each other, however small.
+        logs = {i: math.log(weights[i]) for i in free}
+        scale = (math.log(max(left, 1.0)) - sum(logs.values())) / len(free)
+        wanted = {i: math.exp(min(logs[i] + scale, 700.0)) for i in free}
+        # Columns below one range take one; then columns above their distinct values take
+        # those; the rest share what is left, until nothing is clamped.
+        low = {i: 1.0 for i, f in wanted.items() if f < 1}
+        high = {i: float(max(distinct[i], 1)) for i, f in wanted.items()
+                if f > max(distinct[i], 1)}
+        if not low and not high:
             fixed.update(wanted)
             break
-        fixed.update(changed)
+        fixed.update(low or high)
     return [fixed.get(i, 1.0) for i in range(len(weights))]
 
 
@@ -86,6 +91,9 @@ def _cut(values: np.ndarray, parts: int) -> np.ndarray:
     range of its own)."""
     if parts <= 1 or values.size == 0:
         return values[:0]
+    distinct = np.unique(values)
+    if distinct.size <= parts:  # a range per value
+        return distinct[1:]
     ordered = np.sort(values)
     positions = (np.arange(1, parts, dtype=np.int64) * ordered.size) // parts
     cuts = np.unique(ordered[positions])

@@ -1,0 +1,133 @@
+"""The balanced layout's partition (pure): fan-outs, groups, files per group."""
+
+from __future__ import annotations
+
+import doctest
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dbt.adapters.zspark import balanced
+from dbt.adapters.zspark.planning import ClusteringConfigError, plan_clustering
+
+RNG = np.random.default_rng(7)
+
+
+def test_the_examples_in_the_docstrings_hold() -> None:
+    assert doctest.testmod(balanced).failed == 0
+
+
+def test_a_column_with_few_values_takes_no_more_ranges_than_values() -> None:
+    """7 distinct values cannot take 10 cuts: the other columns split finer instead."""
+    few = RNG.integers(0, 7, 20_000)
+    many = RNG.integers(0, 10**6, (2, 20_000))
+    tree = balanced.fit([few, *many], [1, 1, 1], 1000)
+    assert tree.fan_outs[0] == [7]
+    assert min(tree.fan_outs[1]) >= 11  # sqrt(1000 / 7) = 12: the rest of the budget
+
+
+def test_a_heavy_value_keeps_a_range_of_its_own_and_its_subtree_gets_its_files() -> None:
+    """A value holding 30% of the rows: cuts at equal quantiles collapse onto it, and the
+    next column splits its range about twice as finely as the others' (sqrt(300) against
+    sqrt(80) ranges)."""
+    first = np.where(RNG.random(50_000) < 0.3, 500, RNG.integers(0, 1000, 50_000))
+    others = RNG.integers(0, 10**6, (2, 50_000))
+    tree = balanced.fit([first, *others], [1, 1, 1], 1000)
+    children = tree.root.children
+    assert len(children) < 10  # collapsed cuts
+    heavy = int(np.searchsorted(tree.root.cuts, 500, side="right"))
+    sizes = [len(child.cuts) + 1 for child in children]
+    assert sizes[heavy] == max(sizes) >= 15
+    assert sorted(sizes)[len(sizes) // 2] <= 10
+    group = balanced.assign(tree, [first, *others])
+    in_heavy = np.unique(group[first == 500])
+    assert len(in_heavy) == sizes[heavy]  # the heavy value's rows fill its subtree
+
+
+def test_weights_spend_the_resolution_where_queries_filter() -> None:
+    columns = [RNG.integers(0, 10**6, 50_000) for _ in range(3)]
+    equal = balanced.fit(columns, [1, 1, 1], 1000)
+    weighted = balanced.fit(columns, [0.8, 0.2, 0], 1000)
+    assert equal.fan_outs[0] == [10]
+    assert set(equal.fan_outs[1]) <= {9, 10, 11}
+    assert weighted.fan_outs[0][0] >= 60  # proportional to the weights: 63 x 16 x 1
+    assert 14 <= min(weighted.fan_outs[1]) <= max(weighted.fan_outs[1]) <= 17
+    assert weighted.groups >= 900
+
+
+columns_strategy = st.lists(
+    st.one_of(st.integers(1, 5), st.integers(5, 200), st.just(10**6)), min_size=1,
+    max_size=4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(cardinalities=columns_strategy, rows=st.integers(1, 3000), files=st.integers(1, 400),
+       seed=st.integers(0, 2**16), weights=st.lists(st.floats(0.0, 5.0), min_size=4,
+                                                    max_size=4))
+def test_every_row_lands_in_exactly_one_group_and_the_tree_survives_storage(
+        cardinalities: list[int], rows: int, files: int, seed: int,
+        weights: list[float]) -> None:
+    rng = np.random.default_rng(seed)
+    columns = [rng.integers(0, c, rows).astype(np.uint64) for c in cardinalities]
+    chosen = weights[:len(columns)]
+    if not any(chosen):
+        chosen[0] = 1.0
+    tree = balanced.fit(columns, chosen, files)
+    group = balanced.assign(tree, columns)
+    assert group.shape == (rows,)
+    assert group.min() >= 0
+    assert group.max() < tree.groups
+    # Fresh values (unseen by the fit) land in a group too.
+    fresh = [rng.integers(0, 2 * c + 2, 500).astype(np.uint64) for c in cardinalities]
+    assert balanced.assign(tree, fresh).max() < tree.groups
+    stored = balanced.from_json(balanced.to_json(tree), ["uint64"] * len(columns))
+    assert (balanced.assign(stored, fresh) == balanced.assign(tree, fresh)).all()
+    assert tree.groups <= max(1, math.ceil(1.1 * files))
+
+
+def test_groups_hold_equal_rows_of_distinct_values() -> None:
+    columns = [RNG.permutation(64_000).astype(np.uint64) for _ in range(3)]
+    group = balanced.assign(balanced.fit(columns, [1, 1, 1], 1000), columns)
+    counts = np.bincount(group)
+    assert len(counts) == 100
+    assert counts.max() / counts.mean() < 1.05
+
+
+@settings(max_examples=200, deadline=None)
+@given(groups=st.lists(st.integers(0, 100_000), min_size=1, max_size=60),
+       files=st.integers(1, 3000))
+def test_files_per_group_never_exceed_the_budget_and_the_cut_is_the_finest(
+        groups: list[int], files: int) -> None:
+    rows = balanced.file_rows(groups, files)
+    written = sum(math.ceil(g / rows) for g in groups)
+    if sum(1 for g in groups if g) < files:
+        assert written <= files
+        if rows > 1:
+            assert sum(math.ceil(g / (rows - 1)) for g in groups) > files
+    else:
+        assert rows >= max(groups)
+
+
+@pytest.mark.parametrize(("config", "problem"), [
+    ({"balanced_by": ["a", "b"], "partition_by": ["p"]}, "is set with partition_by"),
+    ({"balanced_by": ["a", "b"], "curve_method": "direct"}, "is set with curve_method"),
+    ({"balanced_by": ["a", "b"], "cluster_weights": {"c": 1}}, "names column 'c'"),
+    ({"balanced_by": ["a", "b"], "cluster_weights": {"a": -1}}, "gives 'a' the weight -1"),
+    ({"balanced_by": ["a", "b"], "cluster_weights": {"a": 0}}, "weighs every column 0"),
+    ({"hilbert_by": ["a", "b"], "cluster_weights": {"a": 1}}, "is set with hilbert_by"),
+])
+def test_what_the_balanced_layout_cannot_take_is_refused_by_name(
+        config: dict[str, object], problem: str) -> None:
+    schema = {"a": "int", "b": "string", "c": "int", "p": "date"}
+    with pytest.raises(ClusteringConfigError, match="Allowed:") as raised:
+        plan_clustering("m", config, schema, "table")
+    assert problem in str(raised.value)
+    assert str(raised.value).startswith("Model 'm': config '")
+
+
+def test_an_incremental_balanced_model_is_refused_before_anything_is_written() -> None:
+    with pytest.raises(ClusteringConfigError, match="materialized='incremental'"):
+        plan_clustering("m", {"balanced_by": ["a"]}, None, "incremental")
