@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup demo test bench bench-keys bench-scale bench-pipeline bench-thrift bench-quick bench-report lint
+.PHONY: setup demo test bench bench-keys bench-scale bench-pipeline bench-thrift bench-balanced bench-quick bench-report lint
 
 # Scale of `make bench` (seed 002: 1000 files).
 ROWS ?= 2000000
@@ -44,6 +44,10 @@ bench-pipeline: setup
 # The Hilbert build over a Spark Thrift Server (SQL keys and index) beside the session build.
 bench-thrift: setup
 	$(PY) -m bench.thrift
+
+# Hilbert beside the balanced layout (equal and weighted) on uniform, Zipf and correlated data.
+bench-balanced: setup
+	$(PY) -m bench.balanced
 
 # 2 M, 8 M and 20 M rows at 1000 files: build time per M rows, driver memory, queries.
 bench-scale: setup

@@ -242,6 +242,9 @@ def render(results: dict[str, Any], out: Path, img_dir: Path) -> None:
     thrift_json = out.parent / "BENCHMARKS-thrift.json"
     if thrift_json.exists():
         lines += thrift_section(json.loads(thrift_json.read_text()))
+    balanced_json = out.parent / "BENCHMARKS-balanced.json"
+    if balanced_json.exists():
+        lines += balanced_section(json.loads(balanced_json.read_text()))
 
     tests = results.get("tests", [])
     if tests:
@@ -460,6 +463,29 @@ def thrift_section(thrift: dict[str, Any]) -> list[str]:
             "target, run in a session that counts the files Spark opened):", "",
             *_table(["build", "column", "files", "zspark_scan opened", "% opened",
                      "plain opened", "rows equal"], scans), ""]
+
+
+def balanced_section(results: dict[str, Any]) -> list[str]:
+    """The "Balanced layout" section from ``python -m bench.balanced``'s JSON."""
+    config = results["config"]
+    workload = ", ".join(f"{100 * share:.0f}% `{c}`" for c, share in config["workload"].items())
+    rows = []
+    for variant, layouts in results["variants"].items():
+        for layout, r in layouts.items():
+            rows.append([variant, layout, f"{r['seconds']:.1f}", str(r["files"]),
+                         f"{r['rows_max_over_mean']:.2f}",
+                         *(f"{100 * s:.2f}" for s in r["skip"].values()),
+                         f"{r['workload_files_read']:.1f}"])
+    columns = list(next(iter(next(iter(results["variants"].values())).values()))["skip"])
+    return ["## Balanced layout", "",
+            f"Produced by `make bench-balanced` (`{results['command'].strip()}`): seed 002's "
+            f"model on {config['rows']:,} rows and {config['files']} files per data shape, "
+            "built by `dbt run` as Hilbert, as balanced with equal weights, and as balanced "
+            f"weighted for a workload of {workload} point queries. Skip is the share of files "
+            "a point query skips over values sampled per column, from the footers; *workload "
+            "reads* is the files that workload opens per query on average.", "",
+            *_table(["data", "layout", "seconds", "files", "rows max/mean",
+                     *(f"{c} skip %" for c in columns), "workload reads"], rows), ""]
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -26,6 +26,11 @@ from typing import Any
 
 import numpy as np
 
+#: How much closer to whole files per part the farther rounding of a fan-out must come.
+WHOLE_FILES_MARGIN = 0.05
+#: The largest file a group is written into, over the mean file of the build.
+MAX_FILE_SHARE = 1.25
+
 
 def fan_outs(files: float, weights: Sequence[float], distinct: Sequence[int]) -> list[float]:
     """Fan-out per column for a subtree of ``files`` files: proportional to the weights
@@ -101,19 +106,20 @@ def _cut(values: np.ndarray, parts: int) -> np.ndarray:
 
 
 def _whole_parts(budget: float, fan_out: float) -> int:
-    """Round a fan-out to the neighbour that leaves each part closest to whole files (16
-    files split 2 ways leave 8 each, 3 ways 5.33: groups of whole files lose none).
+    """Round a fan-out to its nearer neighbour, unless the other leaves each part clearly
+    closer to whole files (16 files split 2 ways leave 8 each, 3 ways 5.33; a budget is a
+    sample's estimate, so 99.3 files still split 10 ways, not 9 of 11.03).
 
-    >>> _whole_parts(16, 2.52), _whole_parts(1000, 10.0), _whole_parts(100, 9.6)
+    >>> _whole_parts(16, 2.52), _whole_parts(1000, 10.0), _whole_parts(99.3, 9.96)
     (2, 10, 10)
     """
-    candidates = {max(1, math.floor(fan_out)), max(1, math.ceil(fan_out))}
-
     def loss(parts: int) -> float:
         each = budget / parts
-        return (each - math.floor(each)) / each if each >= 1 else 1.0
+        return abs(each - round(each)) / each if each >= 1 else 1.0
 
-    return min(sorted(candidates), key=lambda parts: (loss(parts), abs(parts - fan_out)))
+    low, high = max(1, math.floor(fan_out)), max(1, math.ceil(fan_out))
+    nearest, other = (low, high) if fan_out - low <= high - fan_out else (high, low)
+    return other if loss(other) + WHOLE_FILES_MARGIN < loss(nearest) else nearest
 
 
 def fit(columns: Sequence[np.ndarray], weights: Sequence[float], files: int) -> Tree:
@@ -176,16 +182,28 @@ def from_json(data: dict[str, Any], kinds: Sequence[str]) -> Tree:
     return Tree(node(data["root"], 0), int(data["levels"]), data["fan_outs"])
 
 
-def file_rows(group_rows: Sequence[float], files: int) -> int:
+def file_rows(group_rows: Sequence[float], files: int,
+              sampled: Sequence[int] | None = None) -> int:
     """The fewest rows per file that cut groups of ``group_rows`` rows (each cut on its
     own) into at most ``files`` files; one file per group when there are more groups.
+    With ``sampled`` (the sample rows behind each estimate) every group counts two
+    standard errors larger, so a group the sample underestimated does not spill a tiny
+    extra file.
 
     >>> file_rows([2000, 2100, 1900], 6), file_rows([2000, 2100, 1900], 2)
     (1050, 2100)
+    >>> file_rows([6000, 1000, 1000], 3)  # the heavy group in 2 files, not 1 of 6x
+    3334
     """
     sizes = [max(0.0, float(g)) for g in group_rows]
+    # No file above this share of the mean: a group too big for one (a heavy value the
+    # layout cannot split) is cut into several rather than written as one huge file.
+    cap = max(1, math.ceil(MAX_FILE_SHARE * sum(sizes) / max(files, 1)))
+    if sampled is not None:
+        sizes = [g * (1 + 2 / math.sqrt(n)) if n else g
+                 for g, n in zip(sizes, sampled, strict=True)]
     largest = max(sizes, default=1.0)
-    low, high = 1, max(1, math.ceil(largest))
+    low, high = 1, min(cap, max(1, math.ceil(largest)))
     if len([g for g in sizes if g > 0]) >= files:
         return high
     while low < high:
@@ -194,7 +212,7 @@ def file_rows(group_rows: Sequence[float], files: int) -> int:
             high = middle
         else:
             low = middle + 1
-    return low
+    return min(low, cap)
 
 
 def expected_skip(columns: Sequence[np.ndarray], group: np.ndarray,

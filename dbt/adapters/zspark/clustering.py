@@ -321,12 +321,12 @@ def _group_spread(tree: balanced.Tree, sample_keys: np.ndarray, rows: int, file_
                   shift: int) -> FileSpread:
     """A balanced layout's shuffle: a partition per group (cut points at each group's
     first key), each cut every ``rows_per_file`` rows, so no file holds two groups."""
-    groups = sample_keys >> shift
+    counts = np.bincount(sample_keys >> shift, minlength=tree.groups)
     share = rows / max(sample_keys.size, 1)
-    counts = np.bincount(groups, minlength=tree.groups) * share
     return FileSpread(partitions=tree.groups,
                       cuts=tuple((g << shift,) for g in range(1, tree.groups)),
-                      rows_per_file=balanced.file_rows(counts.tolist(), file_count))
+                      rows_per_file=balanced.file_rows((counts * share).tolist(), file_count,
+                                                       counts.tolist()))
 
 
 def describe_partition(keyed: KeyedPlan, plan: ClusteringPlan, sample: pd.DataFrame) -> str:
