@@ -53,9 +53,10 @@ def test_weights_spend_the_resolution_where_queries_filter() -> None:
     weighted = balanced.fit(columns, [0.8, 0.2, 0], 1000)
     assert equal.fan_outs[0] == [10]
     assert set(equal.fan_outs[1]) <= {9, 10, 11}
-    assert weighted.fan_outs[0][0] >= 60  # proportional to the weights: 63 x 16 x 1
-    assert 14 <= min(weighted.fan_outs[1]) <= max(weighted.fan_outs[1]) <= 17
-    assert weighted.groups >= 900
+    # Proportional to the weights (63 x 16 x 1), but groups keep two files each.
+    assert weighted.fan_outs[0][0] >= 60
+    assert 6 <= min(weighted.fan_outs[1]) <= max(weighted.fan_outs[1]) <= 8
+    assert 400 <= weighted.groups <= 500
 
 
 columns_strategy = st.lists(

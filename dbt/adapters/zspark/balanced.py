@@ -30,6 +30,8 @@ import numpy as np
 WHOLE_FILES_MARGIN = 0.05
 #: The largest file a group is written into, over the mean file of the build.
 MAX_FILE_SHARE = 1.25
+#: The fewest files the last column cuts a group into (unless the build has fewer).
+MIN_GROUP_FILES = 2
 
 
 def fan_outs(files: float, weights: Sequence[float], distinct: Sequence[int]) -> list[float]:
@@ -137,6 +139,10 @@ def fit(columns: Sequence[np.ndarray], weights: Sequence[float], files: int) -> 
         here = [c[index] for c in columns[level:]]
         distinct = [int(np.unique(v).size) for v in here]
         parts = _whole_parts(budget, fan_outs(budget, weights[level:], distinct)[0])
+        if level == levels - 1:
+            # Groups of at least two files: a group the sample misjudged, or a heavy value
+            # that cannot be split, then changes its files' sizes by a part, not a whole.
+            parts = min(parts, max(1, math.floor(budget / MIN_GROUP_FILES)))
         cuts = _cut(here[0], parts)
         per_level[level].append(len(cuts) + 1)
         child = np.searchsorted(cuts, here[0], side="right")

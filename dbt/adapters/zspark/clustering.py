@@ -166,6 +166,8 @@ def _owner(spread: FileSpread, key: Any, parts: list[tuple[str, str]], key_type:
 
     if not spread.cuts:
         return sf.lit(0)
+    if spread.key_shift is not None:
+        return sf.shiftright(key, spread.key_shift).cast("int")
 
     def position(values: list[Any], key_value: Any) -> Any:
         fields = [value.alias(f"p{i}") for i, value in enumerate(values)]
@@ -326,7 +328,8 @@ def _group_spread(tree: balanced.Tree, sample_keys: np.ndarray, rows: int, file_
     return FileSpread(partitions=tree.groups,
                       cuts=tuple((g << shift,) for g in range(1, tree.groups)),
                       rows_per_file=balanced.file_rows((counts * share).tolist(), file_count,
-                                                       counts.tolist()))
+                                                       counts.tolist()),
+                      key_shift=shift)
 
 
 def describe_partition(keyed: KeyedPlan, plan: ClusteringPlan, sample: pd.DataFrame) -> str:

@@ -34,6 +34,9 @@ class FileSpread:
     #: Rows per file, when partitions are cut into several files by row count; None when
     #: every partition is one file.
     rows_per_file: int | None
+    #: When set, a row's partition is its key shifted right by this many bits (the
+    #: balanced layout's group), found without comparing it to every cut point.
+    key_shift: int | None = None
 
 
 def shuffle_partitions(file_count: int, cores: int, input_bytes: int) -> int:

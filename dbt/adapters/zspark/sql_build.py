@@ -140,6 +140,8 @@ def owner_sql(spread: FileSpread, key_sql: str, key_type: str,
     (table partition values, key) in Spark's order (``clustering._owner``)."""
     if not spread.cuts:
         return "0"
+    if spread.key_shift is not None:
+        return f"cast(shiftright({key_sql}, {spread.key_shift}) as int)"
 
     def position(values: Sequence[str], key: str) -> str:
         fields = [*(f"'p{i}', {v}" for i, v in enumerate(values)), f"'k', {key}"]
