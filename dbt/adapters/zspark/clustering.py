@@ -21,7 +21,7 @@ import pandas as pd
 
 from dbt.adapters.zspark import balanced, curves
 from dbt.adapters.zspark.layout_state import StoredLayout
-from dbt.adapters.zspark.layouts import ColumnSpec, group_shift
+from dbt.adapters.zspark.layouts import ColumnSpec, boundary_ranks, group_shift
 from dbt.adapters.zspark.partitioning import (
     FileSpread,
     piece_spread,
@@ -338,8 +338,7 @@ def describe_partition(keyed: KeyedPlan, plan: ClusteringPlan, sample: pd.DataFr
     tree = keyed.tree
     if tree is None or not len(sample):
         return ""
-    ranks = [curves.rank_values(sample[s.name], s.boundaries if s.boundaries is not None
-                                else np.array([])) for s in keyed.specs]
+    ranks = boundary_ranks(keyed.specs, [sample[s.name] for s in keyed.specs])
     keys = np.asarray(keyed.sample_keys, dtype=np.int64)
     files_rows = (keyed.spread.rows_per_file or 1) * len(sample) / max(keyed.layout.rows, 1)
     expected = balanced.expected_skip(ranks, keys >> group_shift(plan.boundary_count),

@@ -163,12 +163,8 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
 
             return spread_sql(sql, int(file_count))
 
-        from dbt.adapters.zspark.clustering import model_schema, prepare_build
-        from dbt.adapters.zspark.sql_build import prepare_sql_build
-
-        spark = self._spark(model, "clustering") if self._is_session() else None
-        schema = model_schema(spark, sql) if spark is not None else self._described(
-            f"describe query {sql}")
+        spark = self._spark_if_session(model, "clustering")
+        schema = self._schema(spark, sql)
         try:
             plan = plan_clustering(model, config, schema, "table")
         except ClusteringConfigError as error:
@@ -189,10 +185,11 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
             f"({plan.curve_method}, boundary_count={plan.boundary_count}); sampling input"
             + ("" if spark is not None else " (keys in Spark SQL: no Python on the server)")
         )
-        if spark is not None:
-            prepared = prepare_build(spark, plan, sql)
-        else:
-            prepared = prepare_sql_build(self._fetch, plan, sql, schema, self._server_cores())
+        # Two passes (a session) or three (thrift): sample and count, then the write.
+        sampled = self._sample(spark, plan, sql, schema)
+        prepared = self._keyed(spark, plan, sql, sampled, None,
+                               plan.resolve_file_count(sampled.input_bytes), schema,
+                               pieces=False, file_per_partition=False)
         self._keep(relation, plan, prepared, new_layout=True)
         assert prepared.layout is not None
         self._layout_properties[plan.model] = prepared.layout.to_properties()

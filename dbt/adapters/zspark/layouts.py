@@ -189,16 +189,10 @@ class BalancedLayout(Layout):
         # A group's rows follow the last column (its rank in the key, then its values).
         return [columns[-1], *columns[:-1]]
 
-    @staticmethod
-    def _ranks(columns: Sequence[ColumnSpec], values: Sequence[pd.Series]) -> list[np.ndarray]:
-        return [curves.rank_values(v, spec.boundaries if spec.boundaries is not None
-                                   else np.array([]))
-                for v, spec in zip(values, columns, strict=True)]
-
     def fit(self, columns: Sequence[ColumnSpec], sample: Sequence[pd.Series],
             boundary_count: int, file_count: int,
             weights: Sequence[float]) -> balanced.Tree | None:
-        return balanced.fit(self._ranks(columns, sample), weights, file_count)
+        return balanced.fit(boundary_ranks(columns, sample), weights, file_count)
 
     def key_function(self, columns: Sequence[ColumnSpec], curve_method: str,
                      boundary_count: int, tree: balanced.Tree | None = None) -> KeyFunction:
@@ -209,11 +203,18 @@ class BalancedLayout(Layout):
         fitted = tree
 
         def balanced_key(*values: pd.Series) -> pd.Series:
-            ranks = self._ranks(specs, values)
+            ranks = boundary_ranks(specs, values)
             group = balanced.assign(fitted, ranks).astype(np.uint64)
             return pd.Series(((group << bits) | ranks[-1]).astype(np.int64))
 
         return balanced_key
+
+
+def boundary_ranks(columns: Sequence[ColumnSpec], values: Sequence[pd.Series]) -> list[np.ndarray]:
+    """Each column's values as ranks among its boundaries (``curves.rank_values``)."""
+    return [curves.rank_values(v, spec.boundaries if spec.boundaries is not None
+                               else np.array([]))
+            for v, spec in zip(values, columns, strict=True)]
 
 
 def group_shift(boundary_count: int) -> int:

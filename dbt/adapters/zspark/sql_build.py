@@ -198,11 +198,3 @@ def keyed_sql_build(fetch: Fetch, plan: ClusteringPlan, sql: str, sampled: Input
         f"as {quote(BUCKET_COLUMN)} from (\n{keyed_rows}\n) zspark_keyed\n"
         f") zspark_bucketed sort by {', '.join(keyed.order)}")
     return keyed.prepared(select_sql, sampled, file_count, started)
-
-
-def prepare_sql_build(fetch: Fetch, plan: ClusteringPlan, sql: str,
-                      schema: Mapping[str, str], cores: int) -> PreparedBuild:
-    """Sample ``sql`` through queries and return the SELECT that writes it clustered."""
-    sampled = sample_input_sql(fetch, plan, sql, schema)
-    return keyed_sql_build(fetch, plan, sql, sampled, None,
-                           plan.resolve_file_count(sampled.input_bytes), cores, schema)
