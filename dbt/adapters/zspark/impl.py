@@ -312,8 +312,7 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         from dbt.adapters.zspark.index import index_columns
         from dbt.adapters.zspark.sql_index import described_columns, index_sql
 
-        if not self._fetch(f"show tables in {index.schema} like "
-                           f"{sql_string(index.identifier)}"):
+        if not self._server_has_table(index):
             return None
         available = described_columns(list(self._described(f"describe table {relation}")
                                            .items()))
@@ -337,6 +336,11 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         self.execute(f"drop table {index}")
         self.execute(f"alter table {next_index} rename to {index}")
         return self._sql_index_summary(index)
+
+    def _server_has_table(self, relation: Any) -> bool:
+        """Does the metastore hold ``relation`` (asked by SQL, any connection)?"""
+        return bool(self._fetch(f"show tables in {relation.schema} like "
+                                f"{sql_string(relation.identifier)}"))
 
     def _sql_index_summary(self, index: Any) -> Any:
         from dbt.adapters.zspark.index import IndexSummary

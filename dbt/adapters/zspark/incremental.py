@@ -19,7 +19,7 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.zspark.layout_state import StoredLayout, StoredLayoutError
 from dbt.adapters.zspark.planning import ClusteringConfigError, ClusteringPlan, plan_clustering
-from dbt.adapters.zspark.sqltext import quote, sql_string
+from dbt.adapters.zspark.sqltext import quote
 
 logger = AdapterLogger("zspark")
 
@@ -65,6 +65,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
     _location: Callable[[Any], str]
     _execute_with: Callable[[dict[str, str], str], Any]
     _frame: Callable[[str, dict[str, str]], Any]
+    _server_has_table: Callable[[Any], bool]
     zspark_execute_write: Callable[[str, str], Any]
     execute: Callable[..., Any]
     _is_session: Callable[[], bool]
@@ -224,8 +225,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
         index = self._index_relation(relation)
         query = f"select file_path, row_count, file_mtime from {index} where row_group is null"
         if spark is None:
-            if not self._fetch(f"show tables in {index.schema} like "
-                               f"{sql_string(index.identifier)}"):
+            if not self._server_has_table(index):
                 return None
             found = self._fetch(query)
         else:
