@@ -82,7 +82,8 @@ def stored_keys(table_properties: dict[str, str], path: str) -> list[int]:
     specs = [ColumnSpec(c, t, b) for c, t, b in
              zip(stored.columns, stored.column_types, stored.boundaries, strict=True)]
     function = LAYOUTS[stored.config_key].key_function(specs, stored.curve_method,
-                                                       stored.boundary_count)
+                                                       stored.boundary_count,
+                                                       stored.partition_tree())
     frame = pq.read_table(path.removeprefix("file:")).to_pandas()
     keys: pd.Series = function(*(frame[c] for c in stored.columns))
     return [int(k) for k in keys]
@@ -471,3 +472,80 @@ def test_a_failed_rewrite_leaves_the_table_and_its_index_as_they_were(
     assert project.rows(f"select * from {table}") == source_rows(project, (0, 4800))
     assert not project.spark.catalog.tableExists(f"{table}__zspark_new")
     assert_index_equals_full_reindex(project, table)
+
+
+def assert_files_follow_the_stored_key(project: DbtProject, name: str, paths: set[str]) -> None:
+    """Every file's rows sorted by the key of the layout stored with the table."""
+    properties = layout_properties(project, project.table(name))
+    for path in paths:
+        keys = stored_keys(properties, path)
+        assert keys == sorted(keys), path
+
+
+def test_a_balanced_incremental_model_keys_new_rows_with_its_stored_tree(
+        project: DbtProject) -> None:
+    """balanced_by on an incremental model: the first build fits the tree and stores it;
+    appends are keyed with that tree (pieces sorted by its key), merges keep it, and a
+    full re-clustering on demand fits a new tree with the stored weights."""
+    table = write_model(project, "inc_balanced", layout="balanced_by",
+                        extra=", cluster_weights={'city': 3, 'brand': 1}")
+    run(project, "inc_balanced", 0, 4000)
+    assert re.search(r"inc_balanced: balanced layout: \d+ groups, fan-out city \d+",
+                     project.log_text())
+    stored = layout_properties(project, table, writes=False)
+    assert stored["zspark.layout.summary"].startswith("balanced_by=[city, brand]")
+    base = set(project.files("inc_balanced"))
+    assert_files_follow_the_stored_key(project, "inc_balanced", base)
+
+    for step, action in enumerate(["append", "merge"]):
+        start = 4000 + 400 * step
+        before = set(project.files("inc_balanced"))
+        run(project, "inc_balanced", start, start + 400)
+        text = project.log_text()
+        assert f"inc_balanced: {action} (" in text
+        assert "balanced layout:" not in text  # the stored tree keys new rows: no new fit
+        assert layout_properties(project, table, writes=False) == stored
+        assert project.rows(f"select * from {table}") == source_rows(project, (0, start + 400))
+        after = set(project.files("inc_balanced"))
+        assert base <= after
+        assert_files_follow_the_stored_key(project, "inc_balanced", after - before)
+        assert_index_equals_full_reindex(project, table)
+        assert_scan_equals_plain_filter(project, "inc_balanced")
+
+    kept = project.rows(f"select * from {table}")
+    project.dbt("run-operation", "zspark_recluster", "--args",
+                f"{{relation: {table}, full: true}}")
+    text = project.log_text()
+    assert "inc_balanced: full (" in text
+    assert re.search(r"balanced layout: \d+ groups, .*\(weights city 3, brand 1\)", text)
+    assert project.rows(f"select * from {table}") == kept
+    assert not set(project.files("inc_balanced")) & base
+    assert_files_follow_the_stored_key(project, "inc_balanced", set(project.files("inc_balanced")))
+    assert_index_equals_full_reindex(project, table)
+    assert_scan_equals_plain_filter(project, "inc_balanced")
+
+
+def test_a_partitioned_balanced_model_splits_each_partitions_share_of_files(
+        project: DbtProject) -> None:
+    """balanced_by with partition_by: 4 table partitions of 1000 rows and 8 files, so a
+    tree of 2 files per partition; each partition's files sorted by the key, never two
+    partitions in a file; an append to a new partition is keyed with the stored tree."""
+    table = write_model(project, "inc_balanced_parts", layout="balanced_by",
+                        extra=", partition_by=['part']")
+    run(project, "inc_balanced_parts", 0, 4000)
+    assert re.search(r"inc_balanced_parts: balanced layout: \d+ groups per table partition",
+                     project.log_text())
+    files = partition_files(project, "inc_balanced_parts")
+    assert sorted(files) == [0, 1, 2, 3]
+    assert all(1 <= len(paths) <= 3 for paths in files.values()), files
+    everything = {p for paths in files.values() for p in paths}
+    assert_files_follow_the_stored_key(project, "inc_balanced_parts", everything)
+    assert_index_equals_full_reindex(project, table)
+
+    run(project, "inc_balanced_parts", 4000, 5000)
+    assert project.rows(f"select * from {table}") == source_rows(project, (0, 5000))
+    after = partition_files(project, "inc_balanced_parts")
+    assert {k: after[k] for k in files} == files
+    assert_files_follow_the_stored_key(project, "inc_balanced_parts", after[4])
+    assert_index_equals_full_reindex(project, table)
+    assert_scan_equals_plain_filter(project, "inc_balanced_parts")

@@ -119,7 +119,6 @@ def test_files_per_group_never_exceed_the_budget_and_the_cut_is_the_finest(
 
 
 @pytest.mark.parametrize(("config", "problem"), [
-    ({"balanced_by": ["a", "b"], "partition_by": ["p"]}, "is set with partition_by"),
     ({"balanced_by": ["a", "b"], "curve_method": "direct"}, "is set with curve_method"),
     ({"balanced_by": ["a", "b"], "cluster_weights": {"c": 1}}, "names column 'c'"),
     ({"balanced_by": ["a", "b"], "cluster_weights": {"a": -1}}, "gives 'a' the weight -1"),
@@ -133,8 +132,3 @@ def test_what_the_balanced_layout_cannot_take_is_refused_by_name(
         plan_clustering("m", config, schema, "table")
     assert problem in str(raised.value)
     assert str(raised.value).startswith("Model 'm': config '")
-
-
-def test_an_incremental_balanced_model_is_refused_before_anything_is_written() -> None:
-    with pytest.raises(ClusteringConfigError, match="materialized='incremental'"):
-        plan_clustering("m", {"balanced_by": ["a"]}, None, "incremental")

@@ -222,13 +222,14 @@ def file_rows(group_rows: Sequence[float], files: int,
 
 
 def expected_skip(columns: Sequence[np.ndarray], group: np.ndarray,
-                  rows_per_file: float) -> list[float]:
+                  rows_per_file: float, order: np.ndarray | None = None) -> list[float]:
     """Per column, the share of files a point query on a sampled value skips, were the
     sample rows (comparable arrays) written as the build writes all rows: each group sorted
-    by the last column and cut every ``rows_per_file`` rows (scaled to the sample)."""
+    by ``order`` (default: the last column) and cut every ``rows_per_file`` rows (scaled
+    to the sample)."""
     if group.size == 0:
         return [0.0] * len(columns)
-    order = np.lexsort((columns[-1], group))
+    order = np.lexsort((columns[-1] if order is None else order, group))
     grouped = group[order]
     starts = np.r_[0, np.flatnonzero(np.diff(grouped)) + 1]
     within = np.arange(grouped.size) - np.repeat(starts, np.diff(np.r_[starts, grouped.size]))

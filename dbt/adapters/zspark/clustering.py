@@ -272,6 +272,10 @@ def plan_keys(plan: ClusteringPlan, sampled: InputSample, stored: StoredLayout |
               file_per_partition: bool = False) -> KeyedPlan:
     """Key and spread a sampled input into ``file_count`` files.
 
+    A balanced build of an unpartitioned table writes each group by a shuffle partition
+    of its own; pieces and table partitions are cut along the key, as the curves are (a
+    file then spans neighbouring groups: the tree's order keeps them close).
+
     With ``stored`` rows are keyed with the table's stored boundaries, else with
     boundaries from the sample. Rows go to few shuffle partitions owning consecutive ranges
     of (table partition, key), cut where the sample puts file boundaries; each is sorted
@@ -291,16 +295,17 @@ def plan_keys(plan: ClusteringPlan, sampled: InputSample, stored: StoredLayout |
     specs = [ColumnSpec(name, key_input_type(spark_type), column_boundaries)
              for name, spark_type, column_boundaries
              in zip(plan.columns, plan.column_types, boundaries, strict=True)]
+    # A partitioned table's tree splits each table partition's share of the files.
     tree = stored.partition_tree() if stored is not None else plan.layout.fit(
-        specs, [sample[c] for c in plan.columns], plan.boundary_count, file_count,
-        plan.weights)
+        specs, [sample[c] for c in plan.columns], plan.boundary_count,
+        max(1, round(file_count / max(1, len(sampled.partitions)))), plan.weights)
     function = plan.layout.key_function(specs, plan.curve_method, plan.boundary_count, tree)
     sample_keys = function(*(sample[c] for c in plan.columns)).tolist() if len(sample) else []
     parts = [(p, type_of(schema, p)) for p in plan.partition_by]
     positions = [(*(sort_position(v) for v in values), k) for values, k in zip(
         zip(*(sample[part_column(i)] for i in range(len(parts))), strict=True),
         sample_keys, strict=True)] if parts else [(k,) for k in sample_keys]
-    if tree is not None:
+    if tree is not None and not pieces and not parts:
         spread = _group_spread(tree, np.asarray(sample_keys, dtype=np.int64), rows,
                                file_count, group_shift(plan.boundary_count))
     elif pieces:
@@ -315,7 +320,7 @@ def plan_keys(plan: ClusteringPlan, sampled: InputSample, stored: StoredLayout |
         plan, boundaries, rows=rows, files=file_count,
         rows_per_file=spread.rows_per_file or math.ceil(rows / file_count), tree=tree)
     keyed = KeyedPlan(specs, function, sample_keys, parts, spread, order, layout, tree)
-    keyed.note = describe_partition(keyed, plan, sample)
+    keyed.note = describe_partition(keyed, plan, sample, fitted=stored is None)
     return keyed
 
 
@@ -332,22 +337,30 @@ def _group_spread(tree: balanced.Tree, sample_keys: np.ndarray, rows: int, file_
                       key_shift=shift)
 
 
-def describe_partition(keyed: KeyedPlan, plan: ClusteringPlan, sample: pd.DataFrame) -> str:
+def describe_partition(keyed: KeyedPlan, plan: ClusteringPlan, sample: pd.DataFrame,
+                       fitted: bool = True) -> str:
     """A balanced build's fan-outs per column and the skip per column it expects from the
-    sample (for the log, before the write)."""
+    sample (for the log, before the write); nothing for curves or a stored tree."""
     tree = keyed.tree
-    if tree is None or not len(sample):
+    if tree is None or not fitted or not len(sample):
         return ""
     ranks = boundary_ranks(keyed.specs, [sample[s.name] for s in keyed.specs])
     keys = np.asarray(keyed.sample_keys, dtype=np.int64)
-    files_rows = (keyed.spread.rows_per_file or 1) * len(sample) / max(keyed.layout.rows, 1)
-    expected = balanced.expected_skip(ranks, keys >> group_shift(plan.boundary_count),
-                                      files_rows)
+    files_rows = keyed.layout.rows_per_file * len(sample) / max(keyed.layout.rows, 1)
+    if keyed.parts:  # each table partition cut by rows along the key
+        table_part = pd.Series(list(zip(*(sample[part_column(i)]
+                                         for i in range(len(keyed.parts))), strict=True)))
+        expected = balanced.expected_skip(ranks, table_part.factorize()[0], files_rows,
+                                          order=keys)
+    else:
+        expected = balanced.expected_skip(ranks, keys >> group_shift(plan.boundary_count),
+                                          files_rows)
     fans = [f"{c} {min(f)}-{max(f)}" if min(f) != max(f) else f"{c} {f[0]}"
             for c, f in zip(plan.columns, tree.fan_outs, strict=False) if f]
     weights = "" if len(set(plan.weights)) == 1 else " (weights " + ", ".join(
         f"{c} {w:g}" for c, w in zip(plan.columns, plan.weights, strict=True)) + ")"
-    return (f"balanced layout: {tree.groups} groups, fan-out {', '.join(fans)}, "
+    per_part = " per table partition" if keyed.parts else ""
+    return (f"balanced layout: {tree.groups} groups{per_part}, fan-out {', '.join(fans)}, "
             f"{plan.columns[-1]} cut by rows{weights}; expected skip from the sample: "
             + ", ".join(f"{c} {100 * e:.1f}%" for c, e in
                         zip(plan.columns, expected, strict=True)))

@@ -62,6 +62,9 @@ class StoredLayout:
     rows_per_file: int
     #: The balanced layout's fitted partition (``balanced.to_json``), over boundary ranks.
     tree: dict[str, Any] | None = None
+    #: ``cluster_weights`` of the build (empty: every column the same), for a full
+    #: re-clustering on demand to fit the same way.
+    weights: tuple[float, ...] = ()
 
     @classmethod
     def of_build(cls, plan: ClusteringPlan, boundaries: Sequence[np.ndarray | None],
@@ -72,7 +75,8 @@ class StoredLayout:
                    boundary_count=plan.boundary_count, boundaries=tuple(boundaries),
                    partition_by=plan.partition_by, rows=rows, files=files,
                    rows_per_file=max(1, rows_per_file),
-                   tree=None if tree is None else balanced.to_json(tree))
+                   tree=None if tree is None else balanced.to_json(tree),
+                   weights=() if len(set(plan.weights)) <= 1 else plan.weights)
 
     def partition_tree(self) -> balanced.Tree | None:
         """The balanced layout's partition, to key rows as the build did."""
@@ -82,8 +86,10 @@ class StoredLayout:
 
     def as_config(self) -> dict[str, Any]:
         """The model config of this layout (to rebuild the table from itself)."""
+        weights = dict(zip(self.columns, self.weights, strict=True)) if self.weights else None
         return {self.config_key: list(self.columns), "curve_method": self.curve_method,
-                "boundary_count": self.boundary_count, "partition_by": list(self.partition_by)}
+                "boundary_count": self.boundary_count, "partition_by": list(self.partition_by),
+                "cluster_weights": weights}
 
     def describe(self) -> str:
         return (f"{self.config_key}=[{', '.join(self.columns)}], curve_method="
@@ -124,6 +130,7 @@ class StoredLayout:
             "partition_by": list(self.partition_by), "rows": self.rows, "files": self.files,
             "rows_per_file": self.rows_per_file,
             **({} if self.tree is None else {"tree": self.tree}),
+            **({"weights": list(self.weights)} if self.weights else {}),
         }
         packed = zlib.compress(json.dumps(document).encode()).hex()
         parts = [packed[i:i + PART_CHARS] for i in range(0, len(packed), PART_CHARS)]
@@ -155,6 +162,7 @@ class StoredLayout:
                 partition_by=tuple(document["partition_by"]), rows=int(document["rows"]),
                 files=int(document["files"]), rows_per_file=int(document["rows_per_file"]),
                 tree=document.get("tree"),
+                weights=tuple(float(w) for w in document.get("weights", ())),
             )
         except (KeyError, ValueError, TypeError, zlib.error) as error:
             raise StoredLayoutError(f"unreadable stored layout ({error})") from error

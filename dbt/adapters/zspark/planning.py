@@ -177,16 +177,11 @@ def plan_clustering(
         partition_by = tuple(by_lower[part.lower()][0] for part in partition_by)
 
     weights = _weights(model, key, columns, config.get("cluster_weights"))
-    if key == "balanced_by":
-        refused = ("partition_by" if partition_by else
-                   "materialized='incremental'" if materialized == "incremental" else
-                   f"curve_method='{curve_method}'" if curve_method != "boundary" else None)
-        if refused is not None:
-            raise ClusteringConfigError(
-                model, "balanced_by", f"is set with {refused}",
-                "balanced_by on unpartitioned table models with curve_method 'boundary' "
-                "(incremental and partitioned balanced tables come next; zorder_by and "
-                "hilbert_by do both)")
+    if key == "balanced_by" and curve_method != "boundary":
+        raise ClusteringConfigError(
+            model, "balanced_by", f"is set with curve_method='{curve_method}'",
+            "balanced_by with curve_method 'boundary' (its ranges are cut among sampled "
+            "boundaries)")
     return ClusteringPlan(
         model=model, layout=layout, columns=columns, column_types=column_types,
         curve_method=curve_method, boundary_count=boundary_count, file_count=file_count,
