@@ -1,7 +1,7 @@
 """dbt on a standalone Spark cluster (session method, ``spark.master: spark://...``) whose
 executors' Python has pyspark, pandas, numpy and pyarrow but not dbt or this plugin, named
-by the profile's ``spark.pyspark.python``: clustered builds, an incremental run, the
-index, ``zspark_scan`` and ``skip_coverage`` all run through it.
+by the profile's ``spark.pyspark.python``: clustered builds (curves and balanced),
+incremental runs, the index, ``zspark_scan`` and ``skip_coverage`` all run through it.
 
 dbt runs in a subprocess: a process has one SparkContext, and this one's is local.
 """
@@ -36,6 +36,8 @@ MODELS = {
                   "file_count=8) }}" + COLUMNS,
     "events_inc.sql": "{{ config(materialized='incremental', incremental_strategy='append', "
                       "zorder_by=['city', 'brand'], file_count=8) }}" + COLUMNS,
+    "events_bal.sql": "{{ config(materialized='incremental', incremental_strategy='append', "
+                      "balanced_by=['city', 'brand'], file_count=8) }}" + COLUMNS,
     "coverage.yml": textwrap.dedent(f"""
         version: 2
         models:
@@ -45,8 +47,13 @@ MODELS = {
           - name: events_inc
             data_tests:
               - skip_coverage: {{predicates: {list(PREDICATES)}, min_skip_ratio: 0.3}}
+          - name: events_bal
+            data_tests:
+              - skip_coverage: {{predicates: {list(PREDICATES)}, min_skip_ratio: 0.3}}
     """),
 }
+
+MODELS_BUILT = ("events", "events_inc", "events_bal")
 
 
 def run_on_cluster(project: str) -> None:
@@ -65,7 +72,7 @@ def run_on_cluster(project: str) -> None:
         return result.result
 
     dbt("run")
-    dbt("run", "--select", "events_inc", "--vars", "{start: 4000, stop: 5000}")
+    dbt("run", "--select", "events_inc", "events_bal", "--vars", "{start: 4000, stop: 5000}")
     dbt("test")
     spark = active_session()
 
@@ -79,7 +86,7 @@ def run_on_cluster(project: str) -> None:
         "master": spark.sparkContext.master,
         "executors": spark.sparkContext.parallelize(range(4), 4).map(executor).collect(),
         "scans": []}
-    for model in ("events", "events_inc"):
+    for model in MODELS_BUILT:
         table = f"zspark_test.{model}"
         spark.catalog.refreshTable(table)
         for predicate in PREDICATES:
@@ -92,7 +99,7 @@ def run_on_cluster(project: str) -> None:
                 "model": model, "predicate": predicate, "rows": rows, "opened": opened,
                 "files": len(spark.table(table).inputFiles()),
                 "exact": sorted(spark.sql(scan).collect()) == expected})
-    report["rows"] = {m: spark.table(f"zspark_test.{m}").count() for m in ("events", "events_inc")}
+    report["rows"] = {m: spark.table(f"zspark_test.{m}").count() for m in MODELS_BUILT}
     print("RESULT " + json.dumps(report))
 
 
@@ -142,7 +149,7 @@ def test_dbt_runs_on_a_cluster_whose_executors_lack_the_plugin(
 
     assert report["master"] == url
     assert {tuple(e) for e in report["executors"]} == {(str(python), False)}
-    assert report["rows"] == {"events": 4000, "events_inc": 5000}
+    assert report["rows"] == {"events": 4000, "events_inc": 5000, "events_bal": 5000}
     assert "skip_coverage" in output
     for scan in report["scans"]:
         assert scan["exact"], scan

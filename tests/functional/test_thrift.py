@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -212,7 +213,8 @@ def _file_keys(properties: dict[str, str], path: str) -> list[int]:
     specs = [ColumnSpec(c, key_input_type(t), b) for c, t, b in
              zip(stored.columns, stored.column_types, stored.boundaries, strict=True)]
     function = LAYOUTS[stored.config_key].key_function(specs, stored.curve_method,
-                                                       stored.boundary_count)
+                                                       stored.boundary_count,
+                                                       stored.partition_tree())
     frame = pq.read_table(path.removeprefix("file:")).to_pandas()
     return [int(k) for k in function(*(frame[c] for c in stored.columns))]
 
@@ -470,30 +472,74 @@ def test_a_partitioned_incremental_model_merges_within_its_partitions_over_thrif
             assert path.rsplit("/", 2)[-2] == source.rsplit("/", 2)[-2]  # same partition
 
 
-@pytest.mark.parametrize("case", ["direct", "balanced"])
 def test_what_clustering_cannot_do_over_thrift_stops_before_writing_with_a_clear_error(
-        project: Path, thrift_port: int, case: str) -> None:
-    name = f"clustered_{case}"
-    config = {"direct": "zorder_by=['id', 'city'], curve_method='direct'",
-              "balanced": "balanced_by=['id', 'city']"}[case]
+        project: Path, thrift_port: int) -> None:
+    name = "clustered_direct"
     (project / "models" / f"{name}.sql").write_text(
-        f"{{{{ config(materialized='table', {config}) }}}}\n"
-        f"select * from {{{{ source('zt', 'events') }}}}\n")
+        "{{ config(materialized='table', zorder_by=['id', 'city'], curve_method='direct') }}\n"
+        "select * from {{ source('zt', 'events') }}\n")
     try:
         output = _dbt(project, "run", "-s", name, expect_pass=False)
     finally:
         (project / "models" / f"{name}.sql").unlink()
-    expected = {
-        "direct": f"Model '{name}': config 'curve_method' is 'direct', which computes keys in "
-                  f"Python; `method: thrift` runs no Python in Spark. Allowed there: "
-                  f"'boundary'.",
-        "balanced": f"Model '{name}': config 'balanced_by' keys rows in Python; `method: "
-                    f"thrift` runs no Python in Spark. Allowed there: zorder_by, hilbert_by "
-                    f"or linear_by.",
-    }[case]
+    expected = (f"Model '{name}': config 'curve_method' is 'direct', which computes keys in "
+                f"Python; `method: thrift` runs no Python in Spark. Allowed there: "
+                f"'boundary'.")
     assert expected in " ".join(output.split())
     tables = {row[1] for row in _sql(thrift_port, f"show tables in {SCHEMA}")}
     assert not {t for t in tables if t.startswith(name)}
+
+
+def test_a_balanced_incremental_model_keys_groups_in_sql_over_thrift(
+        project: Path, thrift_port: int) -> None:
+    """balanced_by over thrift: the tree is fitted on the sample in dbt's process and each
+    row's group found by SQL over the tree's cuts. The base's groups are whole files, every
+    file is sorted by the session's own key, the index is exact, appends and merges keep
+    the stored tree, and point queries through zspark_scan return the plain rows."""
+    name = "thrift_balanced"
+    table = f"{SCHEMA}.{name}"
+    (project / "models" / f"{name}.sql").write_text(
+        "{{ config(materialized='incremental', balanced_by=['city', 'brand'], "
+        "file_count=8) }}"
+        f"select * from ({CLUSTERED_SQL}) where id >= {{{{ var('lo') }}}} "
+        f"and id < {{{{ var('hi') }}}}")
+
+    def run(lo: int, hi: int) -> str:
+        output = _dbt(project, "run", "-s", name, "--vars", f"{{lo: {lo}, hi: {hi}}}")
+        assert sorted(_sql(thrift_port, f"select * from {table}")) == sorted(
+            _sql(thrift_port, f"select * from ({CLUSTERED_SQL}) where id < {hi}"))
+        return " ".join(output.split())
+
+    built = run(0, 2000)
+    assert re.search(rf"{name}: balanced layout: \d+ groups, fan-out city \d+", built)
+    base = _check_files_and_index(thrift_port, table)
+    assert 4 <= len(base) <= 8
+    properties = {str(k): str(v) for k, v in _sql(thrift_port, f"show tblproperties {table}")}
+    stored = {k: v for k, v in properties.items() if not k.endswith("clustered_writes")}
+    from dbt.adapters.zspark.layouts import group_shift
+
+    shift = group_shift(1000)
+    groups = {path: {k >> shift for k in _file_keys(properties, path)} for path in base}
+    assert all(len(g) == 1 for g in groups.values()), groups  # no file holds two groups
+    assert len(set.union(*groups.values())) >= 2
+
+    assert f"zspark: {name}: append (" in run(2000, 2100)
+    appended = _check_files_and_index(thrift_port, table)
+    assert {p: appended[p] for p in base} == base
+    assert f"zspark: {name}: merge (" in run(2100, 2400)
+    _check_files_and_index(thrift_port, table)
+    properties = {str(k): str(v) for k, v in _sql(thrift_port, f"show tblproperties {table}")}
+    assert {k: v for k, v in properties.items() if not k.endswith("clustered_writes")} == stored
+
+    for i, predicate in enumerate(POINT_QUERIES[:2]):
+        (project / "models" / f"{name}_scan{i}.sql").write_text(
+            f"{{{{ config(materialized='table') }}}}\n"
+            f"select * from {{{{ zspark_scan(ref('{name}'), \"{predicate}\") }}}} t\n")
+    _dbt(project, "run", "-s", f"{name}_scan0", f"{name}_scan1")
+    for i, predicate in enumerate(POINT_QUERIES[:2]):
+        plain = sorted(_sql(thrift_port, f"select * from {table} where {predicate}"))
+        assert plain
+        assert sorted(_sql(thrift_port, f"select * from {table}_scan{i}")) == plain
 
 
 if __name__ == "__main__":  # the `project` fixture's pyspark step

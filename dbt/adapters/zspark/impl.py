@@ -170,11 +170,6 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         except ClusteringConfigError as error:
             raise DbtRuntimeError(str(error)) from error
         assert plan is not None
-        if spark is None and plan.layout.config_key == "balanced_by":
-            raise DbtRuntimeError(
-                f"Model '{model}': config 'balanced_by' keys rows in Python; `method: "
-                f"{self.config.credentials.method}` runs no Python in Spark. Allowed there: "
-                f"zorder_by, hilbert_by or linear_by.")
         if spark is None and plan.curve_method != "boundary":
             raise DbtRuntimeError(
                 f"Model '{model}': config 'curve_method' is '{plan.curve_method}', which "

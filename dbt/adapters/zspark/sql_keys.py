@@ -16,8 +16,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dbt.adapters.zspark import curves
-from dbt.adapters.zspark.layouts import ColumnSpec
+from dbt.adapters.zspark import balanced, curves
+from dbt.adapters.zspark.layouts import ColumnSpec, group_shift
 from dbt.adapters.zspark.planning import normalize_type
 from dbt.adapters.zspark.sqltext import quote, sql_string
 
@@ -26,12 +26,17 @@ NAN_IS_NULL = ("tinyint", "smallint", "int", "bigint", "float", "double")
 
 
 def keyed_sql(layout: str, columns: Sequence[ColumnSpec], values: Sequence[str],
-              boundary_count: int, source_sql: str, key_column: str) -> str:
+              boundary_count: int, source_sql: str, key_column: str,
+              tree: balanced.Tree | None = None) -> str:
     """``source_sql``'s rows with their key as ``key_column``. ``layout`` is ``linear``,
-    ``zorder`` or ``hilbert``; ``values`` are the columns' key inputs as SQL over the
-    source (``clustering.key_input_sql``: timestamps as microseconds) and ``columns`` their
-    specs with the stored boundaries, typed as the key inputs
-    (``clustering.key_input_type``)."""
+    ``zorder``, ``hilbert`` or ``balanced`` (with its fitted ``tree``); ``values`` are the
+    columns' key inputs as SQL over the source (``clustering.key_input_sql``: timestamps
+    as microseconds) and ``columns`` their specs with the stored boundaries, typed as the
+    key inputs (``clustering.key_input_type``)."""
+    if layout == "balanced":
+        if tree is None:
+            raise ValueError("the balanced layout keys rows with its fitted tree")
+        return _balanced_sql(tree, columns, values, boundary_count, source_sql, key_column)
     dims = len(columns)
     bits = min(curves.rank_bits(boundary_count), curves.MAX_KEY_BITS // dims)
     ranks = [stretched_rank_sql(v, c, bits) for v, c in zip(values, columns, strict=True)]
@@ -44,6 +49,36 @@ def keyed_sql(layout: str, columns: Sequence[ColumnSpec], values: Sequence[str],
     else:
         raise ValueError(f"no SQL key for layout {layout!r}")
     return f"select *, {key} as {quote(key_column)} from (\n{source_sql}\n) zspark_source"
+
+
+def _balanced_sql(tree: balanced.Tree, columns: Sequence[ColumnSpec], values: Sequence[str],
+                  boundary_count: int, source_sql: str, key_column: str) -> str:
+    """``layouts.BalancedLayout``'s key in SQL: the row's group, found by a CASE per tree
+    node over the columns' ranks, then its rank on the last column. The ranks are columns
+    of an inner query, so each binary search runs once per row."""
+    ranks = [f"__zspark_rank_{i}" for i in range(len(columns))]
+    ranked = ", ".join(f"{rank_sql(v, c)} as {quote(r)}"
+                       for v, c, r in zip(values, columns, ranks, strict=True))
+    group, _ = _group_sql(tree.root, 0, 0, [quote(r) for r in ranks])
+    key = f"shiftleft(cast({group} as bigint), {group_shift(boundary_count)}) | " \
+          f"{quote(ranks[-1])}"
+    return (f"select *, {key} as {quote(key_column)} from (\n"
+            f"select *, {ranked} from (\n{source_sql}\n) zspark_source\n) zspark_ranked")
+
+
+def _group_sql(node: balanced.Node, level: int, first: int,
+               ranks: Sequence[str]) -> tuple[str, int]:
+    """The group ordinal of a row under ``node`` (``balanced.assign``: a child holds the
+    ranks from its cut up to the next), and the first ordinal after the node's groups."""
+    if not node.children:
+        return str(first), first + 1
+    branches = []
+    for child in node.children:
+        branch, first = _group_sql(child, level + 1, first, ranks)
+        branches.append(branch)
+    whens = " ".join(f"when {ranks[level]} < {int(cut)} then {branch}"
+                     for cut, branch in zip(node.cuts, branches, strict=False))
+    return f"(case {whens} else {branches[-1]} end)", first
 
 
 def stretched_rank_sql(value: str, column: ColumnSpec, bits: int) -> str:
