@@ -76,6 +76,8 @@ def _group_sql(node: balanced.Node, level: int, first: int,
     for child in node.children:
         branch, first = _group_sql(child, level + 1, first, ranks)
         branches.append(branch)
+    if len(branches) == 1:  # a node its sample could not cut: one child
+        return branches[0], first
     whens = " ".join(f"when {ranks[level]} < {int(cut)} then {branch}"
                      for cut, branch in zip(node.cuts, branches, strict=False))
     return f"(case {whens} else {branches[-1]} end)", first
