@@ -15,7 +15,7 @@ import re
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -338,6 +338,26 @@ def _check_files_and_index(port: int, table: str) -> dict[str, list[tuple[Any, .
     return contents
 
 
+def _incremental_model(project: Path, port: int, name: str,
+                       layout: str) -> Callable[[int, int], str]:
+    """Write an incremental model of CLUSTERED_SQL's ids in ``[lo, hi)`` clustered by
+    ``layout`` (8 files); returns a run of it that checks the table holds ids below ``hi``
+    and gives dbt's output on one line."""
+    table = f"{SCHEMA}.{name}"
+    (project / "models" / f"{name}.sql").write_text(
+        f"{{{{ config(materialized='incremental', {layout}, file_count=8) }}}}"
+        f"select * from ({CLUSTERED_SQL}) where id >= {{{{ var('lo') }}}} "
+        f"and id < {{{{ var('hi') }}}}")
+
+    def run(lo: int, hi: int) -> str:
+        output = _dbt(project, "run", "-s", name, "--vars", f"{{lo: {lo}, hi: {hi}}}")
+        assert sorted(_sql(port, f"select * from {table}")) == sorted(
+            _sql(port, f"select * from ({CLUSTERED_SQL}) where id < {hi}"))
+        return " ".join(output.split())
+
+    return run
+
+
 def test_an_incremental_model_stays_clustered_over_thrift(
         project: Path, thrift_port: int) -> None:
     """A clustered incremental model over thrift: its first run builds the base; an append
@@ -349,16 +369,7 @@ def test_an_incremental_model_stays_clustered_over_thrift(
     samples the table by query."""
     name = "thrift_incremental"
     table = f"{SCHEMA}.{name}"
-    (project / "models" / f"{name}.sql").write_text(
-        "{{ config(materialized='incremental', hilbert_by=['city', 'brand'], file_count=8) }}"
-        f"select * from ({CLUSTERED_SQL}) where id >= {{{{ var('lo') }}}} "
-        f"and id < {{{{ var('hi') }}}}")
-
-    def run(lo: int, hi: int) -> str:
-        output = _dbt(project, "run", "-s", name, "--vars", f"{{lo: {lo}, hi: {hi}}}")
-        assert sorted(_sql(thrift_port, f"select * from {table}")) == sorted(
-            _sql(thrift_port, f"select * from ({CLUSTERED_SQL}) where id < {hi}"))
-        return " ".join(output.split())
+    run = _incremental_model(project, thrift_port, name, "hilbert_by=['city', 'brand']")
 
     run(0, 2000)
     base = _check_files_and_index(thrift_port, table)
@@ -498,17 +509,7 @@ def test_a_balanced_incremental_model_keys_groups_in_sql_over_thrift(
     the stored tree, and point queries through zspark_scan return the plain rows."""
     name = "thrift_balanced"
     table = f"{SCHEMA}.{name}"
-    (project / "models" / f"{name}.sql").write_text(
-        "{{ config(materialized='incremental', balanced_by=['city', 'brand'], "
-        "file_count=8) }}"
-        f"select * from ({CLUSTERED_SQL}) where id >= {{{{ var('lo') }}}} "
-        f"and id < {{{{ var('hi') }}}}")
-
-    def run(lo: int, hi: int) -> str:
-        output = _dbt(project, "run", "-s", name, "--vars", f"{{lo: {lo}, hi: {hi}}}")
-        assert sorted(_sql(thrift_port, f"select * from {table}")) == sorted(
-            _sql(thrift_port, f"select * from ({CLUSTERED_SQL}) where id < {hi}"))
-        return " ".join(output.split())
+    run = _incremental_model(project, thrift_port, name, "balanced_by=['city', 'brand']")
 
     built = run(0, 2000)
     assert re.search(rf"{name}: balanced layout: \d+ groups, fan-out city \d+", built)
