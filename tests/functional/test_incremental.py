@@ -75,15 +75,10 @@ def stored_keys(table_properties: dict[str, str], path: str) -> list[int]:
     import pandas as pd
 
     from dbt.adapters.zspark.layout_state import StoredLayout
-    from dbt.adapters.zspark.layouts import LAYOUTS, ColumnSpec
 
     stored = StoredLayout.from_properties(table_properties)
     assert stored is not None
-    specs = [ColumnSpec(c, t, b) for c, t, b in
-             zip(stored.columns, stored.column_types, stored.boundaries, strict=True)]
-    function = LAYOUTS[stored.config_key].key_function(specs, stored.curve_method,
-                                                       stored.boundary_count,
-                                                       stored.partition_tree())
+    function = stored.key_function(stored.column_types)
     frame = pq.read_table(path.removeprefix("file:")).to_pandas()
     keys: pd.Series = function(*(frame[c] for c in stored.columns))
     return [int(k) for k in keys]
@@ -549,3 +544,49 @@ def test_a_partitioned_balanced_model_splits_each_partitions_share_of_files(
     assert_files_follow_the_stored_key(project, "inc_balanced_parts", after[4])
     assert_index_equals_full_reindex(project, table)
     assert_scan_equals_plain_filter(project, "inc_balanced_parts")
+
+
+def test_a_z_order_model_spends_its_bits_by_the_declared_workload(
+        project: DbtProject) -> None:
+    """cluster_weights: workload on an incremental Z-order: the skip_coverage test's
+    predicate and the workload config weigh city 7 (1 + 6) and brand 1, so the three bits
+    that cut the 8 files all go to city (plain Z-order gives it two); appends are keyed
+    with the stored weights, and the skip_coverage test holds."""
+    project.write("models/incremental/inc_zworkload.yml", """
+        version: 2
+        models:
+          - name: inc_zworkload
+            data_tests:
+              - skip_coverage: {predicates: ["city = 'CITY007'"], min_skip_ratio: 0.7}
+    """)
+    table = write_model(project, "inc_zworkload", layout="zorder_by",
+                        extra=", cluster_weights='workload', workload=[{'predicate': "
+                              "\"city = 'CITY002'\", 'count': 6}, 'brand = 42']")
+    run(project, "inc_zworkload", 0, 4000)
+    assert ("inc_zworkload: z-order bits by weight (city 7, brand 1): of the leading 3 bits, "
+            "which cut files, city 3, brand 0") in project.log_text()
+    properties = layout_properties(project, table, writes=False)
+    from dbt.adapters.zspark.layout_state import StoredLayout
+
+    stored = StoredLayout.from_properties(properties)
+    assert stored is not None
+    assert stored.weights == (7.0, 1.0)
+    assert_files_follow_the_stored_key(project, "inc_zworkload",
+                                       set(project.files("inc_zworkload")))
+    # Eight city ranges of about 6 cities: a city's rows sit in one file, or two where a
+    # file boundary falls inside it (two ranges under plain Z-order: about 2.2 files).
+    per_city = project.spark.sql(
+        f"select avg(files) from (select c.city, count(*) as files from "
+        f"(select distinct city from {table}) c join {table}__zindex i on i.row_group is "
+        f"null and c.city between i.city__min and i.city__max group by c.city)").first()[0]
+    assert per_city < 1.6
+
+    before = set(project.files("inc_zworkload"))
+    run(project, "inc_zworkload", 4000, 4400)
+    assert "inc_zworkload: append (" in project.log_text()
+    assert layout_properties(project, table, writes=False) == properties
+    assert project.rows(f"select * from {table}") == source_rows(project, (0, 4400))
+    assert_files_follow_the_stored_key(project, "inc_zworkload",
+                                       set(project.files("inc_zworkload")) - before)
+    assert_index_equals_full_reindex(project, table)
+    project.dbt("test", "--select", "inc_zworkload")

@@ -1,6 +1,7 @@
 """The SQL keys (``sql_keys.py``, for servers without Python) equal the UDF keys bit for
 bit: random rows of every clusterable type, 1 to 8 columns, every layout (the balanced one
-with a tree fitted on the sample), keyed both ways in the same Spark query."""
+with a tree fitted on the sample), equal or unequal column weights (Z-order's bit order),
+keyed both ways in the same Spark query."""
 
 from __future__ import annotations
 
@@ -61,10 +62,11 @@ def tables(draw: st.DrawFn) -> tuple[list[str], list[tuple[Any, ...]]]:
 @given(table=tables(),
        layout=st.sampled_from(["linear_by", "zorder_by", "hilbert_by", "balanced_by"]),
        boundary_count=st.sampled_from([1, 3, 16, 1000]), sampled=st.integers(1, ROWS),
-       files=st.integers(1, 16))
+       files=st.integers(1, 16),
+       drawn_weights=st.lists(st.sampled_from([0.0, 1.0, 3.0, 8.0]), min_size=8, max_size=8))
 def test_sql_keys_equal_udf_keys(spark: Any, table: tuple[list[str], list[tuple[Any, ...]]],
                                  layout: str, boundary_count: int, sampled: int,
-                                 files: int) -> None:
+                                 files: int, drawn_weights: list[float]) -> None:
     from dbt.adapters.zspark import curves, sql_keys
     from dbt.adapters.zspark.clustering import key_input_sql, key_input_type
     from dbt.adapters.zspark.layouts import LAYOUTS, ColumnSpec
@@ -83,13 +85,17 @@ def test_sql_keys_equal_udf_keys(spark: Any, table: tuple[list[str], list[tuple[
                         curves.sample_boundaries(sample[n], boundary_count))
              for n, t in zip(names, types, strict=True)]
     chosen = LAYOUTS[layout]
+    # Weights as planning allows them: on the weighted layouts, one at least above 0.
+    weights = drawn_weights[:len(names)]
+    if layout not in ("zorder_by", "balanced_by") or not any(weights):
+        weights = [1.0] * len(names)
     # The balanced layout's tree, fitted on the same sample (the curves fit none).
-    tree = chosen.fit(specs, [sample[n] for n in names], boundary_count, files,
-                      [1.0] * len(names))
+    tree = chosen.fit(specs, [sample[n] for n in names], boundary_count, files, weights)
     register_key_udf(spark, "zspark_key_sql_keys_test",
-                     chosen.key_function(specs, "boundary", boundary_count, tree), "bigint")
+                     chosen.key_function(specs, "boundary", boundary_count, tree, weights),
+                     "bigint")
     keyed = sql_keys.keyed_sql(chosen.name, specs, inputs, boundary_count,
-                               "select * from sql_keys_input", "sql_key", tree)
+                               "select * from sql_keys_input", "sql_key", tree, weights)
     spark.conf.set("spark.sql.ansi.enabled", "true")  # as a Thrift server runs by default
     try:
         keys = spark.sql(f"select zspark_key_sql_keys_test({', '.join(inputs)}) as udf, "

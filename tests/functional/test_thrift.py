@@ -206,15 +206,10 @@ def _file_keys(properties: dict[str, str], path: str) -> list[int]:
 
     from dbt.adapters.zspark.clustering import key_input_type
     from dbt.adapters.zspark.layout_state import StoredLayout
-    from dbt.adapters.zspark.layouts import LAYOUTS, ColumnSpec
 
     stored = StoredLayout.from_properties(properties)
     assert stored is not None
-    specs = [ColumnSpec(c, key_input_type(t), b) for c, t, b in
-             zip(stored.columns, stored.column_types, stored.boundaries, strict=True)]
-    function = LAYOUTS[stored.config_key].key_function(specs, stored.curve_method,
-                                                       stored.boundary_count,
-                                                       stored.partition_tree())
+    function = stored.key_function([key_input_type(t) for t in stored.column_types])
     frame = pq.read_table(path.removeprefix("file:")).to_pandas()
     return [int(k) for k in function(*(frame[c] for c in stored.columns))]
 

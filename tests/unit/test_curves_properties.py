@@ -11,10 +11,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dbt.adapters.zspark.curves import (
+    bit_schedule,
     deinterleave_bits,
     hilbert_index,
     hilbert_point,
@@ -277,6 +279,48 @@ def test_interleave_bijection_on_grid(shape: tuple[int, int]) -> None:
     assert np.array_equal(np.sort(keys), np.arange(1 << (dims * bits), dtype=np.uint64))
     back = deinterleave_bits(keys, dims, bits)
     assert all(np.array_equal(a, b) for a, b in zip(back, pts, strict=True))
+
+
+weights_of = st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0, 7.0]), min_size=1, max_size=4)
+
+
+@settings(max_examples=25, deadline=None)
+@given(small_grid, st.data())
+def test_weighted_interleave_is_a_bijection_that_keeps_each_column_in_order(
+        shape: tuple[int, int], data: st.DataObject) -> None:
+    dims, bits = shape
+    weights = data.draw(st.lists(st.sampled_from([0.0, 1.0, 3.0]), min_size=dims,
+                                 max_size=dims))
+    schedule = bit_schedule(weights, bits)
+    pts = full_grid(dims, bits)
+    keys = interleave_bits(pts, bits, schedule)
+    assert np.array_equal(np.sort(keys), np.arange(1 << (dims * bits), dtype=np.uint64))
+    back = deinterleave_bits(keys, dims, bits, schedule)
+    assert all(np.array_equal(a, b) for a, b in zip(back, pts, strict=True))
+    # Along any one column, with the others fixed, the key grows with the rank.
+    grid = keys.astype(np.int64).reshape((1 << bits,) * dims)
+    assert all((np.diff(grid, axis=j) > 0).all() for j in range(dims))
+
+
+@FAST
+@given(weights_of, st.integers(1, 12))
+def test_the_bit_schedule_spends_every_prefix_at_the_least_expected_reads(
+        weights: list[float], bits: int) -> None:
+    """Each prefix of the schedule (the bits that cut 2**k files) gives column c ``b_c``
+    bits so that ``sum(w_c / 2**b_c)``, the files a weighted point query reads per file,
+    is the least of any split of those bits; equal weights give round robin."""
+    schedule = bit_schedule(weights, bits)
+    dims = len(weights)
+    assert sorted(schedule) == sorted(j for j in range(dims) for _ in range(bits))
+    for k in range(1, min(len(schedule), 6) + 1):
+        taken = [schedule[:k].count(j) for j in range(dims)]
+        reads = sum(w / 2 ** b for w, b in zip(weights, taken, strict=True))
+        best = min(sum(w / 2 ** b for w, b in zip(weights, split, strict=True))
+                   for split in itertools.product(range(min(k, bits) + 1), repeat=dims)
+                   if sum(split) == k and max(split) <= bits)
+        assert reads == pytest.approx(best)
+    if len(set(weights)) == 1:
+        assert schedule == tuple(j for _ in range(bits) for j in range(dims))
 
 
 @settings(max_examples=25, deadline=None)

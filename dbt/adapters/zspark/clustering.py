@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +21,13 @@ import pandas as pd
 
 from dbt.adapters.zspark import balanced, curves
 from dbt.adapters.zspark.layout_state import StoredLayout
-from dbt.adapters.zspark.layouts import ColumnSpec, boundary_ranks, group_shift
+from dbt.adapters.zspark.layouts import (
+    ColumnSpec,
+    boundary_ranks,
+    group_shift,
+    rank_grid_bits,
+    zorder_schedule,
+)
 from dbt.adapters.zspark.partitioning import (
     FileSpread,
     piece_spread,
@@ -299,7 +305,10 @@ def plan_keys(plan: ClusteringPlan, sampled: InputSample, stored: StoredLayout |
     tree = stored.partition_tree() if stored is not None else plan.layout.fit(
         specs, [sample[c] for c in plan.columns], plan.boundary_count,
         max(1, round(file_count / max(1, len(sampled.partitions)))), plan.weights)
-    function = plan.layout.key_function(specs, plan.curve_method, plan.boundary_count, tree)
+    # A stored layout keys new rows with the weights it was built with.
+    weights = stored.weights if stored is not None else plan.weights
+    function = plan.layout.key_function(specs, plan.curve_method, plan.boundary_count, tree,
+                                        weights)
     sample_keys = function(*(sample[c] for c in plan.columns)).tolist() if len(sample) else []
     parts = [(p, type_of(schema, p)) for p in plan.partition_by]
     positions = [(*(sort_position(v) for v in values), k) for values, k in zip(
@@ -320,8 +329,22 @@ def plan_keys(plan: ClusteringPlan, sampled: InputSample, stored: StoredLayout |
         plan, boundaries, rows=rows, files=file_count,
         rows_per_file=spread.rows_per_file or math.ceil(rows / file_count), tree=tree)
     keyed = KeyedPlan(specs, function, sample_keys, parts, spread, order, layout, tree)
-    keyed.note = describe_partition(keyed, plan, sample, fitted=stored is None)
+    keyed.note = (describe_partition(keyed, plan, sample, fitted=stored is None)
+                  or describe_bits(plan, weights, file_count))
     return keyed
+
+
+def describe_bits(plan: ClusteringPlan, weights: Sequence[float], file_count: int) -> str:
+    """How a weighted Z-order spends the key bits that cut files (for the log)."""
+    bits = rank_grid_bits(plan.boundary_count, len(plan.columns))
+    schedule = zorder_schedule(weights, bits) if plan.layout.name == "zorder" else None
+    if schedule is None:
+        return ""
+    leading = schedule[:max(1, math.ceil(math.log2(max(file_count, 2))))]
+    named = ", ".join(f"{c} {w:g}" for c, w in zip(plan.columns, weights, strict=True))
+    return (f"z-order bits by weight ({named}): of the leading {len(leading)} bits, which "
+            "cut files, " + ", ".join(f"{c} {leading.count(j)}"
+                                      for j, c in enumerate(plan.columns)))
 
 
 def _group_spread(tree: balanced.Tree, sample_keys: np.ndarray, rows: int, file_count: int,

@@ -40,7 +40,8 @@ class ZSparkConfig(SparkConfig):
     hilbert_by: list[str] | str | None = None
     linear_by: list[str] | str | None = None
     balanced_by: list[str] | str | None = None
-    cluster_weights: dict[str, float] | None = None
+    cluster_weights: dict[str, float] | str | None = None
+    workload: list[Any] | None = None
     boundary_count: int | None = None
     curve_method: str | None = None
     file_count: int | None = None

@@ -326,7 +326,6 @@ class IncrementalMethods(metaclass=AdapterMeta):
         from dbt.adapters.zspark.health import LayoutSample
         from dbt.adapters.zspark.layout_report import draw_boxes, health_table
         from dbt.adapters.zspark.layout_state import clustered_writes, write_id
-        from dbt.adapters.zspark.layouts import LAYOUTS, ColumnSpec
 
         model = relation.identifier
         spark = self._spark_if_session(model, "the layout report")
@@ -356,11 +355,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
                 f"where rand(17) < {fraction!r}",
                 {**{c: key_input_type(t) for c, t in zip(columns, types, strict=True)},
                  **{part_column(i): t for i, (_, t) in enumerate(partition_types)}})
-        specs = [ColumnSpec(c, t, b) for c, t, b in
-                 zip(columns, types, stored.boundaries, strict=True)]
-        keys = LAYOUTS[stored.config_key].key_function(
-            specs, stored.curve_method, stored.boundary_count, stored.partition_tree())(
-            *(sample[c] for c in columns))
+        keys = stored.key_function(types)(*(sample[c] for c in columns))
         health, files = self._layout_health(spark, relation, index, LayoutSample(
             columns, types, sample, keys.tolist(), [part_column(i) for i in range(len(parts))]))
         logger.info(f"zspark_layout_report {relation}:\n{health_table(health)}")

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from dbt.adapters.zspark import balanced
+from dbt.adapters.zspark.layouts import LAYOUTS, ColumnSpec, KeyFunction
 from dbt.adapters.zspark.planning import ClusteringPlan, normalize_type
 
 PREFIX = "zspark.layout"
@@ -83,6 +84,14 @@ class StoredLayout:
         if self.tree is None:
             return None
         return balanced.from_json(self.tree, ["uint64"] * len(self.columns))
+
+    def key_function(self, input_types: Sequence[str]) -> KeyFunction:
+        """The key function of this layout's build, over key inputs of ``input_types``:
+        the stored boundaries, tree and weights, so new rows key as the table's did."""
+        specs = [ColumnSpec(c, t, b) for c, t, b in
+                 zip(self.columns, input_types, self.boundaries, strict=True)]
+        return LAYOUTS[self.config_key].key_function(
+            specs, self.curve_method, self.boundary_count, self.partition_tree(), self.weights)
 
     def as_config(self) -> dict[str, Any]:
         """The model config of this layout (to rebuild the table from itself)."""

@@ -59,9 +59,11 @@ class Layout(ABC):
 
     @abstractmethod
     def key_function(self, columns: Sequence[ColumnSpec], curve_method: str,
-                     boundary_count: int, tree: balanced.Tree | None = None) -> KeyFunction:
+                     boundary_count: int, tree: balanced.Tree | None = None,
+                     weights: Sequence[float] = ()) -> KeyFunction:
         """A vectorised function: one pandas Series per column in, the key Series out
-        (``tree``: the fitted partition of a layout that fits one)."""
+        (``tree``: the fitted partition of a layout that fits one; ``weights``: the
+        columns' shares of point queries, for a layout keyed by weight)."""
 
     def fit(self, columns: Sequence[ColumnSpec], sample: Sequence[pd.Series],
             boundary_count: int, file_count: int,
@@ -79,17 +81,19 @@ class _CurveLayout(Layout):
 
     @staticmethod
     @abstractmethod
-    def curve(ranks: Sequence[np.ndarray], bits: int) -> np.ndarray:
-        """Combine per-column ranks of ``bits`` bits each into one uint64 key."""
+    def curve(ranks: Sequence[np.ndarray], bits: int,
+              weights: Sequence[float] = ()) -> np.ndarray:
+        """Combine per-column ranks of ``bits`` bits each into one uint64 key (``weights``:
+        only Z-order spends its bits by weight; planning refuses them elsewhere)."""
 
     def key_function(self, columns: Sequence[ColumnSpec], curve_method: str,
-                     boundary_count: int, tree: balanced.Tree | None = None) -> KeyFunction:
+                     boundary_count: int, tree: balanced.Tree | None = None,
+                     weights: Sequence[float] = ()) -> KeyFunction:
         specs = tuple(columns)
         dims = len(specs)
         bits_fit = curves.MAX_KEY_BITS // dims
         if curve_method == "boundary":
-            bits = curves.rank_bits(boundary_count)
-            used = min(bits, bits_fit)
+            used = rank_grid_bits(boundary_count, dims)
             boundaries = [
                 spec.boundaries if spec.boundaries is not None else np.array([])
                 for spec in specs
@@ -100,7 +104,7 @@ class _CurveLayout(Layout):
                     stretch_ranks(curves.rank_values(v, b), len(b) + 2, used)
                     for v, b in zip(values, boundaries, strict=True)
                 ]
-                return pd.Series(self.curve(ranks, used).astype(np.int64))
+                return pd.Series(self.curve(ranks, used, weights).astype(np.int64))
 
             return boundary_key
 
@@ -131,7 +135,8 @@ class LinearLayout(_CurveLayout):
     sorts_by_columns = True
 
     @staticmethod
-    def curve(ranks: Sequence[np.ndarray], bits: int) -> np.ndarray:
+    def curve(ranks: Sequence[np.ndarray], bits: int,
+              weights: Sequence[float] = ()) -> np.ndarray:
         key = np.zeros(len(ranks[0]) if ranks else 0, dtype=np.uint64)
         for rank in ranks:
             key = (key << np.uint64(bits)) | rank.astype(np.uint64)
@@ -139,14 +144,16 @@ class LinearLayout(_CurveLayout):
 
 
 class ZOrderLayout(_CurveLayout):
-    """Z-order (Morton): the bits of each column's rank interleaved."""
+    """Z-order (Morton): the bits of each column's rank interleaved; with unequal weights
+    the leading bits go to the heavier columns (``curves.bit_schedule``)."""
 
     name = "zorder"
     config_key = "zorder_by"
 
     @staticmethod
-    def curve(ranks: Sequence[np.ndarray], bits: int) -> np.ndarray:
-        return curves.interleave_bits(ranks, bits)
+    def curve(ranks: Sequence[np.ndarray], bits: int,
+              weights: Sequence[float] = ()) -> np.ndarray:
+        return curves.interleave_bits(ranks, bits, zorder_schedule(weights, bits))
 
     def key_type(self, curve_method: str) -> str:
         return "binary" if curve_method == "direct" else "bigint"
@@ -168,7 +175,8 @@ class HilbertLayout(_CurveLayout):
     config_key = "hilbert_by"
 
     @staticmethod
-    def curve(ranks: Sequence[np.ndarray], bits: int) -> np.ndarray:
+    def curve(ranks: Sequence[np.ndarray], bits: int,
+              weights: Sequence[float] = ()) -> np.ndarray:
         return curves.hilbert_index(ranks, bits)
 
 
@@ -195,7 +203,8 @@ class BalancedLayout(Layout):
         return balanced.fit(boundary_ranks(columns, sample), weights, file_count)
 
     def key_function(self, columns: Sequence[ColumnSpec], curve_method: str,
-                     boundary_count: int, tree: balanced.Tree | None = None) -> KeyFunction:
+                     boundary_count: int, tree: balanced.Tree | None = None,
+                     weights: Sequence[float] = ()) -> KeyFunction:
         if tree is None:
             raise ValueError("the balanced layout keys rows with its fitted tree")
         specs = tuple(columns)
@@ -215,6 +224,17 @@ def boundary_ranks(columns: Sequence[ColumnSpec], values: Sequence[pd.Series]) -
     return [curves.rank_values(v, spec.boundaries if spec.boundaries is not None
                                else np.array([]))
             for v, spec in zip(values, columns, strict=True)]
+
+
+def rank_grid_bits(boundary_count: int, dims: int) -> int:
+    """Bits per column of a boundary-method curve key: a rank's bits, as many as fit."""
+    return min(curves.rank_bits(boundary_count), curves.MAX_KEY_BITS // dims)
+
+
+def zorder_schedule(weights: Sequence[float], bits: int) -> tuple[int, ...] | None:
+    """Z-order's bit order for ``weights``; ``None`` (plain round robin) when they are equal
+    or unset."""
+    return curves.bit_schedule(weights, bits) if len(set(weights)) > 1 else None
 
 
 def group_shift(boundary_count: int) -> int:

@@ -14,10 +14,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from dbt.adapters.zspark.layouts import CURVE_METHODS, LAYOUTS, Layout
+from dbt.adapters.zspark.workload import (
+    FROM_WORKLOAD,
+    WorkloadError,
+    declared_queries,
+    workload_weights,
+)
 
 DEFAULT_BOUNDARY_COUNT = 1000
 CLUSTERED_MATERIALIZATIONS = ("table", "incremental")
 DEFAULT_TARGET_FILE_SIZE_MB = 128
+#: The layouts that spend their resolution by column weight.
+WEIGHTED_LAYOUTS = ("balanced_by", "zorder_by")
+#: The config entry (filled from the project's graph, not by users) holding the
+#: predicates of the model's ``skip_coverage`` tests.
+DECLARED_PREDICATES_KEY = "skip_coverage_predicates"
 
 CLUSTERABLE_TYPES = (
     "tinyint", "smallint", "int", "bigint", "float", "double", "decimal",
@@ -176,12 +187,12 @@ def plan_clustering(
                 )
         partition_by = tuple(by_lower[part.lower()][0] for part in partition_by)
 
-    weights = _weights(model, key, columns, config.get("cluster_weights"))
     if key == "balanced_by" and curve_method != "boundary":
         raise ClusteringConfigError(
             model, "balanced_by", f"is set with curve_method='{curve_method}'",
             "balanced_by with curve_method 'boundary' (its ranges are cut among sampled "
             "boundaries)")
+    weights = _weights(model, key, columns, config, curve_method)
     return ClusteringPlan(
         model=model, layout=layout, columns=columns, column_types=column_types,
         curve_method=curve_method, boundary_count=boundary_count, file_count=file_count,
@@ -189,16 +200,35 @@ def plan_clustering(
     )
 
 
-def _weights(model: str, key: str, columns: Sequence[str], value: Any) -> tuple[float, ...]:
-    """``cluster_weights`` ({column: weight}) in column order; unnamed columns weigh 0,
-    and without the config every column weighs 1."""
-    if value is None:
+def _weights(model: str, key: str, columns: Sequence[str], config: Mapping[str, Any],
+             curve_method: str) -> tuple[float, ...]:
+    """Per clustering column, its weight: ``cluster_weights`` ({column: weight}; unnamed
+    columns weigh 0), or from the declared workload (``cluster_weights: workload``, or a
+    ``workload`` config); without either every column weighs 1."""
+    value, workload = config.get("cluster_weights"), config.get("workload")
+    if value is None and workload is None:
         return tuple(1.0 for _ in columns)
-    allowed = "a mapping of clustering columns to weights >= 0, at least one above 0"
-    if key != "balanced_by":
-        raise ClusteringConfigError(model, "cluster_weights", f"is set with {key}",
-                                    "cluster_weights with balanced_by (the curves weigh "
-                                    "every column the same)")
+    asked = "cluster_weights" if value is not None else "workload"
+    if key not in WEIGHTED_LAYOUTS or curve_method != "boundary":
+        how = f"with {key}" + (f" and curve_method='{curve_method}'"
+                               if key in WEIGHTED_LAYOUTS else "")
+        raise ClusteringConfigError(
+            model, asked, f"is set {how}",
+            f"{asked} with {' or '.join(WEIGHTED_LAYOUTS)} and curve_method 'boundary' "
+            "(Hilbert and linear keys weigh every column the same)")
+    if value is None or value == FROM_WORKLOAD:
+        try:
+            return workload_weights(columns, declared_queries(
+                workload, config.get(DECLARED_PREDICATES_KEY) or ()))
+        except WorkloadError as error:
+            raise ClusteringConfigError(model, error.config, error.problem,
+                                        error.allowed) from None
+    allowed = (f"'{FROM_WORKLOAD}', or a mapping of clustering columns to weights >= 0, at "
+               "least one above 0")
+    if workload is not None:
+        raise ClusteringConfigError(model, "cluster_weights", "is a mapping and 'workload' is "
+                                    "set too", f"cluster_weights: '{FROM_WORKLOAD}' to weigh "
+                                    "columns by the workload, or no workload config")
     if not isinstance(value, Mapping):
         raise ClusteringConfigError(model, "cluster_weights", f"is {value!r}", allowed)
     by_lower = {c.lower(): c for c in columns}

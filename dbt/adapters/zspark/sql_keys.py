@@ -17,7 +17,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from dbt.adapters.zspark import balanced, curves
-from dbt.adapters.zspark.layouts import ColumnSpec, group_shift
+from dbt.adapters.zspark.layouts import (
+    ColumnSpec,
+    group_shift,
+    rank_grid_bits,
+    zorder_schedule,
+)
 from dbt.adapters.zspark.planning import normalize_type
 from dbt.adapters.zspark.sqltext import quote, sql_string
 
@@ -27,23 +32,23 @@ NAN_IS_NULL = ("tinyint", "smallint", "int", "bigint", "float", "double")
 
 def keyed_sql(layout: str, columns: Sequence[ColumnSpec], values: Sequence[str],
               boundary_count: int, source_sql: str, key_column: str,
-              tree: balanced.Tree | None = None) -> str:
+              tree: balanced.Tree | None = None, weights: Sequence[float] = ()) -> str:
     """``source_sql``'s rows with their key as ``key_column``. ``layout`` is ``linear``,
     ``zorder``, ``hilbert`` or ``balanced`` (with its fitted ``tree``); ``values`` are the
     columns' key inputs as SQL over the source (``clustering.key_input_sql``: timestamps
     as microseconds) and ``columns`` their specs with the stored boundaries, typed as the
-    key inputs (``clustering.key_input_type``)."""
+    key inputs (``clustering.key_input_type``); ``weights`` order Z-order's bits."""
     if layout == "balanced":
         if tree is None:
             raise ValueError("the balanced layout keys rows with its fitted tree")
         return _balanced_sql(tree, columns, values, boundary_count, source_sql, key_column)
     dims = len(columns)
-    bits = min(curves.rank_bits(boundary_count), curves.MAX_KEY_BITS // dims)
+    bits = rank_grid_bits(boundary_count, dims)
     ranks = [stretched_rank_sql(v, c, bits) for v, c in zip(values, columns, strict=True)]
     if layout == "linear":
         key = " | ".join(f"shiftleft({r}, {bits * (dims - 1 - j)})" for j, r in enumerate(ranks))
     elif layout == "zorder":
-        key = _interleave(ranks, bits)
+        key = _interleave(ranks, bits, zorder_schedule(weights, bits))
     elif layout == "hilbert":
         key = _hilbert(ranks, bits)
     else:
@@ -143,11 +148,10 @@ def _literal(value: object, family: str) -> str:
     return f"{int(value)}L"  # type: ignore[call-overload]
 
 
-def _interleave(ranks: Sequence[str], bits: int) -> str:
-    """``curves.interleave_bits``: bit b of dimension j lands at b * dims + dims - 1 - j."""
-    dims = len(ranks)
-    return " | ".join(f"shiftleft(shiftright({r}, {b}) & 1L, {b * dims + dims - 1 - j})"
-                      for b in range(bits) for j, r in enumerate(ranks))
+def _interleave(ranks: Sequence[str], bits: int, schedule: Sequence[int] | None) -> str:
+    """``curves.interleave_bits``: each dimension's bits placed where ``schedule`` puts them."""
+    return " | ".join(f"shiftleft(shiftright({ranks[j]}, {bit}) & 1L, {slot})"
+                      for j, bit, slot in curves.bit_positions(len(ranks), bits, schedule))
 
 
 def _hilbert(ranks: Sequence[str], bits: int) -> str:

@@ -1,14 +1,32 @@
-{#- The clustering configs of the current model, as a plain dict for the adapter. -#}
+{#- The clustering configs of the current model, as a plain dict for the adapter, with
+    the predicates its skip_coverage tests declare (a workload the layout may weigh). -#}
 {% macro zspark_model_config() %}
   {%- set keys = ['zorder_by', 'hilbert_by', 'linear_by', 'balanced_by', 'cluster_weights',
-                  'boundary_count', 'curve_method',
+                  'workload', 'boundary_count', 'curve_method',
                   'file_count', 'target_file_size_mb', 'partition_by', 'index_columns',
                   'zspark_index', 'zspark_recluster'] -%}
   {%- set values = {} -%}
   {%- for key in keys -%}
     {%- do values.update({key: config.get(key)}) -%}
   {%- endfor -%}
+  {%- do values.update({'skip_coverage_predicates': zspark_skip_coverage_predicates()}) -%}
   {{ return(values) }}
+{% endmacro %}
+
+
+{#- The predicates of the current model's skip_coverage tests, from the project's graph. -#}
+{% macro zspark_skip_coverage_predicates() %}
+  {%- set found = [] -%}
+  {%- if execute and graph is defined and model is defined -%}
+    {%- for node in graph.nodes.values() -%}
+      {%- set test = node.get('test_metadata') or {} -%}
+      {%- if node.resource_type == 'test' and test.get('name') == 'skip_coverage'
+            and node.get('attached_node') == model.unique_id -%}
+        {%- do found.extend(test.get('kwargs', {}).get('predicates') or []) -%}
+      {%- endif -%}
+    {%- endfor -%}
+  {%- endif -%}
+  {{ return(found) }}
 {% endmacro %}
 
 
