@@ -107,6 +107,20 @@ def test_the_balanced_layout_writes_whole_groups_and_skips_on_every_column(
     assert "0.0% of rows written since the last full clustering" in log
 
 
+def test_the_skip_expected_before_the_write_is_the_measured_one(layouts: DbtProject) -> None:
+    """Every layout logs, before its write, the skip per column it expects from the
+    sample; the sample holds every row here, so the files written skip what it said."""
+    log = " ".join(layouts.log_text().split())
+    for model in ("build_zorder", "build_hilbert", "build_linear", "build_balanced"):
+        found = re.search(rf"{model}: [^;]*; expected skip from the sample: "
+                          r"a ([\d.]+)%, b ([\d.]+)%, c ([\d.]+)%", log)
+        assert found is not None, (model, log[-3000:])
+        expected = [float(share) / 100 for share in found.groups()]
+        measured = [skipped_share(layouts, model, c) for c in "abc"]
+        # 0.01 apart here; half a file of the 16 is 0.031.
+        assert expected == pytest.approx(measured, abs=1 / 32), (model, expected, measured)
+
+
 def test_files_are_sorted_by_the_key_so_row_groups_are_clustered(layouts: DbtProject) -> None:
     import pyarrow.parquet as pq
 

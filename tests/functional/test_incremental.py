@@ -574,7 +574,7 @@ def test_a_z_order_model_spends_its_bits_by_the_declared_workload(
     assert_files_follow_the_stored_key(project, "inc_zworkload",
                                        set(project.files("inc_zworkload")))
     # Eight city ranges of about 6 cities: a city's rows sit in one file, or two where a
-    # file boundary falls inside it (two ranges under plain Z-order: about 2.2 files).
+    # file boundary falls inside it (plain Z-order, two ranges: 2.8 files measured).
     per_city = project.spark.sql(
         f"select avg(files) from (select c.city, count(*) as files from "
         f"(select distinct city from {table}) c join {table}__zindex i on i.row_group is "

@@ -329,22 +329,9 @@ def plan_keys(plan: ClusteringPlan, sampled: InputSample, stored: StoredLayout |
         plan, boundaries, rows=rows, files=file_count,
         rows_per_file=spread.rows_per_file or math.ceil(rows / file_count), tree=tree)
     keyed = KeyedPlan(specs, function, sample_keys, parts, spread, order, layout, tree)
-    keyed.note = (describe_partition(keyed, plan, sample, fitted=stored is None)
-                  or describe_bits(plan, weights, file_count))
+    if stored is None:
+        keyed.note = describe_layout(keyed, plan, sample, weights, file_count)
     return keyed
-
-
-def describe_bits(plan: ClusteringPlan, weights: Sequence[float], file_count: int) -> str:
-    """How a weighted Z-order spends the key bits that cut files (for the log)."""
-    bits = rank_grid_bits(plan.boundary_count, len(plan.columns))
-    schedule = zorder_schedule(weights, bits) if plan.layout.name == "zorder" else None
-    if schedule is None:
-        return ""
-    leading = schedule[:max(1, math.ceil(math.log2(max(file_count, 2))))]
-    named = ", ".join(f"{c} {w:g}" for c, w in zip(plan.columns, weights, strict=True))
-    return (f"z-order bits by weight ({named}): of the leading {len(leading)} bits, which "
-            "cut files, " + ", ".join(f"{c} {leading.count(j)}"
-                                      for j, c in enumerate(plan.columns)))
 
 
 def _group_spread(tree: balanced.Tree, sample_keys: np.ndarray, rows: int, file_count: int,
@@ -360,33 +347,53 @@ def _group_spread(tree: balanced.Tree, sample_keys: np.ndarray, rows: int, file_
                       key_shift=shift)
 
 
-def describe_partition(keyed: KeyedPlan, plan: ClusteringPlan, sample: pd.DataFrame,
-                       fitted: bool = True) -> str:
-    """A balanced build's fan-outs per column and the skip per column it expects from the
-    sample (for the log, before the write); nothing for curves or a stored tree."""
-    tree = keyed.tree
-    if tree is None or not fitted or not len(sample):
+def describe_layout(keyed: KeyedPlan, plan: ClusteringPlan, sample: pd.DataFrame,
+                    weights: Sequence[float], file_count: int) -> str:
+    """For the log before a fresh build's write: how the layout spends its resolution (a
+    balanced tree's fan-outs, a weighted Z-order's bits) and the skip per column a point
+    query gets were the sample written as the build writes all rows."""
+    if not len(sample) or plan.curve_method != "boundary":
         return ""
     ranks = boundary_ranks(keyed.specs, [sample[s.name] for s in keyed.specs])
     keys = np.asarray(keyed.sample_keys, dtype=np.int64)
     files_rows = keyed.layout.rows_per_file * len(sample) / max(keyed.layout.rows, 1)
-    if keyed.parts:  # each table partition cut by rows along the key
-        table_part = pd.Series(list(zip(*(sample[part_column(i)]
-                                         for i in range(len(keyed.parts))), strict=True)))
-        expected = balanced.expected_skip(ranks, table_part.factorize()[0], files_rows,
-                                          order=keys)
+    # Files are cut along the key: within each table partition, and for an unpartitioned
+    # balanced build within each group (a shuffle partition of its own).
+    if keyed.parts:
+        group = pd.Series(list(zip(*(sample[part_column(i)] for i in range(len(keyed.parts))),
+                                   strict=True))).factorize()[0]
+    elif keyed.tree is not None:
+        group = keys >> group_shift(plan.boundary_count)
     else:
-        expected = balanced.expected_skip(ranks, keys >> group_shift(plan.boundary_count),
-                                          files_rows)
-    fans = [f"{c} {min(f)}-{max(f)}" if min(f) != max(f) else f"{c} {f[0]}"
-            for c, f in zip(plan.columns, tree.fan_outs, strict=False) if f]
-    weights = "" if len(set(plan.weights)) == 1 else " (weights " + ", ".join(
-        f"{c} {w:g}" for c, w in zip(plan.columns, plan.weights, strict=True)) + ")"
-    per_part = " per table partition" if keyed.parts else ""
-    return (f"balanced layout: {tree.groups} groups{per_part}, fan-out {', '.join(fans)}, "
-            f"{plan.columns[-1]} cut by rows{weights}; expected skip from the sample: "
+        group = np.zeros(keys.size, dtype=np.int64)
+    expected = balanced.expected_skip(ranks, group, files_rows, order=keys)
+    how = (_describe_tree(keyed.tree, plan, weights, per_part=bool(keyed.parts))
+           if keyed.tree is not None else _describe_bits(plan, weights, file_count))
+    return (f"{how}; expected skip from the sample: "
             + ", ".join(f"{c} {100 * e:.1f}%" for c, e in
                         zip(plan.columns, expected, strict=True)))
+
+
+def _describe_tree(tree: balanced.Tree, plan: ClusteringPlan, weights: Sequence[float],
+                   per_part: bool) -> str:
+    fans = [f"{c} {min(f)}-{max(f)}" if min(f) != max(f) else f"{c} {f[0]}"
+            for c, f in zip(plan.columns, tree.fan_outs, strict=False) if f]
+    weighed = "" if len(set(weights)) == 1 else " (weights " + ", ".join(
+        f"{c} {w:g}" for c, w in zip(plan.columns, weights, strict=True)) + ")"
+    return (f"balanced layout: {tree.groups} groups{' per table partition' if per_part else ''}"
+            f", fan-out {', '.join(fans)}, {plan.columns[-1]} cut by rows{weighed}")
+
+
+def _describe_bits(plan: ClusteringPlan, weights: Sequence[float], file_count: int) -> str:
+    bits = rank_grid_bits(plan.boundary_count, len(plan.columns))
+    schedule = zorder_schedule(weights, bits) if plan.layout.name == "zorder" else None
+    if schedule is None:
+        return f"{plan.layout.name} key"
+    leading = schedule[:max(1, math.ceil(math.log2(max(file_count, 2))))]
+    named = ", ".join(f"{c} {w:g}" for c, w in zip(plan.columns, weights, strict=True))
+    return (f"z-order bits by weight ({named}): of the leading {len(leading)} bits, which "
+            "cut files, " + ", ".join(f"{c} {leading.count(j)}"
+                                      for j, c in enumerate(plan.columns)))
 
 
 def keyed_build(spark: SparkSession, plan: ClusteringPlan, sql: str, sampled: InputSample,
