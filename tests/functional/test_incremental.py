@@ -557,7 +557,11 @@ def test_a_z_order_model_spends_its_bits_by_the_declared_workload(
         models:
           - name: inc_zworkload
             data_tests:
-              - skip_coverage: {predicates: ["city = 'CITY007'"], min_skip_ratio: 0.7}
+              - skip_coverage:
+                  arguments:
+                    predicates:
+                      - city = '{{ var("city", "CITY007") }}'  # rendered when the test runs
+                    min_skip_ratio: 0.7
     """)
     table = write_model(project, "inc_zworkload", layout="zorder_by",
                         extra=", cluster_weights='workload', workload=[{'predicate': "
