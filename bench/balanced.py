@@ -1,18 +1,22 @@
-"""The balanced layout beside Hilbert: seed 002's model built by `dbt run` as Hilbert, as
-balanced with equal weights and as balanced weighted for a workload of 80% `s_city` and
-20% `c_city` point queries, on uniform, Zipf-skewed and correlated data.
+"""The balanced layout beside the curves: seed 002's model built by `dbt run` as Hilbert,
+as Z-order and as balanced, each of the last two with equal weights and weighted by a
+declared workload (the `workload` config) of 80% `s_city` and 20% `c_city` point
+queries, on uniform, Zipf-skewed and correlated data.
 
     python -m bench.balanced --rows 2000000 --files 1000   # writes BENCHMARKS-balanced.json
 
 Per layout and data: build seconds (dbt's execution time), files, rows max/mean, the share
 of files a point query skips per column (values sampled from the source, bounds from the
-footers), and the files the weighted workload reads per query on average.
+footers) against the share the build's log expected from its sample, the files each
+declared query and the workload read per query (expected and measured), and every file's
+box over s_city x c_city for the report's picture.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -31,13 +35,33 @@ from bench.common import (
     source_files,
     table_dir,
 )
-from bench.footers import sample_values
-from bench.measure import footer_report
+from bench.footers import distinct_sorted, sample_values
+from bench.measure import Ranks, footer_report
 
-MODELS = {"hilbert": "lineorder_hilbert", "balanced": "lineorder_balanced",
+MODELS = {"hilbert": "lineorder_hilbert", "z": "lineorder_z",
+          "z, weighted": "lineorder_z_weighted", "balanced": "lineorder_balanced",
           "balanced, weighted": "lineorder_balanced_weighted"}
-#: The declared workload: share of point queries per column.
+#: The workload the weighted models declare: share of point queries per column.
 WORKLOAD = {"s_city": 0.8, "c_city": 0.2}
+_EXPECTED = re.compile(r"zspark: (\w+): .*; expected skip from the sample: (.*)$")
+
+
+def expected_skips(lines: list[str]) -> dict[str, dict[str, float]]:
+    """Per model, the skip per column its build's log expected from the sample."""
+    found = {}
+    for line in lines:
+        match = _EXPECTED.search(line.strip())
+        if match:
+            found[match.group(1)] = {column: float(share.rstrip("%")) / 100 for column, share
+                                     in (part.rsplit(" ", 1) for part in
+                                         match.group(2).split(", "))}
+    return found
+
+
+def files_read(skip: dict[str, float], files: int) -> dict[str, float]:
+    """Per declared query (a point query on a column) and for the workload, files read."""
+    per_query = {c: (1 - skip[c]) * files for c in WORKLOAD}
+    return {**per_query, "workload": sum(share * per_query[c] for c, share in WORKLOAD.items())}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -61,23 +85,36 @@ def main(argv: list[str] | None = None) -> None:
         generate_in_subprocess(args.rows, variant, session_dir, log)
         # lineorder_profile first: it pays Spark's warm-up (JIT, Python workers), which
         # would otherwise fall on whichever layout runs first.
+        lines: list[str] = []
         run_dbt(["run", "-s", "lineorder_profile", *MODELS.values()], session_dir, log,
-                {"file_count": args.files})
+                {"file_count": args.files}, lines=lines)
         seconds = model_times()
-        probes = sample_values(source_files(session_dir), CLUSTER_COLUMNS, args.probes)
+        expected = expected_skips(lines)
+        sources = source_files(session_dir)
+        probes = sample_values(sources, CLUSTER_COLUMNS, args.probes)
+        ranks = Ranks(distinct_sorted(sources, "s_city"), distinct_sorted(sources, "c_city"))
         layouts: dict[str, Any] = {}
         for layout, model in MODELS.items():
             footer = footer_report(data_files(table_dir(session_dir, TARGET_SCHEMA, model)),
-                                   CLUSTER_COLUMNS, probes, SEED_LITERALS)
-            read = sum(share * (1 - footer["skip_sampled"][c]) * footer["files"]
-                       for c, share in WORKLOAD.items())
-            layouts[layout] = {"seconds": seconds[model], "files": footer["files"],
-                               "rows_max_over_mean": footer["rows_max_over_mean"],
-                               "skip": footer["skip_sampled"], "workload_files_read": read}
+                                   CLUSTER_COLUMNS, probes, SEED_LITERALS, ranks)
+            measured = files_read(footer["skip_sampled"], footer["files"])
+            layouts[layout] = {
+                "seconds": seconds[model], "files": footer["files"],
+                "rows_max_over_mean": footer["rows_max_over_mean"],
+                "skip": footer["skip_sampled"], "expected_skip": expected.get(model),
+                "files_read": measured,
+                "expected_files_read": files_read(expected[model], footer["files"])
+                if model in expected else None,
+                "workload_files_read": measured["workload"], "boxes": footer["boxes"]}
             log(f"{variant} {layout}: {seconds[model]:.1f} s, {footer['files']} files, rows "
                 f"max/mean {footer['rows_max_over_mean']:.2f}, skip " + ", ".join(
                     f"{c} {100 * s:.2f}%" for c, s in footer["skip_sampled"].items())
-                + f"; workload reads {read:.1f} files per query")
+                + f"; workload reads {measured['workload']:.1f} files per query")
+        # The picture's axes, and a point query on a sampled s_city value drawn over it.
+        probe = probes["s_city"][0]
+        results.setdefault("ranks", {})[variant] = {
+            "s_city": len(ranks.x), "c_city": len(ranks.y),
+            "probe": probe, "probe_rank": ranks.rank_x(probe, 0)}
         results["variants"][variant] = layouts
         args.out.write_text(json.dumps(results, indent=1))
     log(f"wrote {args.out}")

@@ -17,7 +17,8 @@ from matplotlib.patches import Rectangle
 
 COLUMN_COLORS = {"s_city": "#4C72B0", "c_city": "#DD8452", "p_brand": "#55A868"}
 LABELS = {"random": "random", "linear": "linear", "z_direct": "Z-order, direct",
-          "z": "Z-order", "hilbert": "Hilbert", "delta": "delta-rs Z-order"}
+          "z": "Z-order", "hilbert": "Hilbert", "delta": "delta-rs Z-order",
+          "z, weighted": "Z-order, weighted", "balanced, weighted": "balanced, weighted"}
 
 
 def skip_chart(path: Path, ours: Mapping[str, Mapping[str, float]],

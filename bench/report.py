@@ -244,7 +244,7 @@ def render(results: dict[str, Any], out: Path, img_dir: Path) -> None:
         lines += thrift_section(json.loads(thrift_json.read_text()))
     balanced_json = out.parent / "BENCHMARKS-balanced.json"
     if balanced_json.exists():
-        lines += balanced_section(json.loads(balanced_json.read_text()))
+        lines += balanced_section(json.loads(balanced_json.read_text()), img_dir, out.parent)
 
     tests = results.get("tests", [])
     if tests:
@@ -465,27 +465,54 @@ def thrift_section(thrift: dict[str, Any]) -> list[str]:
                      "plain opened", "rows equal"], scans), ""]
 
 
-def balanced_section(results: dict[str, Any]) -> list[str]:
-    """The "Balanced layout" section from ``python -m bench.balanced``'s JSON."""
+def balanced_section(results: dict[str, Any], img_dir: Path, report_dir: Path) -> list[str]:
+    """The "Balanced layout" section from ``python -m bench.balanced``'s JSON, with a
+    file-boxes picture per data shape."""
     config = results["config"]
     workload = ", ".join(f"{100 * share:.0f}% `{c}`" for c, share in config["workload"].items())
-    rows = []
+    first = next(iter(next(iter(results["variants"].values())).values()))
+    columns = list(first["skip"])
+    queried = list(config["workload"])
+
+    def read(r: dict[str, Any], what: str) -> str:
+        expected = r.get("expected_files_read") or {}
+        guess = f"{expected[what]:.1f} / " if what in expected else ""
+        return guess + f"{r['files_read'][what]:.1f}"
+
+    rows, pictures = [], []
     for variant, layouts in results["variants"].items():
         for layout, r in layouts.items():
+            expected = r.get("expected_skip") or {}
             rows.append([variant, layout, f"{r['seconds']:.1f}", str(r["files"]),
                          f"{r['rows_max_over_mean']:.2f}",
-                         *(f"{100 * s:.2f}" for s in r["skip"].values()),
-                         f"{r['workload_files_read']:.1f}"])
-    columns = list(next(iter(next(iter(results["variants"].values())).values()))["skip"])
-    return ["## Balanced layout", "",
+                         *(f"{100 * s:.2f}" + (f" ({100 * expected[c]:.1f})"
+                                               if c in expected else "")
+                           for c, s in r["skip"].items()),
+                         *(read(r, c) for c in queried), read(r, "workload")])
+        ranks = results.get("ranks", {}).get(variant)
+        if ranks and all("boxes" in r for r in layouts.values()):
+            img_dir.mkdir(parents=True, exist_ok=True)
+            path = img_dir / f"balanced_boxes_{variant}.png"
+            boxes_chart(path, {name: r["boxes"] for name, r in layouts.items()},
+                        (ranks["s_city"], ranks["c_city"]),
+                        (ranks["probe_rank"], str(ranks["probe"])),
+                        f"{variant} data: each file's [min, max] of s_city x c_city, as value "
+                        f"ranks ({config['rows']:,} rows, {config['files']} files)")
+            pictures += [f"![file boxes, {variant} data]"
+                         f"({os.path.relpath(path, report_dir)})", ""]
+    return ["## Balanced layout and column weights", "",
             f"Produced by `make bench-balanced` (`{results['command'].strip()}`): seed 002's "
             f"model on {config['rows']:,} rows and {config['files']} files per data shape, "
-            "built by `dbt run` as Hilbert, as balanced with equal weights, and as balanced "
-            f"weighted for a workload of {workload} point queries. Skip is the share of files "
-            "a point query skips over values sampled per column, from the footers; *workload "
-            "reads* is the files that workload opens per query on average.", "",
+            "built by `dbt run` as Hilbert, as Z-order and as balanced, the last two also "
+            f"weighted by a declared workload (the `workload` config) of {workload} point "
+            "queries. *Skip* is the share of files a point query skips over values sampled "
+            "per column, from the footers, with the share the build's log expected from its "
+            "sample in parentheses; *files read* are per point query on that column and on "
+            "average over the workload, expected / measured.", "",
             *_table(["data", "layout", "seconds", "files", "rows max/mean",
-                     *(f"{c} skip %" for c in columns), "workload reads"], rows), ""]
+                     *(f"{c} skip %" for c in columns),
+                     *(f"`{c}` files read" for c in queried), "workload files read"], rows),
+            "", *pictures]
 
 
 def main(argv: list[str] | None = None) -> None:

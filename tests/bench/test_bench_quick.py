@@ -103,3 +103,39 @@ def test_the_keys_benchmark_times_both_paths_on_equal_keys(tmp_path: Path) -> No
         assert figures["mismatches"] == 0
         assert figures["udf_keys_per_core_second"] > 0
         assert figures["sql_keys_per_core_second"] > 0
+
+
+def test_the_balanced_benchmark_reports_expected_and_measured_reads_per_declared_query(
+        tmp_path: Path) -> None:
+    """bench.balanced on a small uniform table: every layout's log gave the skip it
+    expected, the expected files read per declared query match the measured ones, each
+    weighted layout reads fewer files for its workload than its equal-weight twin, and
+    the report draws the file boxes."""
+    out = tmp_path / "balanced.json"
+    env = {**os.environ, "ZSPARK_DRIVER_MEMORY": "2g", "PYSPARK_PYTHON": sys.executable}
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.balanced", "--rows", "20000", "--files", "40",
+         "--variants", "uniform", "--probes", "100", "--session-dir",
+         str(tmp_path / "session"), "--out", str(out)],
+        cwd=REPO, env=env, capture_output=True, text=True, check=False, timeout=1800,
+    )
+    assert result.returncode == 0, "\n".join((result.stdout + result.stderr).splitlines()[-40:])
+    raw = json.loads(out.read_text())
+    layouts = raw["variants"]["uniform"]
+    assert set(layouts) == {"hilbert", "z", "z, weighted", "balanced", "balanced, weighted"}
+    for name, figures in layouts.items():
+        # Balanced groups take whole files: up to 40, a few fewer where groups round down.
+        assert 34 <= figures["files"] <= 40, name
+        for query, read in figures["files_read"].items():
+            # The sample holds every row: the estimate is within a file or two.
+            assert figures["expected_files_read"][query] == pytest.approx(read, abs=2.5), \
+                (name, query)
+    for twin in ("z", "balanced"):
+        assert layouts[f"{twin}, weighted"]["workload_files_read"] < \
+            layouts[twin]["workload_files_read"]
+
+    from bench.report import balanced_section
+
+    lines = balanced_section(raw, tmp_path / "img", tmp_path)
+    assert "## Balanced layout and column weights" in lines
+    assert (tmp_path / "img" / "balanced_boxes_uniform.png").stat().st_size > 10_000
