@@ -53,10 +53,14 @@ def test_weights_spend_the_resolution_where_queries_filter() -> None:
     weighted = balanced.fit(columns, [0.8, 0.2, 0], 1000)
     assert equal.fan_outs[0] == [10]
     assert set(equal.fan_outs[1]) <= {9, 10, 11}
-    # Proportional to the weights (63 x 16 x 1), but groups keep two files each.
+    # Proportional to the weights (63 x 16 x 1): no query filters on the last column, so
+    # a group is one file rather than two files cut along it.
     assert weighted.fan_outs[0][0] >= 60
-    assert 6 <= min(weighted.fan_outs[1]) <= max(weighted.fan_outs[1]) <= 8
-    assert 400 <= weighted.groups <= 500
+    assert 14 <= min(weighted.fan_outs[1]) <= max(weighted.fan_outs[1]) <= 17
+    assert 900 <= weighted.groups <= 1000
+    # A last column some queries filter on keeps its cut by rows: groups of two files.
+    some = balanced.fit(columns, [0.8, 0.2, 0.1], 1000)
+    assert 6 <= min(some.fan_outs[1]) <= max(some.fan_outs[1]) <= 8
 
 
 columns_strategy = st.lists(

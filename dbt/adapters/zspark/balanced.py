@@ -30,7 +30,8 @@ import numpy as np
 WHOLE_FILES_MARGIN = 0.05
 #: The largest file a group is written into, over the mean file of the build.
 MAX_FILE_SHARE = 1.25
-#: The fewest files the last column cuts a group into (unless the build has fewer).
+#: The fewest files the last column cuts a group into (unless the build has fewer, or the
+#: weights want the last column in fewer ranges).
 MIN_GROUP_FILES = 2
 
 
@@ -138,10 +139,13 @@ def fit(columns: Sequence[np.ndarray], weights: Sequence[float], files: int) -> 
             return Node(columns[min(level, levels)][:0])
         here = [c[index] for c in columns[level:]]
         distinct = [int(np.unique(v).size) for v in here]
-        parts = _whole_parts(budget, fan_outs(budget, weights[level:], distinct)[0])
-        if level == levels - 1:
+        wanted = fan_outs(budget, weights[level:], distinct)
+        parts = _whole_parts(budget, wanted[0])
+        if level == levels - 1 and wanted[-1] >= MIN_GROUP_FILES:
             # Groups of at least two files: a group the sample misjudged, or a heavy value
             # that cannot be split, then changes its files' sizes by a part, not a whole.
+            # Not when the weights want the last column in fewer ranges than that: its cut
+            # by rows would spend the files on a column few queries filter on.
             parts = min(parts, max(1, math.floor(budget / MIN_GROUP_FILES)))
         cuts = _cut(here[0], parts)
         per_level[level].append(len(cuts) + 1)
