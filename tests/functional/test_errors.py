@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.functional.dbt_project import DbtProject
@@ -102,3 +104,22 @@ def test_failed_build_keeps_the_previous_table(project: DbtProject, case: str,
     project.dbt("run", "--select", case)  # and the next good run cleans up and succeeds
     assert project.rows(f"select * from {project.table(case)}") == before
     assert not table_exists(project, f"{case}__zspark_new")
+
+
+def test_a_build_that_died_before_registering_its_table_does_not_block_the_next(
+        project: DbtProject) -> None:
+    """A build killed while Spark wrote its staging table leaves files and no table;
+    Spark refuses a managed table over an existing location, so the next build clears
+    the dead build's files first."""
+    project.write("models/errors/died.sql", f"""
+        {{{{ config(materialized='table', zorder_by=['id', 'a'], file_count=3) }}}}
+        {ROWS}
+    """)
+    location = project.spark.catalog.getDatabase("zspark_test").locationUri
+    leftover = Path(location.removeprefix("file:")) / "died__zspark_new"
+    leftover.mkdir(parents=True)
+    (leftover / "part-00000-dead.snappy.parquet").write_bytes(b"not parquet")
+    project.dbt("run", "--select", "died")
+    assert "died__zspark_new, left by a build that died" in project.log_text()
+    assert len(project.rows(f"select * from {project.table('died')}")) == 50
+    assert not leftover.exists()

@@ -28,6 +28,8 @@ from dbt.adapters.zspark.sqltext import property_list, quote, sql_string
 
 logger = AdapterLogger("zspark")
 
+#: In the names of the tables a build stages and backs up (``<name>__zspark_new``).
+LEFTOVER_MARK = "__zspark_"
 #: Spark's rows-per-file cut of a write, set around each clustered write.
 FILE_ROWS_SETTING = "spark.sql.files.maxRecordsPerFile"
 
@@ -261,6 +263,26 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         timings[step] = timings.get(step, 0.0) + now - timings["since"]
         timings["since"] = now
 
+    @available
+    def zspark_drop_leftover(self, relation: Any) -> None:
+        """Drop a staging or backup table (``<name>__zspark_new`` / ``__zspark_old``) that a
+        build which died left behind. In a session, also the files of one that died before
+        its table was registered: Spark refuses to create a managed table over a location
+        that exists, so every later build of the model would fail."""
+        if LEFTOVER_MARK not in relation.identifier:
+            raise DbtRuntimeError(f"zspark: {relation} is not a staging or backup table")
+        self.execute(f"drop table if exists {relation}")
+        if not self._is_session():
+            return
+        spark = self._spark(relation.identifier, "clearing a dead build's files")
+        schema = spark.catalog.getDatabase(relation.schema).locationUri
+        jvm = spark.sparkContext._jvm
+        path = jvm.org.apache.hadoop.fs.Path(f"{schema.rstrip('/')}/{relation.identifier.lower()}")
+        files = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+        if files.exists(path):
+            files.delete(path, True)
+            logger.info(f"zspark: removed {path.toString()}, left by a build that died")
+
     # -- index --------------------------------------------------------------------------
     @available
     def zspark_index_name(self, relation: Any) -> str:
@@ -325,7 +347,7 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         # Parquet tables have no DELETE: the next index is written beside it and renamed.
         listed = ", ".join(map(sql_string, removed))
         next_index = index.incorporate(path={"identifier": index.identifier + "__zspark_new"})
-        self.execute(f"drop table if exists {next_index}")
+        self.zspark_drop_leftover(next_index)
         self.execute(f"create table {next_index} using parquet as select /*+ COALESCE(1) */ * "
                      f"from (select * from {index} where file_path not in ({listed}) "
                      f"union all {new_rows}) zspark_index")
@@ -340,11 +362,11 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
 
     def _sql_index_summary(self, index: Any) -> Any:
         from dbt.adapters.zspark.index import IndexSummary
+        from dbt.adapters.zspark.pruning import indexed_columns
 
         files, rows = self._fetch(f"select count(1), coalesce(sum(row_count), 0) from {index} "
                                   f"where row_group is null")[0]
-        columns = [c.removesuffix("__min") for c in self._described(f"describe table {index}")
-                   if c.endswith("__min")]
+        columns = indexed_columns(self._described(f"describe table {index}"))
         return IndexSummary(str(index), int(files), int(rows), columns)
 
     def _location(self, relation: Any) -> str:

@@ -67,6 +67,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
     _frame: Callable[[str, dict[str, str]], Any]
     _server_has_table: Callable[[Any], bool]
     zspark_execute_write: Callable[[str, str], Any]
+    zspark_drop_leftover: Callable[[Any], None]
     execute: Callable[..., Any]
     _is_session: Callable[[], bool]
     get_columns_in_relation: Callable[[Any], list[Any]]
@@ -380,7 +381,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
         staging = self._sibling(relation, "__zspark_new")
         for leftover in (staging, self._sibling(relation, "__zspark_old"),
                          self._index_relation(staging)):
-            self.execute(f"drop table if exists {leftover}")
+            self.zspark_drop_leftover(leftover)
         self.execute(f"create table {staging} like {relation}")
         rewrite = self._rewrites[str(relation).lower()]
         properties = carried_properties(self._table_properties(relation), rewrite.layout, None)
@@ -404,6 +405,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
             table_location,
         )
         from dbt.adapters.zspark.layout_state import clustered_writes_after
+        from dbt.adapters.zspark.pruning import indexed_columns
         from dbt.adapters.zspark.recluster import FULL
         from dbt.adapters.zspark.rewrite import link_files, set_properties_sql
 
@@ -422,7 +424,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
             self.execute(f"alter table {staging} recover partitions")
         index = self._index_relation(relation)
         existing = spark.table(str(index))
-        names = [c.removesuffix("__min") for c in existing.columns if c.endswith("__min")]
+        names = indexed_columns(existing.columns)
         columns = index_columns(indexable_columns(spark.table(str(staging)).schema), names, [])
         new_rows = _index_frame(spark, written, columns,
                                 f"zspark: reading {len(written)} new Parquet footers of "
@@ -461,6 +463,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
             clustered_writes,
             write_id,
         )
+        from dbt.adapters.zspark.pruning import indexed_columns
         from dbt.adapters.zspark.recluster import FULL
         from dbt.adapters.zspark.rewrite import (
             FILE_PER_TASK,
@@ -492,8 +495,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
                 now_clustered |= {write_id(p) for p in copies}
         self._lap(relation, "write")
         index = self._index_relation(relation)
-        names = [c.removesuffix("__min") for c in self._described(f"describe table {index}")
-                 if c.endswith("__min")]
+        names = indexed_columns(self._described(f"describe table {index}"))
         staged_index = self._index_relation(staging)
         summary = self._write_sql_index(staging, staged_index, names, [])
         expected = rewrite.table_rows + rewrite.new_rows

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dbt.adapters.zspark.planning import normalize_type
-from dbt.adapters.zspark.pruning import path_name, stat_column
+from dbt.adapters.zspark.pruning import indexed_columns, path_name, stat_column
 from dbt.adapters.zspark.sqltext import quote
 from dbt.adapters.zspark.stats import (
     ColumnRef,
@@ -134,9 +134,8 @@ def _summary(spark: SparkSession, index_table: str) -> IndexSummary:
         f"select count(*), coalesce(sum(row_count), 0) from {index_table} where row_group is null"
     ).first()
     assert totals is not None
-    names = [c for c in spark.table(index_table).columns if c.endswith("__min")]
     return IndexSummary(index_table, int(totals[0]), int(totals[1]),
-                        [c.removesuffix("__min") for c in names])
+                        indexed_columns(spark.table(index_table).columns))
 
 
 def read_index(spark: SparkSession, table: str, clustering: Sequence[str] = (),

@@ -63,6 +63,12 @@ def stat_column(column: str, stat: str) -> str:
     return f"{column}__{stat}"
 
 
+def indexed_columns(index_columns: Iterable[str]) -> list[str]:
+    """The columns an index holds stats of, from the names of its columns."""
+    suffix = "__min"
+    return [c.removesuffix(suffix) for c in index_columns if c.endswith(suffix)]
+
+
 def path_name(parts: Sequence[str]) -> str:
     """Index name of a column path: a top-level column keeps its own name, a struct leaf (or a
     name that could be mistaken for one) is its backtick-quoted parts joined by dots.

@@ -48,11 +48,11 @@
   {%- set staging_relation = target_relation.incorporate(path={'identifier': target_relation.identifier ~ '__zspark_new'}) -%}
   {%- set backup_relation = target_relation.incorporate(path={'identifier': target_relation.identifier ~ '__zspark_old'}) -%}
 
-  {#- Leftovers of a build that died before its swap (the staging index table is one
-      only versions that wrote the index before the swap leave). -#}
-  {{ adapter.drop_relation(staging_relation) }}
-  {{ adapter.drop_relation(backup_relation) }}
-  {{ adapter.drop_relation(staging_relation.incorporate(path={'identifier': adapter.zspark_index_name(staging_relation)})) }}
+  {#- Leftovers of a build that died before its swap, their files too (the staging index
+      table is one only versions that wrote the index before the swap leave). -#}
+  {%- do adapter.zspark_drop_leftover(staging_relation) -%}
+  {%- do adapter.zspark_drop_leftover(backup_relation) -%}
+  {%- do adapter.zspark_drop_leftover(staging_relation.incorporate(path={'identifier': adapter.zspark_index_name(staging_relation)})) -%}
 
   {%- if build.language == 'sql' -%}
     {%- do zspark_write_statement(zspark_create_table(staging_relation, build.sql)) -%}
