@@ -8,8 +8,8 @@ queries, on uniform, Zipf-skewed and correlated data.
 Per layout and data: build seconds (dbt's execution time), files, rows max/mean, the share
 of files a point query skips per column (values sampled from the source, bounds from the
 footers) against the share the build's log expected from its sample, the files each
-declared query and the workload read per query (expected and measured), and every file's
-box over s_city x c_city for the report's picture.
+declared query and the workload read per query (expected and measured); a picture per data
+shape of every file's box over s_city x c_city (docs/img/balanced_boxes_<data>.png).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from bench.common import (
 )
 from bench.footers import distinct_sorted, sample_values
 from bench.measure import Ranks, footer_report
+from bench.plots import boxes_chart
 
 MODELS = {"hilbert": "lineorder_hilbert", "z": "lineorder_z",
           "z, weighted": "lineorder_z_weighted", "balanced": "lineorder_balanced",
@@ -73,6 +74,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--variants", nargs="+", default=["uniform", "zipf", "correlated"])
     parser.add_argument("--session-dir", type=Path, default=DEFAULT_SESSION_DIR / "balanced")
     parser.add_argument("--out", type=Path, default=REPO / "BENCHMARKS-balanced.json")
+    parser.add_argument("--img-dir", type=Path, default=REPO / "docs" / "img")
     args = parser.parse_args(argv)
     log = Progress()
     results: dict[str, Any] = {
@@ -94,6 +96,7 @@ def main(argv: list[str] | None = None) -> None:
         probes = sample_values(sources, CLUSTER_COLUMNS, args.probes)
         ranks = Ranks(distinct_sorted(sources, "s_city"), distinct_sorted(sources, "c_city"))
         layouts: dict[str, Any] = {}
+        boxes: dict[str, Any] = {}
         for layout, model in MODELS.items():
             footer = footer_report(data_files(table_dir(session_dir, TARGET_SCHEMA, model)),
                                    CLUSTER_COLUMNS, probes, SEED_LITERALS, ranks)
@@ -105,16 +108,21 @@ def main(argv: list[str] | None = None) -> None:
                 "files_read": measured,
                 "expected_files_read": files_read(expected[model], footer["files"])
                 if model in expected else None,
-                "workload_files_read": measured["workload"], "boxes": footer["boxes"]}
+                "workload_files_read": measured["workload"]}
+            boxes[layout] = footer["boxes"]
             log(f"{variant} {layout}: {seconds[model]:.1f} s, {footer['files']} files, rows "
                 f"max/mean {footer['rows_max_over_mean']:.2f}, skip " + ", ".join(
                     f"{c} {100 * s:.2f}%" for c, s in footer["skip_sampled"].items())
                 + f"; workload reads {measured['workload']:.1f} files per query")
-        # The picture's axes, and a point query on a sampled s_city value drawn over it.
+        # Every file's box, with a point query on a sampled s_city value drawn over them.
         probe = probes["s_city"][0]
-        results.setdefault("ranks", {})[variant] = {
-            "s_city": len(ranks.x), "c_city": len(ranks.y),
-            "probe": probe, "probe_rank": ranks.rank_x(probe, 0)}
+        picture = args.img_dir / f"balanced_boxes_{variant}.png"
+        args.img_dir.mkdir(parents=True, exist_ok=True)
+        boxes_chart(picture, boxes, (len(ranks.x), len(ranks.y)),
+                    (ranks.rank_x(probe, 0), str(probe)),
+                    f"{variant} data: each file's [min, max] of s_city x c_city, as value "
+                    f"ranks ({args.rows:,} rows, {args.files} files)")
+        results.setdefault("pictures", {})[variant] = str(picture)
         results["variants"][variant] = layouts
         args.out.write_text(json.dumps(results, indent=1))
     log(f"wrote {args.out}")

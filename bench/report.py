@@ -244,7 +244,7 @@ def render(results: dict[str, Any], out: Path, img_dir: Path) -> None:
         lines += thrift_section(json.loads(thrift_json.read_text()))
     balanced_json = out.parent / "BENCHMARKS-balanced.json"
     if balanced_json.exists():
-        lines += balanced_section(json.loads(balanced_json.read_text()), img_dir, out.parent)
+        lines += balanced_section(json.loads(balanced_json.read_text()), out.parent)
 
     tests = results.get("tests", [])
     if tests:
@@ -465,8 +465,8 @@ def thrift_section(thrift: dict[str, Any]) -> list[str]:
                      "plain opened", "rows equal"], scans), ""]
 
 
-def balanced_section(results: dict[str, Any], img_dir: Path, report_dir: Path) -> list[str]:
-    """The "Balanced layout" section from ``python -m bench.balanced``'s JSON, with a
+def balanced_section(results: dict[str, Any], report_dir: Path) -> list[str]:
+    """The "Balanced layout" section from ``python -m bench.balanced``'s JSON, with its
     file-boxes picture per data shape."""
     config = results["config"]
     workload = ", ".join(f"{100 * share:.0f}% `{c}`" for c, share in config["workload"].items())
@@ -479,7 +479,7 @@ def balanced_section(results: dict[str, Any], img_dir: Path, report_dir: Path) -
         guess = f"{expected[what]:.1f} / " if what in expected else ""
         return guess + f"{r['files_read'][what]:.1f}"
 
-    rows, pictures = [], []
+    rows = []
     for variant, layouts in results["variants"].items():
         for layout, r in layouts.items():
             expected = r.get("expected_skip") or {}
@@ -489,15 +489,9 @@ def balanced_section(results: dict[str, Any], img_dir: Path, report_dir: Path) -
                                                if c in expected else "")
                            for c, s in r["skip"].items()),
                          *(read(r, c) for c in queried), read(r, "workload")])
-        ranks = results.get("ranks", {}).get(variant)
-        if ranks and all("boxes" in r for r in layouts.values()):
-            img_dir.mkdir(parents=True, exist_ok=True)
-            path = img_dir / f"balanced_boxes_{variant}.png"
-            boxes_chart(path, {name: r["boxes"] for name, r in layouts.items()},
-                        (ranks["s_city"], ranks["c_city"]),
-                        (ranks["probe_rank"], str(ranks["probe"])),
-                        f"{variant} data: each file's [min, max] of s_city x c_city, as value "
-                        f"ranks ({config['rows']:,} rows, {config['files']} files)")
+    pictures = []
+    for variant, path in results.get("pictures", {}).items():
+        if Path(path).exists():
             pictures += [f"![file boxes, {variant} data]"
                          f"({os.path.relpath(path, report_dir)})", ""]
     return ["## Balanced layout and column weights", "",

@@ -116,7 +116,7 @@ def test_the_balanced_benchmark_reports_expected_and_measured_reads_per_declared
     result = subprocess.run(
         [sys.executable, "-m", "bench.balanced", "--rows", "20000", "--files", "40",
          "--variants", "uniform", "--probes", "100", "--session-dir",
-         str(tmp_path / "session"), "--out", str(out)],
+         str(tmp_path / "session"), "--out", str(out), "--img-dir", str(tmp_path / "img")],
         cwd=REPO, env=env, capture_output=True, text=True, check=False, timeout=1800,
     )
     assert result.returncode == 0, "\n".join((result.stdout + result.stderr).splitlines()[-40:])
@@ -134,8 +134,9 @@ def test_the_balanced_benchmark_reports_expected_and_measured_reads_per_declared
         assert layouts[f"{twin}, weighted"]["workload_files_read"] < \
             layouts[twin]["workload_files_read"]
 
+    assert (tmp_path / "img" / "balanced_boxes_uniform.png").stat().st_size > 10_000
     from bench.report import balanced_section
 
-    lines = balanced_section(raw, tmp_path / "img", tmp_path)
+    lines = balanced_section(raw, tmp_path)
     assert "## Balanced layout and column weights" in lines
-    assert (tmp_path / "img" / "balanced_boxes_uniform.png").stat().st_size > 10_000
+    assert "![file boxes, uniform data](img/balanced_boxes_uniform.png)" in lines

@@ -50,6 +50,12 @@ def layouts(project: DbtProject) -> DbtProject:
                   file_count=8) }}
         select * from {{ ref('build_source') }}
     """)
+    project.write("models/build/build_balanced_workload.sql", """
+        {{ config(materialized='table', balanced_by=['a', 'b', 'c'], file_count=16,
+                  boundary_count=64, workload=[{'predicate': 'a = 3', 'count': 3},
+                                               "b like 'https://example.com/%'"]) }}
+        select * from {{ ref('build_source') }}
+    """)
     project.write("models/build/build_plain.sql", """
         {{ config(materialized='table', file_count=16, zspark_index=true) }}
         select * from {{ ref('build_source') }}
@@ -119,6 +125,25 @@ def test_the_skip_expected_before_the_write_is_the_measured_one(layouts: DbtProj
         measured = [skipped_share(layouts, model, c) for c in "abc"]
         # 0.01 apart here; half a file of the 16 is 0.031.
         assert expected == pytest.approx(measured, abs=1 / 32), (model, expected, measured)
+
+
+def test_a_column_no_declared_query_filters_on_takes_no_range_of_its_own(
+        layouts: DbtProject) -> None:
+    """A workload on `a` (3 queries) and `b` (1): `c` weighs 0, so the tree takes it first
+    with one range, splits `a`, and cuts each group into files along `b`; every file is
+    sorted by `b` and the files skip more on `a` than the equal-weight build does."""
+    import pyarrow.parquet as pq
+
+    log = " ".join(layouts.log_text().split())
+    assert re.search(r"build_balanced_workload: balanced layout: \d+ groups, fan-out c 1, "
+                     r"a \d+, b cut by rows \(weights a 3, b 1, c 0\)", log), log[-3000:]
+    assert layouts.rows(f"select * from {layouts.table('build_balanced_workload')}") == \
+        layouts.rows(f"select * from {layouts.table('build_source')}")
+    for path in layouts.files("build_balanced_workload"):
+        frame = pq.read_table(path.removeprefix("file:")).to_pandas()
+        assert frame["b"].is_monotonic_increasing, path
+    weighted = skipped_share(layouts, "build_balanced_workload", "a")
+    assert weighted > skipped_share(layouts, "build_balanced", "a") + 0.1
 
 
 def test_files_are_sorted_by_the_key_so_row_groups_are_clustered(layouts: DbtProject) -> None:

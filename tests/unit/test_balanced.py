@@ -53,14 +53,16 @@ def test_weights_spend_the_resolution_where_queries_filter() -> None:
     weighted = balanced.fit(columns, [0.8, 0.2, 0], 1000)
     assert equal.fan_outs[0] == [10]
     assert set(equal.fan_outs[1]) <= {9, 10, 11}
-    # Proportional to the weights (63 x 16 x 1): no query filters on the last column, so
-    # a group is one file rather than two files cut along it.
-    assert weighted.fan_outs[0][0] >= 60
-    assert 14 <= min(weighted.fan_outs[1]) <= max(weighted.fan_outs[1]) <= 17
-    assert 900 <= weighted.groups <= 1000
-    # A last column some queries filter on keeps its cut by rows: groups of two files.
-    some = balanced.fit(columns, [0.8, 0.2, 0.1], 1000)
-    assert 6 <= min(some.fan_outs[1]) <= max(some.fan_outs[1]) <= 8
+    # Proportional to the weights (63 x 16 x 1): the column no query filters on takes one
+    # range at the first level, so the second column is the one cut by rows in each group.
+    assert weighted.order == (2, 0, 1)
+    assert weighted.by_rows == 1
+    assert weighted.fan_outs[0] == [1]
+    assert weighted.fan_outs[1][0] >= 60
+    assert 60 <= weighted.groups <= 66  # of about 16 files each, along the second column
+    group = balanced.assign(weighted, columns)
+    ranges = [np.ptp(columns[0][group == g]) for g in range(weighted.groups)]
+    assert max(ranges) < 2 * 10**6 / 60  # each group a narrow range of the first column
 
 
 columns_strategy = st.lists(

@@ -30,8 +30,7 @@ import numpy as np
 WHOLE_FILES_MARGIN = 0.05
 #: The largest file a group is written into, over the mean file of the build.
 MAX_FILE_SHARE = 1.25
-#: The fewest files the last column cuts a group into (unless the build has fewer, or the
-#: weights want the last column in fewer ranges).
+#: The fewest files the last column cuts a group into (unless the build has fewer).
 MIN_GROUP_FILES = 2
 
 
@@ -82,12 +81,19 @@ class Node:
 
 @dataclass
 class Tree:
-    """The fitted partition: nested cuts over the first ``levels`` columns."""
+    """The fitted partition: nested cuts over ``levels`` columns, then one cut by rows."""
 
     root: Node
     levels: int
     #: Fan-out of every split, per level, for the build's log.
     fan_outs: list[list[int]]
+    #: The columns (indices) in level order, the one cut by rows last (:func:`level_order`).
+    order: tuple[int, ...]
+
+    @property
+    def by_rows(self) -> int:
+        """The column each group is sorted by and cut into files along."""
+        return self.order[-1]
 
     @property
     def groups(self) -> int:
@@ -125,11 +131,28 @@ def _whole_parts(budget: float, fan_out: float) -> int:
     return other if loss(other) + WHOLE_FILES_MARGIN < loss(nearest) else nearest
 
 
+def level_order(weights: Sequence[float]) -> tuple[int, ...]:
+    """The columns in the tree's level order: those no query filters on (weight 0) first,
+    where they take one range each, so the column cut by rows within the groups, the
+    finest cut of all, is one that queries filter on.
+
+    >>> level_order([1, 1, 1]), level_order([0.8, 0.2, 0]), level_order([0, 3, 0, 1])
+    ((0, 1, 2), (2, 0, 1), (0, 2, 1, 3))
+    """
+    if not any(w > 0 for w in weights):
+        return tuple(range(len(weights)))
+    return (*(i for i, w in enumerate(weights) if w <= 0),
+            *(i for i, w in enumerate(weights) if w > 0))
+
+
 def fit(columns: Sequence[np.ndarray], weights: Sequence[float], files: int) -> Tree:
     """Fit the tree on sample columns (comparable arrays: numbers, or strings of one
     width; nulls already mapped below every value) for ``files`` files."""
     if not columns:
         raise ValueError("the balanced layout needs at least one column")
+    order = level_order(weights)
+    columns = [columns[i] for i in order]
+    weights = [weights[i] for i in order]
     rows = len(columns[0])
     levels = len(columns) - 1
     per_level: list[list[int]] = [[] for _ in range(levels)]
@@ -139,13 +162,10 @@ def fit(columns: Sequence[np.ndarray], weights: Sequence[float], files: int) -> 
             return Node(columns[min(level, levels)][:0])
         here = [c[index] for c in columns[level:]]
         distinct = [int(np.unique(v).size) for v in here]
-        wanted = fan_outs(budget, weights[level:], distinct)
-        parts = _whole_parts(budget, wanted[0])
-        if level == levels - 1 and wanted[-1] >= MIN_GROUP_FILES:
+        parts = _whole_parts(budget, fan_outs(budget, weights[level:], distinct)[0])
+        if level == levels - 1:
             # Groups of at least two files: a group the sample misjudged, or a heavy value
             # that cannot be split, then changes its files' sizes by a part, not a whole.
-            # Not when the weights want the last column in fewer ranges than that: its cut
-            # by rows would spend the files on a column few queries filter on.
             parts = min(parts, max(1, math.floor(budget / MIN_GROUP_FILES)))
         cuts = _cut(here[0], parts)
         per_level[level].append(len(cuts) + 1)
@@ -155,13 +175,14 @@ def fit(columns: Sequence[np.ndarray], weights: Sequence[float], files: int) -> 
                            for k in range(len(cuts) + 1)])
 
     root = split(0, np.arange(rows), float(files))
-    return Tree(root, levels, per_level)
+    return Tree(root, levels, per_level, order)
 
 
 def assign(tree: Tree, columns: Sequence[np.ndarray]) -> np.ndarray:
     """The group of every row (ordinals in the tree's order, 0 .. groups - 1)."""
     rows = len(columns[0]) if columns else 0
     group = np.zeros(rows, dtype=np.int64)
+    columns = [columns[i] for i in tree.order]
 
     def walk(node: Node, level: int, index: np.ndarray, first: int) -> int:
         if not node.children:
@@ -180,16 +201,21 @@ def to_json(tree: Tree) -> dict[str, Any]:
     def node(n: Node) -> Any:
         return {"cuts": n.cuts.tolist(), "children": [node(c) for c in n.children]}
 
-    return {"levels": tree.levels, "fan_outs": tree.fan_outs, "root": node(tree.root)}
+    return {"levels": tree.levels, "fan_outs": tree.fan_outs, "order": list(tree.order),
+            "root": node(tree.root)}
 
 
 def from_json(data: dict[str, Any], kinds: Sequence[str]) -> Tree:
-    """The tree of :func:`to_json`, its cuts typed per level as ``kinds`` (numpy dtypes)."""
+    """The tree of :func:`to_json`, its cuts typed per level as ``kinds`` (numpy dtypes,
+    in level order)."""
     def node(n: Any, level: int) -> Node:
         return Node(np.asarray(n["cuts"], dtype=kinds[min(level, len(kinds) - 1)]),
                     [node(c, level + 1) for c in n["children"]])
 
-    return Tree(node(data["root"], 0), int(data["levels"]), data["fan_outs"])
+    levels = int(data["levels"])
+    # Trees stored before the level order was recorded kept the columns' own order.
+    order = tuple(int(i) for i in data.get("order", range(levels + 1)))
+    return Tree(node(data["root"], 0), levels, data["fan_outs"], order)
 
 
 def file_rows(group_rows: Sequence[float], files: int,

@@ -324,7 +324,7 @@ def plan_keys(plan: ClusteringPlan, sampled: InputSample, stored: StoredLayout |
         spread = spread_files(positions, rows, file_count,
                               shuffle_partitions(file_count, cores, sampled.input_bytes))
     order = [*(quote(p) for p in plan.partition_by), quote(KEY_COLUMN),
-             *(quote(c) for c in plan.layout.tie_break(plan.columns))]
+             *(quote(c) for c in plan.layout.tie_break(plan.columns, tree))]
     layout = stored or StoredLayout.of_build(
         plan, boundaries, rows=rows, files=file_count,
         rows_per_file=spread.rows_per_file or math.ceil(rows / file_count), tree=tree)
@@ -376,12 +376,13 @@ def describe_layout(keyed: KeyedPlan, plan: ClusteringPlan, sample: pd.DataFrame
 
 def _describe_tree(tree: balanced.Tree, plan: ClusteringPlan, weights: Sequence[float],
                    per_part: bool) -> str:
+    levels = [plan.columns[i] for i in tree.order]
     fans = [f"{c} {min(f)}-{max(f)}" if min(f) != max(f) else f"{c} {f[0]}"
-            for c, f in zip(plan.columns, tree.fan_outs, strict=False) if f]
+            for c, f in zip(levels, tree.fan_outs, strict=False) if f]
     weighed = "" if len(set(weights)) == 1 else " (weights " + ", ".join(
         f"{c} {w:g}" for c, w in zip(plan.columns, weights, strict=True)) + ")"
     return (f"balanced layout: {tree.groups} groups{' per table partition' if per_part else ''}"
-            f", fan-out {', '.join(fans)}, {plan.columns[-1]} cut by rows{weighed}")
+            f", fan-out {', '.join(fans)}, {levels[-1]} cut by rows{weighed}")
 
 
 def _describe_bits(plan: ClusteringPlan, weights: Sequence[float], file_count: int) -> str:

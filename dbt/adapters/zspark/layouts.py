@@ -53,7 +53,8 @@ class Layout(ABC):
     #: Whether rows of equal key are also sorted by the columns' own values.
     sorts_by_columns: ClassVar[bool] = False
 
-    def tie_break(self, columns: Sequence[str]) -> list[str]:
+    def tie_break(self, columns: Sequence[str],
+                  tree: balanced.Tree | None = None) -> list[str]:
         """The columns that order rows of equal key, most significant first."""
         return list(columns) if self.sorts_by_columns else []
 
@@ -193,9 +194,11 @@ class BalancedLayout(Layout):
     config_key = "balanced_by"
     sorts_by_columns = True
 
-    def tie_break(self, columns: Sequence[str]) -> list[str]:
-        # A group's rows follow the last column (its rank in the key, then its values).
-        return [columns[-1], *columns[:-1]]
+    def tie_break(self, columns: Sequence[str],
+                  tree: balanced.Tree | None = None) -> list[str]:
+        # A group's rows follow the column cut by rows (its rank in the key, then its values).
+        last = columns[tree.by_rows] if tree is not None else columns[-1]
+        return [last, *(c for c in columns if c != last)]
 
     def fit(self, columns: Sequence[ColumnSpec], sample: Sequence[pd.Series],
             boundary_count: int, file_count: int,
@@ -214,7 +217,7 @@ class BalancedLayout(Layout):
         def balanced_key(*values: pd.Series) -> pd.Series:
             ranks = boundary_ranks(specs, values)
             group = balanced.assign(fitted, ranks).astype(np.uint64)
-            return pd.Series(((group << bits) | ranks[-1]).astype(np.int64))
+            return pd.Series(((group << bits) | ranks[fitted.by_rows]).astype(np.int64))
 
         return balanced_key
 

@@ -59,14 +59,15 @@ def keyed_sql(layout: str, columns: Sequence[ColumnSpec], values: Sequence[str],
 def _balanced_sql(tree: balanced.Tree, columns: Sequence[ColumnSpec], values: Sequence[str],
                   boundary_count: int, source_sql: str, key_column: str) -> str:
     """``layouts.BalancedLayout``'s key in SQL: the row's group, found by a CASE per tree
-    node over the columns' ranks, then its rank on the last column. The ranks are columns
-    of an inner query, so each binary search runs once per row."""
+    node over the columns' ranks (in the tree's level order), then its rank on the column
+    cut by rows. The ranks are columns of an inner query, so each binary search runs once
+    per row."""
     ranks = [f"__zspark_rank_{i}" for i in range(len(columns))]
     ranked = ", ".join(f"{rank_sql(v, c)} as {quote(r)}"
                        for v, c, r in zip(values, columns, ranks, strict=True))
-    group, _ = _group_sql(tree.root, 0, 0, [quote(r) for r in ranks])
+    group, _ = _group_sql(tree.root, 0, 0, [quote(ranks[i]) for i in tree.order])
     key = f"shiftleft(cast({group} as bigint), {group_shift(boundary_count)}) | " \
-          f"{quote(ranks[-1])}"
+          f"{quote(ranks[tree.by_rows])}"
     return (f"select *, {key} as {quote(key_column)} from (\n"
             f"select *, {ranked} from (\n{source_sql}\n) zspark_source\n) zspark_ranked")
 
@@ -74,7 +75,8 @@ def _balanced_sql(tree: balanced.Tree, columns: Sequence[ColumnSpec], values: Se
 def _group_sql(node: balanced.Node, level: int, first: int,
                ranks: Sequence[str]) -> tuple[str, int]:
     """The group ordinal of a row under ``node`` (``balanced.assign``: a child holds the
-    ranks from its cut up to the next), and the first ordinal after the node's groups."""
+    ranks from its cut up to the next), and the first ordinal after the node's groups;
+    ``ranks`` in level order."""
     if not node.children:
         return str(first), first + 1
     branches = []
