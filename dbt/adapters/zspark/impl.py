@@ -275,6 +275,8 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         if not self._is_session():
             return
         spark = self._spark(relation.identifier, "clearing a dead build's files")
+        if not spark.catalog.databaseExists(relation.schema):
+            return
         schema = spark.catalog.getDatabase(relation.schema).locationUri
         jvm = spark.sparkContext._jvm
         path = jvm.org.apache.hadoop.fs.Path(f"{schema.rstrip('/')}/{relation.identifier.lower()}")
