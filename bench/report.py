@@ -500,8 +500,9 @@ def balanced_section(results: dict[str, Any], report_dir: Path) -> list[str]:
             "built by `dbt run` as Hilbert, as Z-order and as balanced, the last two also "
             f"weighted by a declared workload (the `workload` config) of {workload} point "
             "queries; each layout is built by a dbt process of its own after the warm-up "
-            "model, so each pays the same start-up. *Skip* is the share of files a point query skips over values sampled "
-            "per column, from the footers, with the share the build's log expected from its "
+            "model, so each pays the same start-up. *Skip* is the share of files a point "
+            "query skips over values sampled per column, from the footers, with the share "
+            "the build's log expected from its "
             "sample in parentheses; *files read* are per point query on that column and on "
             "average over the workload, expected / measured.", "",
             *_table(["data", "layout", "seconds", "files", "rows max/mean",
