@@ -260,6 +260,8 @@ class KeyedPlan:
     layout: StoredLayout
     #: The balanced layout's partition (None for the curves), and what it chose.
     tree: balanced.Tree | None = None
+    #: The column weights the key spends its resolution by (a stored layout's own).
+    weights: tuple[float, ...] = ()
     note: str = ""
 
     def prepared(self, select_sql: str, sampled: InputSample, file_count: int,
@@ -328,7 +330,8 @@ def plan_keys(plan: ClusteringPlan, sampled: InputSample, stored: StoredLayout |
     layout = stored or StoredLayout.of_build(
         plan, boundaries, rows=rows, files=file_count,
         rows_per_file=spread.rows_per_file or math.ceil(rows / file_count), tree=tree)
-    keyed = KeyedPlan(specs, function, sample_keys, parts, spread, order, layout, tree)
+    keyed = KeyedPlan(specs, function, sample_keys, parts, spread, order, layout, tree,
+                      tuple(weights))
     if stored is None:
         keyed.note = describe_layout(keyed, plan, sample, weights, file_count)
     return keyed

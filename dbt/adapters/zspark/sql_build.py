@@ -190,8 +190,7 @@ def keyed_sql_build(fetch: Fetch, plan: ClusteringPlan, sql: str, sampled: Input
                       keyed.parts)
     buckets = bucket_values(fetch(bucket_probe_sql(spread.partitions)), spread.partitions)
     keyed_rows = keyed_sql(plan.layout.name, keyed.specs, key_inputs(plan),
-                           plan.boundary_count, sql, KEY_COLUMN, keyed.tree,
-                           stored.weights if stored is not None else plan.weights)
+                           plan.boundary_count, sql, KEY_COLUMN, keyed.tree, keyed.weights)
     select_sql = (
         f"select {', '.join(quote(c) for c in schema)} from (\n"
         f"select /*+ REPARTITION({spread.partitions}, {quote(BUCKET_COLUMN)}) */ *, "
