@@ -20,6 +20,17 @@ select id,
 from range(6000)
 """
 
+# Rows near a line through a, b and c; a fifth of b's and of c's values drawn at random.
+CORRELATED = """
+{{ config(materialized='table') }}
+select id, a,
+       case when pmod(hash(id, 4), 5) = 0 then pmod(hash(id, 2), 1000)
+            else a + pmod(hash(id, 5), 5) end as b,
+       case when pmod(hash(id, 6), 5) = 0 then pmod(hash(id, 3), 1000)
+            else a + pmod(hash(id, 7), 5) end as c
+from (select id, pmod(hash(id, 1), 1000) as a from range(6000))
+"""
+
 
 def skipped_share(project: DbtProject, model: str, column: str) -> float:
     """Share of files a point query on ``column`` skips, over 200 values of the data."""
@@ -56,6 +67,13 @@ def layouts(project: DbtProject) -> DbtProject:
                                                "b like 'https://example.com/%'"]) }}
         select * from {{ ref('build_source') }}
     """)
+    project.write("models/build/build_correlated.sql", CORRELATED)
+    for key in ("hilbert_by", "balanced_by"):
+        project.write(f"models/build/build_{key.removesuffix('_by')}_correlated.sql", f"""
+            {{{{ config(materialized='table', {key}=['a', 'b', 'c'], file_count=16,
+                        boundary_count=64) }}}}
+            select * from {{{{ ref('build_correlated') }}}}
+        """)
     project.write("models/build/build_plain.sql", """
         {{ config(materialized='table', file_count=16, zspark_index=true) }}
         select * from {{ ref('build_source') }}
@@ -107,10 +125,38 @@ def test_the_balanced_layout_writes_whole_groups_and_skips_on_every_column(
     assert max(sizes) / (sum(sizes) / len(sizes)) <= 1.3, sizes
     log = " ".join(layouts.log_text().split())
     assert re.search(r"build_balanced: balanced layout: \d groups, fan-out a 2, b 2(-3)?, c "
-                     r"cut by rows; expected skip from the sample: a \d+\.\d%, b \d+\.\d%, "
+                     r"cut by rows \(expected files per point query: tree [\d.]+, hilbert "
+                     r"[\d.]+\); expected skip from the sample: a \d+\.\d%, b \d+\.\d%, "
                      r"c \d+\.\d%", log), log[-3000:]
     assert "build_balanced: 16 files, 6000 rows" in log
     assert "0.0% of rows written since the last full clustering" in log
+
+
+def test_on_correlated_columns_the_balanced_layout_keeps_the_curve_and_says_so(
+        layouts: DbtProject) -> None:
+    """Where the sample shows the Hilbert curve's files reading fewer than the tree's
+    groups (rows near a line, with noise), balanced_by keys and writes along the curve:
+    the very files of the hilbert_by model, as many point queries skipped as it expected."""
+    log = " ".join(layouts.log_text().split())
+    found = re.search(r"build_balanced_correlated: balanced layout: kept the hilbert curve, "
+                      r"which the sample shows reading fewer files \(expected files per point "
+                      r"query: tree ([\d.]+), hilbert ([\d.]+)\)", log)
+    assert found is not None, log[-3000:]
+    tree, curve = map(float, found.groups())
+    assert curve < tree
+    assert layouts.rows(f"select * from {layouts.table('build_balanced_correlated')}") == \
+        layouts.rows(f"select * from {layouts.table('build_correlated')}")
+
+    def boxes(model: str) -> list[tuple[object, ...]]:
+        return layouts.rows(f"select a__min, a__max, b__min, b__max, c__min, c__max, "
+                            f"row_count from {layouts.table(model + '__zindex')} "
+                            f"where row_group is null")
+
+    assert boxes("build_balanced_correlated") == boxes("build_hilbert_correlated")
+    assert len(layouts.files("build_balanced_correlated")) == 16
+    reads = sum(16 * (1 - skipped_share(layouts, "build_balanced_correlated", c))
+                for c in "abc") / 3
+    assert reads == pytest.approx(curve, abs=1.0)
 
 
 def test_the_skip_expected_before_the_write_is_the_measured_one(layouts: DbtProject) -> None:

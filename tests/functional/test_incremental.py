@@ -57,11 +57,12 @@ def layout_properties(project: DbtProject, table: str, writes: bool = True) -> d
             and (writes or not str(r[0]).endswith("clustered_writes"))}
 
 
-def assert_index_equals_full_reindex(project: DbtProject, table: str) -> None:
+def assert_index_equals_full_reindex(project: DbtProject, table: str,
+                                     clustering: tuple[str, ...] = ("city", "brand")) -> None:
     from dbt.adapters.zspark.index import build_index
 
     spark = project.spark
-    build_index(spark, table, f"{table}__fresh", clustering=["city", "brand"])
+    build_index(spark, table, f"{table}__fresh", clustering=list(clustering))
     columns = ", ".join(c for c in spark.table(f"{table}__fresh").columns)
     ordered = "order by file_path, row_group nulls first"
     spark.catalog.refreshTable(f"{table}__zindex")
@@ -518,6 +519,65 @@ def test_a_balanced_incremental_model_keys_new_rows_with_its_stored_tree(
     assert_files_follow_the_stored_key(project, "inc_balanced", set(project.files("inc_balanced")))
     assert_index_equals_full_reindex(project, table)
     assert_scan_equals_plain_filter(project, "inc_balanced")
+
+
+# Rows near a line through city, brand and store; a fifth of brand's and of store's values
+# drawn at random.
+CORRELATED_SELECT = """
+select id, concat('CITY', lpad(cast(line div 20 as string), 3, '0')) as city,
+       case when pmod(hash(id, 4), 5) = 0 then pmod(hash(id, 2), 1000)
+            else line + pmod(hash(id, 5), 5) end as brand,
+       case when pmod(hash(id, 6), 5) = 0 then pmod(hash(id, 3), 1000)
+            else line + pmod(hash(id, 7), 5) end as store
+from (select id, pmod(hash(id, 1), 1000) as line from range({start}, {stop}))
+"""
+
+
+def test_a_balanced_model_that_kept_the_curve_keys_appends_along_it(
+        project: DbtProject) -> None:
+    """The first build of correlated rows keeps the Hilbert curve over the tree and stores
+    that choice; an append is keyed along the same curve with the stored boundaries (no
+    new fit); rows, index and scans stay right."""
+    from dbt.adapters.zspark.layout_state import StoredLayout
+    from dbt.adapters.zspark.layouts import LAYOUTS, ColumnSpec
+
+    project.write("models/incremental/inc_balanced_curve.sql", """
+        {{ config(materialized='incremental', incremental_strategy='append',
+                  balanced_by=['city', 'brand', 'store'], file_count=16) }}
+        """ + CORRELATED_SELECT.format(start="{{ var('start', 0) }}",
+                                       stop="{{ var('stop', 6000) }}"))
+    table = project.table("inc_balanced_curve")
+    run(project, "inc_balanced_curve", 0, 6000)
+    assert "inc_balanced_curve: balanced layout: kept the hilbert curve" in project.log_text()
+    properties = layout_properties(project, table, writes=False)
+    stored = StoredLayout.from_properties(properties)
+    assert stored is not None
+    assert stored.config_key == "balanced_by"
+    tree = stored.partition_tree()
+    assert tree is not None
+    assert tree.curve == "hilbert"
+
+    base = set(project.files("inc_balanced_curve"))
+    run(project, "inc_balanced_curve", 6000, 6600)
+    text = project.log_text()
+    assert "inc_balanced_curve: append (" in text
+    assert "balanced layout:" not in text
+    assert layout_properties(project, table, writes=False) == properties
+    after = set(project.files("inc_balanced_curve"))
+    assert base < after
+    assert_files_follow_the_stored_key(project, "inc_balanced_curve", after - base)
+    # The stored key is the Hilbert curve's over the stored boundaries.
+    specs = [ColumnSpec(c, t, b) for c, t, b in
+             zip(stored.columns, stored.column_types, stored.boundaries, strict=True)]
+    hilbert = LAYOUTS["hilbert_by"].key_function(specs, "boundary", stored.boundary_count)
+    for path in sorted(after - base):
+        frame = pq.read_table(path.removeprefix("file:")).to_pandas()
+        assert stored_keys(properties, path) == \
+            [int(k) for k in hilbert(*(frame[c] for c in stored.columns))]
+    assert project.rows(f"select * from {table}") == \
+        project.rows(CORRELATED_SELECT.format(start=0, stop=6600))
+    assert_index_equals_full_reindex(project, table, ("city", "brand", "store"))
+    assert_scan_equals_plain_filter(project, "inc_balanced_curve")
 
 
 def test_a_partitioned_balanced_model_splits_each_partitions_share_of_files(

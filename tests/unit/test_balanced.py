@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import doctest
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -138,3 +139,65 @@ def test_what_the_balanced_layout_cannot_take_is_refused_by_name(
         plan_clustering("m", config, schema, "table")
     assert problem in str(raised.value)
     assert str(raised.value).startswith("Model 'm': config '")
+
+
+def _layout_fit(columns: list[np.ndarray], files: int) -> tuple[balanced.Tree, list[Any]]:
+    """What a build fits: boundaries and the tree (or the curve kept) from the sample."""
+    import pandas as pd
+
+    from dbt.adapters.zspark import curves
+    from dbt.adapters.zspark.layouts import LAYOUTS, ColumnSpec
+
+    sample = [pd.Series(c) for c in columns]
+    specs = [ColumnSpec(f"c{i}", "bigint", curves.sample_boundaries(s, 1000))
+             for i, s in enumerate(sample)]
+    tree = LAYOUTS["balanced_by"].fit(specs, sample, 1000, files, [1.0] * len(columns))
+    assert tree is not None
+    return tree, specs
+
+
+def _reads(columns: list[np.ndarray], group: np.ndarray, rows_per_file: float,
+           order: np.ndarray, files: int) -> float:
+    """Files a point query reads on average over the columns, were all rows written so."""
+    skips = balanced.expected_skip(columns, group, rows_per_file, order=order)
+    return balanced.expected_reads(skips, [1.0] * len(columns), files)
+
+
+def test_on_correlated_columns_the_layout_keeps_the_curve_that_reads_fewer_files() -> None:
+    """Rows near a line through three columns, a fifth of each column's values drawn at
+    random: a group cut along one column spans its whole range of the others' noise, while
+    each Hilbert file is a narrow box on all three. The build's sample (a tenth of the
+    rows) shows it; written in full both ways, the curve indeed reads fewer files."""
+    from dbt.adapters.zspark.layouts import LAYOUTS
+
+    rows, files = 200_000, 200
+    line = RNG.integers(0, 5000, rows)
+    columns = [line, *(np.where(RNG.random(rows) < 0.2, RNG.integers(0, 5000, rows),
+                                line + RNG.integers(-10, 11, rows)) for _ in range(2))]
+    tree, specs = _layout_fit([c[::10] for c in columns], files)
+    assert tree.curve == "hilbert"
+    assert tree.groups == 1
+    assert tree.compared["hilbert"] < tree.compared["tree"]
+    stored = balanced.from_json(balanced.to_json(tree), ["uint64"] * 3)
+    assert (stored.curve, stored.compared, stored.groups) == ("hilbert", tree.compared, 1)
+
+    import pandas as pd
+
+    full = [pd.Series(c) for c in columns]
+    keys = LAYOUTS["balanced_by"].key_function(specs, "boundary", 1000, tree)(*full)
+    hilbert = LAYOUTS["hilbert_by"].key_function(specs, "boundary", 1000)(*full)
+    assert keys.equals(hilbert)
+    curve = _reads(columns, np.zeros(rows, dtype=np.int64), rows / files, keys.to_numpy(), files)
+    fitted = balanced.fit([c[::10] for c in columns], [1, 1, 1], files)
+    group = balanced.assign(fitted, columns)
+    per_file = balanced.file_rows(np.bincount(group).tolist(), files)
+    nested = _reads(columns, group, per_file, columns[fitted.by_rows], files)
+    assert curve < 0.9 * nested, (curve, nested)
+
+
+def test_on_independent_columns_the_layout_keeps_its_tree() -> None:
+    columns = [RNG.integers(0, 10**6, 50_000) for _ in range(3)]
+    tree, _ = _layout_fit(columns, 1000)
+    assert tree.curve is None
+    assert tree.groups > 50
+    assert tree.compared["tree"] < tree.compared["hilbert"]

@@ -316,7 +316,7 @@ def plan_keys(plan: ClusteringPlan, sampled: InputSample, stored: StoredLayout |
     positions = [(*(sort_position(v) for v in values), k) for values, k in zip(
         zip(*(sample[part_column(i)] for i in range(len(parts))), strict=True),
         sample_keys, strict=True)] if parts else [(k,) for k in sample_keys]
-    if tree is not None and not pieces and not parts:
+    if tree is not None and not tree.curve and not pieces and not parts:
         spread = _group_spread(tree, np.asarray(sample_keys, dtype=np.int64), rows,
                                file_count, group_shift(plan.boundary_count))
     elif pieces:
@@ -365,7 +365,7 @@ def describe_layout(keyed: KeyedPlan, plan: ClusteringPlan, sample: pd.DataFrame
     if keyed.parts:
         group = pd.Series(list(zip(*(sample[part_column(i)] for i in range(len(keyed.parts))),
                                    strict=True))).factorize()[0]
-    elif keyed.tree is not None:
+    elif keyed.tree is not None and not keyed.tree.curve:
         group = keys >> group_shift(plan.boundary_count)
     else:
         group = np.zeros(keys.size, dtype=np.int64)
@@ -379,13 +379,18 @@ def describe_layout(keyed: KeyedPlan, plan: ClusteringPlan, sample: pd.DataFrame
 
 def _describe_tree(tree: balanced.Tree, plan: ClusteringPlan, weights: Sequence[float],
                    per_part: bool) -> str:
+    compared = ", ".join(f"{name} {reads:g}" for name, reads in tree.compared.items())
+    if tree.curve:
+        return (f"balanced layout: kept the {tree.curve} curve, which the sample shows "
+                f"reading fewer files (expected files per point query: {compared})")
     levels = [plan.columns[i] for i in tree.order]
     fans = [f"{c} {min(f)}-{max(f)}" if min(f) != max(f) else f"{c} {f[0]}"
             for c, f in zip(levels, tree.fan_outs, strict=False) if f]
     weighed = "" if len(set(weights)) == 1 else " (weights " + ", ".join(
         f"{c} {w:g}" for c, w in zip(plan.columns, weights, strict=True)) + ")"
+    versus = f" (expected files per point query: {compared})" if compared else ""
     return (f"balanced layout: {tree.groups} groups{' per table partition' if per_part else ''}"
-            f", fan-out {', '.join(fans)}, {levels[-1]} cut by rows{weighed}")
+            f", fan-out {', '.join(fans)}, {levels[-1]} cut by rows{weighed}{versus}")
 
 
 def _describe_bits(plan: ClusteringPlan, weights: Sequence[float], file_count: int) -> str:

@@ -194,8 +194,13 @@ class BalancedLayout(Layout):
     config_key = "balanced_by"
     sorts_by_columns = True
 
+    #: The curve kept instead of the tree where the sample shows it reads fewer files.
+    fallback: ClassVar[str] = "hilbert"
+
     def tie_break(self, columns: Sequence[str],
                   tree: balanced.Tree | None = None) -> list[str]:
+        if tree is not None and tree.curve:
+            return LAYOUTS_BY_NAME[tree.curve].tie_break(columns)
         # A group's rows follow the column cut by rows (its rank in the key, then its values).
         last = columns[tree.by_rows] if tree is not None else columns[-1]
         return [last, *(c for c in columns if c != last)]
@@ -203,13 +208,20 @@ class BalancedLayout(Layout):
     def fit(self, columns: Sequence[ColumnSpec], sample: Sequence[pd.Series],
             boundary_count: int, file_count: int,
             weights: Sequence[float]) -> balanced.Tree | None:
-        return balanced.fit(boundary_ranks(columns, sample), weights, file_count)
+        ranks = boundary_ranks(columns, sample)
+        curve_keys = LAYOUTS_BY_NAME[self.fallback].key_function(
+            columns, "boundary", boundary_count)(*sample).to_numpy()
+        return balanced.keep_better(balanced.fit(ranks, weights, file_count), ranks, weights,
+                                    file_count, self.fallback, curve_keys)
 
     def key_function(self, columns: Sequence[ColumnSpec], curve_method: str,
                      boundary_count: int, tree: balanced.Tree | None = None,
                      weights: Sequence[float] = ()) -> KeyFunction:
         if tree is None:
             raise ValueError("the balanced layout keys rows with its fitted tree")
+        if tree.curve:
+            return LAYOUTS_BY_NAME[tree.curve].key_function(columns, curve_method,
+                                                            boundary_count)
         specs = tuple(columns)
         bits = np.uint64(group_shift(boundary_count))
         fitted = tree
@@ -249,3 +261,4 @@ LAYOUTS: dict[str, Layout] = {
     layout.config_key: layout
     for layout in (LinearLayout(), ZOrderLayout(), HilbertLayout(), BalancedLayout())
 }
+LAYOUTS_BY_NAME: dict[str, Layout] = {layout.name: layout for layout in LAYOUTS.values()}

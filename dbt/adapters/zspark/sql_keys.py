@@ -41,6 +41,9 @@ def keyed_sql(layout: str, columns: Sequence[ColumnSpec], values: Sequence[str],
     if layout == "balanced":
         if tree is None:
             raise ValueError("the balanced layout keys rows with its fitted tree")
+        if tree.curve:
+            return keyed_sql(tree.curve, columns, values, boundary_count, source_sql,
+                             key_column)
         return _balanced_sql(tree, columns, values, boundary_count, source_sql, key_column)
     dims = len(columns)
     bits = rank_grid_bits(boundary_count, dims)
