@@ -45,6 +45,7 @@ MODELS = {"hilbert": "lineorder_hilbert", "z": "lineorder_z",
 #: The workload the weighted models declare: share of point queries per column.
 WORKLOAD = {"s_city": 0.8, "c_city": 0.2}
 _EXPECTED = re.compile(r"zspark: (\w+): .*; expected skip from the sample: (.*)$")
+_CHOSEN = re.compile(r"zspark: (\w+): balanced layout: (kept the \w+ curve|\d+ groups)")
 
 
 def expected_skips(lines: list[str]) -> dict[str, dict[str, float]]:
@@ -57,6 +58,12 @@ def expected_skips(lines: list[str]) -> dict[str, dict[str, float]]:
                                      in (part.rsplit(" ", 1) for part in
                                          match.group(2).split(", "))}
     return found
+
+
+def chosen_layouts(lines: list[str]) -> dict[str, str]:
+    """Per balanced model, what its build chose: its tree's groups, or the curve kept."""
+    return {match.group(1): match.group(2).removeprefix("kept the ")
+            for match in map(_CHOSEN.search, lines) if match}
 
 
 def files_read(skip: dict[str, float], files: int) -> dict[str, float]:
@@ -94,6 +101,7 @@ def main(argv: list[str] | None = None) -> None:
                     {"file_count": args.files}, lines=lines)
             seconds[model] = model_times()[model]
         expected = expected_skips(lines)
+        chosen = chosen_layouts(lines)
         sources = source_files(session_dir)
         probes = sample_values(sources, CLUSTER_COLUMNS, args.probes)
         ranks = Ranks(distinct_sorted(sources, "s_city"), distinct_sorted(sources, "c_city"))
@@ -104,7 +112,8 @@ def main(argv: list[str] | None = None) -> None:
                                    CLUSTER_COLUMNS, probes, SEED_LITERALS, ranks)
             measured = files_read(footer["skip_sampled"], footer["files"])
             layouts[layout] = {
-                "seconds": seconds[model], "files": footer["files"],
+                "seconds": seconds[model], "chosen": chosen.get(model, "-"),
+                "files": footer["files"],
                 "rows_max_over_mean": footer["rows_max_over_mean"],
                 "skip": footer["skip_sampled"], "expected_skip": expected.get(model),
                 "files_read": measured,

@@ -483,7 +483,8 @@ def balanced_section(results: dict[str, Any], report_dir: Path) -> list[str]:
     for variant, layouts in results["variants"].items():
         for layout, r in layouts.items():
             expected = r.get("expected_skip") or {}
-            rows.append([variant, layout, f"{r['seconds']:.1f}", str(r["files"]),
+            rows.append([variant, layout, r.get("chosen", "-"), f"{r['seconds']:.1f}",
+                         str(r["files"]),
                          f"{r['rows_max_over_mean']:.2f}",
                          *(f"{100 * s:.2f}" + (f" ({100 * expected[c]:.1f})"
                                                if c in expected else "")
@@ -504,8 +505,10 @@ def balanced_section(results: dict[str, Any], report_dir: Path) -> list[str]:
             "query skips over values sampled per column, from the footers, with the share "
             "the build's log expected from its "
             "sample in parentheses; *files read* are per point query on that column and on "
-            "average over the workload, expected / measured.", "",
-            *_table(["data", "layout", "seconds", "files", "rows max/mean",
+            "average over the workload, expected / measured. *Chosen* is what a balanced "
+            "build kept: its tree (groups of files) or, where its sample showed the curve "
+            "reading fewer files, the Hilbert curve.", "",
+            *_table(["data", "layout", "chosen", "seconds", "files", "rows max/mean",
                      *(f"{c} skip %" for c in columns),
                      *(f"`{c}` files read" for c in queried), "workload files read"], rows),
             "", *pictures]

@@ -130,6 +130,10 @@ def test_the_balanced_benchmark_reports_expected_and_measured_reads_per_declared
             # The sample holds every row: the estimate is within a file or two.
             assert figures["expected_files_read"][query] == pytest.approx(read, abs=2.5), \
                 (name, query)
+    # Independent columns: both balanced builds keep their trees (the curves choose none).
+    assert layouts["balanced"]["chosen"].endswith(" groups")
+    assert layouts["balanced, weighted"]["chosen"].endswith(" groups")
+    assert layouts["hilbert"]["chosen"] == "-"
     for twin in ("z", "balanced"):
         assert layouts[f"{twin}, weighted"]["workload_files_read"] < \
             layouts[twin]["workload_files_read"]

@@ -513,7 +513,7 @@ def test_a_balanced_incremental_model_keys_new_rows_with_its_stored_tree(
                 f"{{relation: {table}, full: true}}")
     text = project.log_text()
     assert "inc_balanced: full (" in text
-    assert re.search(r"balanced layout: \d+ groups, .*\(weights city 3, brand 1\)", text)
+    assert re.search(r"balanced layout: \d+ groups, .*\(weights city 3, brand 1[;)]", text)
     assert project.rows(f"select * from {table}") == kept
     assert not set(project.files("inc_balanced")) & base
     assert_files_follow_the_stored_key(project, "inc_balanced", set(project.files("inc_balanced")))

@@ -386,11 +386,12 @@ def _describe_tree(tree: balanced.Tree, plan: ClusteringPlan, weights: Sequence[
     levels = [plan.columns[i] for i in tree.order]
     fans = [f"{c} {min(f)}-{max(f)}" if min(f) != max(f) else f"{c} {f[0]}"
             for c, f in zip(levels, tree.fan_outs, strict=False) if f]
-    weighed = "" if len(set(weights)) == 1 else " (weights " + ", ".join(
-        f"{c} {w:g}" for c, w in zip(plan.columns, weights, strict=True)) + ")"
-    versus = f" (expected files per point query: {compared})" if compared else ""
+    notes = [*([] if len(set(weights)) == 1 else ["weights " + ", ".join(
+        f"{c} {w:g}" for c, w in zip(plan.columns, weights, strict=True))]),
+             *([f"expected files per point query: {compared}"] if compared else [])]
     return (f"balanced layout: {tree.groups} groups{' per table partition' if per_part else ''}"
-            f", fan-out {', '.join(fans)}, {levels[-1]} cut by rows{weighed}{versus}")
+            f", fan-out {', '.join(fans)}, {levels[-1]} cut by rows"
+            + (f" ({'; '.join(notes)})" if notes else ""))
 
 
 def _describe_bits(plan: ClusteringPlan, weights: Sequence[float], file_count: int) -> str:
