@@ -47,7 +47,7 @@ bench-thrift: setup
 
 # Hilbert beside the balanced layout (equal and weighted) on uniform, Zipf and correlated data.
 bench-balanced: setup
-	$(PY) -m bench.balanced
+	$(PY) -m bench.balanced --repeats 3
 
 # 2 M, 8 M and 20 M rows at 1000 files: build time per M rows, driver memory, queries.
 bench-scale: setup

@@ -5,11 +5,12 @@ queries, on uniform, Zipf-skewed and correlated data.
 
     python -m bench.balanced --rows 2000000 --files 1000   # writes BENCHMARKS-balanced.json
 
-Per layout and data: build seconds (dbt's execution time), files, rows max/mean, the share
-of files a point query skips per column (values sampled from the source, bounds from the
-footers) against the share the build's log expected from its sample, the files each
-declared query and the workload read per query (expected and measured); a picture per data
-shape of every file's box over s_city x c_city (docs/img/balanced_boxes_<data>.png).
+Per layout and data: build seconds (dbt's execution time, the median of ``--repeats``
+builds), files, rows max/mean, the share of files a point query skips per column (values
+sampled from the source, bounds from the footers) against the share the build's log
+expected from its sample, the files each declared query and the workload read per query
+(expected and measured); a picture per data shape of every file's box over s_city x
+c_city (docs/img/balanced_boxes_<data>.png).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -78,6 +80,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--files", type=int, default=1000)
     parser.add_argument("--probes", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="builds of each layout; the median time is reported")
     parser.add_argument("--variants", nargs="+", default=["uniform", "zipf", "correlated"])
     parser.add_argument("--session-dir", type=Path, default=DEFAULT_SESSION_DIR / "balanced")
     parser.add_argument("--out", type=Path, default=REPO / "BENCHMARKS-balanced.json")
@@ -85,7 +89,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     log = Progress()
     results: dict[str, Any] = {
-        "config": {"rows": args.rows, "files": args.files, "workload": WORKLOAD},
+        "config": {"rows": args.rows, "files": args.files, "workload": WORKLOAD,
+                   "repeats": args.repeats},
         "command": "python -m bench.balanced " + " ".join(sys.argv[1:] if argv is None
                                                            else argv),
         "variants": {}}
@@ -94,12 +99,16 @@ def main(argv: list[str] | None = None) -> None:
         generate_in_subprocess(args.rows, variant, session_dir, log)
         # Each layout in a dbt process of its own, after lineorder_profile: every build
         # pays the same warm-up (JIT, Python workers, first writes), not the first alone.
+        # With --repeats, rounds of every layout in turn: a build's time on this machine
+        # varies by a few seconds from run to run, the median of several does not.
         lines: list[str] = []
-        seconds: dict[str, float] = {}
-        for model in MODELS.values():
-            run_dbt(["run", "-s", "lineorder_profile", model], session_dir, log,
-                    {"file_count": args.files}, lines=lines)
-            seconds[model] = model_times()[model]
+        runs: dict[str, list[float]] = {model: [] for model in MODELS.values()}
+        for _ in range(args.repeats):
+            for model in MODELS.values():
+                run_dbt(["run", "-s", "lineorder_profile", model], session_dir, log,
+                        {"file_count": args.files}, lines=lines)
+                runs[model].append(model_times()[model])
+        seconds = {model: statistics.median(times) for model, times in runs.items()}
         expected = expected_skips(lines)
         chosen = chosen_layouts(lines)
         sources = source_files(session_dir)
@@ -112,7 +121,8 @@ def main(argv: list[str] | None = None) -> None:
                                    CLUSTER_COLUMNS, probes, SEED_LITERALS, ranks)
             measured = files_read(footer["skip_sampled"], footer["files"])
             layouts[layout] = {
-                "seconds": seconds[model], "chosen": chosen.get(model, "-"),
+                "seconds": seconds[model], "seconds_runs": runs[model],
+                "chosen": chosen.get(model, "-"),
                 "files": footer["files"],
                 "rows_max_over_mean": footer["rows_max_over_mean"],
                 "skip": footer["skip_sampled"], "expected_skip": expected.get(model),

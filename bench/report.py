@@ -483,7 +483,11 @@ def balanced_section(results: dict[str, Any], report_dir: Path) -> list[str]:
     for variant, layouts in results["variants"].items():
         for layout, r in layouts.items():
             expected = r.get("expected_skip") or {}
-            rows.append([variant, layout, r.get("chosen", "-"), f"{r['seconds']:.1f}",
+            runs = r.get("seconds_runs", [])
+            rows.append([variant, layout, r.get("chosen", "-"), f"{r['seconds']:.1f}" + (
+                         f" ({' / '.join(f'{t:.1f}' for t in runs)})" if len(runs) > 1 else ""),
+                         f"{r['seconds'] / layouts['hilbert']['seconds']:.2f}"
+                         if "hilbert" in layouts else "-",
                          str(r["files"]),
                          f"{r['rows_max_over_mean']:.2f}",
                          *(f"{100 * s:.2f}" + (f" ({100 * expected[c]:.1f})"
@@ -501,14 +505,18 @@ def balanced_section(results: dict[str, Any], report_dir: Path) -> list[str]:
             "built by `dbt run` as Hilbert, as Z-order and as balanced, the last two also "
             f"weighted by a declared workload (the `workload` config) of {workload} point "
             "queries; each layout is built by a dbt process of its own after the warm-up "
-            "model, so each pays the same start-up. *Skip* is the share of files a point "
+            "model, so each pays the same start-up"
+            + (f", {config['repeats']} times in turn (*seconds*: the median, then every "
+               "build's)" if config.get("repeats", 1) > 1 else "")
+            + ". *Skip* is the share of files a point "
             "query skips over values sampled per column, from the footers, with the share "
             "the build's log expected from its "
             "sample in parentheses; *files read* are per point query on that column and on "
             "average over the workload, expected / measured. *Chosen* is what a balanced "
             "build kept: its tree (groups of files) or, where its sample showed the curve "
             "reading fewer files, the Hilbert curve.", "",
-            *_table(["data", "layout", "chosen", "seconds", "files", "rows max/mean",
+            *_table(["data", "layout", "chosen", "seconds", "vs Hilbert", "files",
+                     "rows max/mean",
                      *(f"{c} skip %" for c in columns),
                      *(f"`{c}` files read" for c in queried), "workload files read"], rows),
             "", *pictures]
