@@ -104,3 +104,33 @@ def test_sql_keys_equal_udf_keys(spark: Any, table: tuple[list[str], list[tuple[
         spark.conf.set("spark.sql.ansi.enabled", "false")
     assert [k.sql for k in keys] == [k.udf for k in keys]
 
+
+
+@settings(max_examples=15, deadline=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+@given(rows=st.lists(st.tuples(st.one_of(st.none(), st.sampled_from(["a", "b", "c"])),
+                               st.integers(-50, 50)), min_size=1, max_size=30),
+       partitions=st.integers(1, 9), partitioned=st.booleans())
+def test_a_rows_shuffle_partition_is_the_same_in_a_session_and_in_sql(
+        spark: Any, rows: list[tuple[str | None, int]], partitions: int,
+        partitioned: bool) -> None:
+    """Each row goes to the partition whose range of (table partition, key) holds it, as
+    the session's expression and the SQL one (thrift) find it, NULL partitions first."""
+    import bisect
+
+    from pyspark.sql import functions as sf
+
+    from dbt.adapters.zspark.clustering import _owner, sort_position
+    from dbt.adapters.zspark.partitioning import spread_files
+    from dbt.adapters.zspark.sql_build import owner_sql
+
+    parts = [("p", "string")] if partitioned else []
+    positions = [((sort_position(p), k) if partitioned else (k,)) for p, k in rows]
+    spread = spread_files(positions, len(rows), partitions, partitions)
+    frame = spark.createDataFrame(rows, "p string, k bigint")
+    found = frame.select(
+        _owner(spread, sf.col("k"), parts, "bigint").alias("session"),
+        sf.expr(owner_sql(spread, "k", "bigint", parts)).alias("sql")).collect()
+    expected = [bisect.bisect_right(list(spread.cuts), position) for position in positions]
+    assert [r.session for r in found] == expected
+    assert [r.sql for r in found] == expected

@@ -60,3 +60,15 @@ def test_pieces_use_few_partitions_when_the_budget_allows() -> None:
     assert 1_000_000 / 400 < spread.rows_per_file <= math.ceil(1_000_000 / (400 - 8))
     legacy = piece_spread(list(range(1000)), 1_000_000, 400, 2, 10**8, file_per_partition=True)
     assert (legacy.partitions, legacy.rows_per_file) == (400, None)
+
+
+@settings(max_examples=200, deadline=None)
+@given(cuts=st.lists(st.integers(-5, 5), max_size=12).map(sorted),
+       keys=st.lists(st.integers(-7, 7), min_size=1, max_size=20))
+def test_the_owner_search_counts_the_cuts_at_or_below_each_key(cuts: list[int],
+                                                               keys: list[int]) -> None:
+    owner = partitioning.owner_search(
+        cuts, lambda cut: (lambda key: key >= cut),
+        lambda test, then, otherwise: (lambda key: then(key) if test(key) else otherwise(key)),
+        lambda j: (lambda key: j))
+    assert [owner(k) for k in keys] == [sum(c <= k for c in cuts) for k in keys]

@@ -30,6 +30,7 @@ from dbt.adapters.zspark.layouts import (
 )
 from dbt.adapters.zspark.partitioning import (
     FileSpread,
+    owner_search,
     piece_spread,
     shuffle_partitions,
     spread_files,
@@ -179,12 +180,19 @@ def _owner(spread: FileSpread, key: Any, parts: list[tuple[str, str]], key_type:
         fields = [value.alias(f"p{i}") for i, value in enumerate(values)]
         return sf.struct(*fields, key_value.alias("k"))
 
-    row = position([sf.col(quote(name)) for name, _ in parts], key)
-    cuts = [position([sf.lit(python_value(v[1])).cast(t)
-                      for v, (_, t) in zip(cut[:-1], parts, strict=True)],
-                     sf.lit(python_value(cut[-1])).cast(key_type))
-            for cut in spread.cuts]
-    return sf.size(sf.filter(sf.array(*cuts), lambda cut: cut <= row))
+    # Without table partitions the key alone is the position: no struct to build per row.
+    row = position([sf.col(quote(name)) for name, _ in parts], key) if parts else key
+
+    def cut_position(cut: tuple[Any, ...]) -> Any:
+        key_value = sf.lit(python_value(cut[-1])).cast(key_type)
+        if not parts:
+            return key_value
+        return position([sf.lit(python_value(v[1])).cast(t)
+                         for v, (_, t) in zip(cut[:-1], parts, strict=True)], key_value)
+
+    return owner_search(spread.cuts, lambda cut: row >= cut_position(cut),
+                        lambda test, then, otherwise: sf.when(test, then).otherwise(otherwise),
+                        lambda j: sf.lit(j))
 
 
 @dataclass

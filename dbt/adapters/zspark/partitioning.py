@@ -9,11 +9,15 @@ points sit on file boundaries, so every partition writes a whole number of full 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
+
+Cut = TypeVar("Cut")
+Test = TypeVar("Test")
+Owner = TypeVar("Owner")
 
 #: Shuffle partitions per core: enough to balance tasks, few enough to stay one cheap shuffle.
 PARTITIONS_PER_CORE = 4
@@ -106,3 +110,29 @@ def piece_spread(sample_keys: Sequence[Any], rows: int, file_count: int, cores: 
         return spread_files(sample_keys, rows, partitions, partitions)
     spread = spread_files(sample_keys, rows, file_count, partitions)
     return replace(spread, rows_per_file=math.ceil(rows / (file_count - short_files)))
+
+
+def owner_search(cuts: Sequence[Cut], at_or_above: Callable[[Cut], Test],
+                 choose: Callable[[Test, Owner, Owner], Owner],
+                 partition: Callable[[int], Owner]) -> Owner:
+    """The expression that finds a row's shuffle partition: how many cut points sit at or
+    below it, found by a binary search over the ascending cuts (a tree of ``choose(test,
+    then, otherwise)`` over ``at_or_above(cut)`` tests, ``partition(j)`` at its leaves), so
+    each row makes about log2(partitions) comparisons in generated code.
+
+    >>> owner = owner_search([10, 20, 30], lambda cut: (lambda key: key >= cut),
+    ...                      lambda test, then, otherwise: (
+    ...                          lambda key: then(key) if test(key) else otherwise(key)),
+    ...                      lambda j: (lambda key: j))
+    >>> [owner(key) for key in (5, 10, 19, 20, 29, 30, 99)]
+    [0, 1, 1, 2, 2, 3, 3]
+    """
+    def search(low: int, high: int) -> Owner:
+        if low == high:
+            return partition(low)
+        # Partition ``middle`` starts at cut ``middle - 1``.
+        middle = (low + high + 1) // 2
+        return choose(at_or_above(cuts[middle - 1]), search(middle, high),
+                      search(low, middle - 1))
+
+    return search(0, len(cuts))

@@ -38,7 +38,7 @@ from dbt.adapters.zspark.clustering import (
     type_of,
 )
 from dbt.adapters.zspark.layout_state import StoredLayout
-from dbt.adapters.zspark.partitioning import FileSpread
+from dbt.adapters.zspark.partitioning import FileSpread, owner_search
 from dbt.adapters.zspark.planning import ClusteringPlan, normalize_type
 from dbt.adapters.zspark.sql_keys import keyed_sql
 from dbt.adapters.zspark.sqltext import quote, sql_string
@@ -144,13 +144,21 @@ def owner_sql(spread: FileSpread, key_sql: str, key_type: str,
         return f"cast(shiftright({key_sql}, {spread.key_shift}) as int)"
 
     def position(values: Sequence[str], key: str) -> str:
+        if not parts:
+            return key
         fields = [*(f"'p{i}', {v}" for i, v in enumerate(values)), f"'k', {key}"]
         return f"named_struct({', '.join(fields)})"
 
     row = position([quote(name) for name, _ in parts], key_sql)
-    cuts = [position([_literal(v[1], t) for v, (_, t) in zip(cut[:-1], parts, strict=True)],
-                     _literal(cut[-1], key_type)) for cut in spread.cuts]
-    return f"size(filter(array({', '.join(cuts)}), c -> c <= {row}))"
+
+    def cut_position(cut: tuple[Any, ...]) -> str:
+        return position([_literal(v[1], t) for v, (_, t) in zip(cut[:-1], parts, strict=True)],
+                        _literal(cut[-1], key_type))
+
+    return owner_search(spread.cuts, lambda cut: f"{row} >= {cut_position(cut)}",
+                        lambda test, then, otherwise:
+                        f"case when {test} then {then} else {otherwise} end",
+                        str)
 
 
 def partition_values(value: Any) -> frozenset[tuple[Any, ...]]:
