@@ -144,3 +144,4 @@ def test_the_balanced_benchmark_reports_expected_and_measured_reads_per_declared
     lines = balanced_section(raw, tmp_path)
     assert "## Balanced layout and column weights" in lines
     assert "![file boxes, uniform data](img/balanced_boxes_uniform.png)" in lines
+
