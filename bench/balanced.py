@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> None:
             for model in MODELS.values():
                 run_dbt(["run", "-s", "lineorder_profile", model], session_dir, log,
                         {"file_count": args.files}, lines=lines)
-                runs[model].append(model_times()[model])
+                runs[model].append(model_times(session_dir)[model])
         seconds = {model: statistics.median(times) for model, times in runs.items()}
         expected = expected_skips(lines)
         chosen = chosen_layouts(lines)

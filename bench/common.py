@@ -72,7 +72,16 @@ def session_env(session_dir: Path) -> dict[str, str]:
     # Python UDF workers must run this interpreter (the venv), not `python3` from PATH.
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     env.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
+    # dbt's artifacts and logs beside the session, so benchmarks on different session
+    # dirs can run at once without reading each other's run_results.json.
+    env["DBT_TARGET_PATH"] = str(dbt_target(session_dir))
+    env["DBT_LOG_PATH"] = str(dbt_target(session_dir) / "logs")
     return env
+
+
+def dbt_target(session_dir: Path) -> Path:
+    """dbt's target directory (run_results.json, compiled SQL) for a session dir."""
+    return session_dir / "dbt-target"
 
 
 def spark_session(session_dir: Path, app: str = "zspark-bench") -> SparkSession:
@@ -240,16 +249,16 @@ def run_dbt(args: Sequence[str], session_dir: Path, log: Progress,
     return elapsed
 
 
-def run_results() -> dict[str, Any]:
-    """The run_results.json of the last dbt command in the project."""
-    path = PROJECT_DIR / "target" / "run_results.json"
+def run_results(session_dir: Path) -> dict[str, Any]:
+    """The run_results.json of the last dbt command on ``session_dir``."""
+    path = dbt_target(session_dir) / "run_results.json"
     return dict(json.loads(path.read_text()))
 
 
-def model_times() -> dict[str, float]:
+def model_times(session_dir: Path) -> dict[str, float]:
     """Seconds dbt spent on each model of the last run (``execution_time``)."""
     times = {}
-    for result in run_results()["results"]:
+    for result in run_results(session_dir)["results"]:
         unique_id = str(result["unique_id"])
         if unique_id.startswith("model."):
             times[unique_id.rsplit(".", 1)[-1]] = float(result["execution_time"])

@@ -111,7 +111,7 @@ def run_policy(policy: str, rows: int, session_dir: Path, probes: dict[str, list
             "rewritten_rows": rewritten, "bytes_written": sum(added.values()),
             "bytes_removed": sum(s for f, s in before.items() if f not in after),
             "table_bytes": sum(after.values()),
-            "seconds": model_times().get(name, 0.0),
+            "seconds": model_times(session_dir).get(name, 0.0),
             # sample / write / index / log seconds of the run's own step (the OPTIMIZE
             # post-hook's re-clustering logs a second line, not counted here).
             "steps": build_steps(output, name),

@@ -227,6 +227,8 @@ def render(results: dict[str, Any], out: Path, img_dir: Path) -> None:
         attempts = layouts["delta"]["build"]["attempts"]
         lines += ["", "delta-rs `target_size` tuning: " + "; ".join(
             f"{a[0]:,} B -> {a[1]} files ({a[2]:.1f} s)" for a in attempts) + "."]
+    if "floor" in results:
+        lines += ["", *floor_lines(results["floor"], layouts)]
     lines += ["", f"![build times]({rel['build']})", ""]
 
     scale_json = out.parent / "BENCHMARKS-scale.json"
@@ -289,6 +291,25 @@ def render(results: dict[str, Any], out: Path, img_dir: Path) -> None:
         "",
     ]
     out.write_text("\n".join(lines))
+
+
+def floor_lines(floor: dict[str, Any], layouts: dict[str, Any]) -> list[str]:
+    """Spark's own write of the same rows (bench.floor) beside the Hilbert build and delta-rs."""
+    write, hashed = floor["write"], floor["hash_sort"]
+    lines = [
+        f"Spark's floor (`python -m bench.floor`, a fresh process after a warm-up scan, "
+        f"{floor['partitions']} shuffle partitions, files cut by row count, no index): "
+        f"round-robin rows with no key or sort {write['seconds']:.1f} s ({write['files']} "
+        f"files); a key Spark computes itself (`xxhash64` of the clustering columns), "
+        f"range-partitioned and sorted, {hashed['seconds']:.1f} s ({hashed['files']} files)."]
+    hilbert = layouts.get("hilbert", {}).get("build", {}).get("seconds")
+    delta = layouts.get("delta", {}).get("build", {}).get("seconds")
+    if hilbert and delta:
+        lines[0] += (f" Against delta-rs's {delta:.1f} s: Spark's bare write is "
+                     f"{write['seconds'] / delta:.1f}x, the keyed and sorted write "
+                     f"{hashed['seconds'] / delta:.1f}x, the Hilbert build "
+                     f"{hilbert / delta:.1f}x.")
+    return lines
 
 
 def scale_section(scale: dict[str, Any], img_dir: Path, report_dir: Path) -> list[str]:

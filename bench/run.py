@@ -8,7 +8,8 @@ the model's ``execution_time`` in run_results.json); ``dbt test`` the skip_cover
 ``dbt compile`` seed 002's queries through ``zspark_scan``; run them, and the same queries
 as plain scans, in a Python Spark session on the same metastore (scan metrics "number of
 files read" / "size of files read", median time of ``--reps`` runs); count skip shares from
-every layout's Parquet footers; Z-order the same rows with delta-rs; write the report.
+every layout's Parquet footers; Z-order the same rows with delta-rs; time Spark's own write
+of the same rows into the same files without clustering (bench.floor); write the report.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from bench.common import (
     SEED_LITERALS,
     TARGET_SCHEMA,
     Progress,
+    dbt_target,
     default_min_skip,
     generate_in_subprocess,
     layout_files,
@@ -44,6 +46,7 @@ from bench.common import (
     run_dbt,
     run_results,
     seed_query,
+    session_env,
     source_files,
 )
 from bench.delta import zorder_build
@@ -53,8 +56,8 @@ from bench.measure import Ranks, footer_report, run_query, time_interleaved, tim
 from bench.report import render
 from dbt.adapters.zspark.scan import scan_sql as excluding_scan_sql
 
-COMPILED_QUERIES = (PROJECT_DIR / "target" / "compiled" / "zspark_integration_tests"
-                    / "analyses" / "seed002_queries.sql")
+COMPILED_QUERIES = Path("compiled", "zspark_integration_tests", "analyses",
+                        "seed002_queries.sql")  # under dbt's target directory
 QUERY_MARK = "-- zspark-bench:"
 
 
@@ -96,10 +99,11 @@ def _cpu_model() -> str:
     return platform.processor() or "?"
 
 
-def compiled_queries() -> dict[tuple[str, str], str]:
+def compiled_queries(session_dir: Path) -> dict[tuple[str, str], str]:
     """(model, column) -> SQL, split out of the compiled analysis."""
     queries = {}
-    for block in COMPILED_QUERIES.read_text().split(QUERY_MARK)[1:]:
+    text = (dbt_target(session_dir) / COMPILED_QUERIES).read_text()
+    for block in text.split(QUERY_MARK)[1:]:
         head, _, body = block.partition("\n")
         model, column = head.split()
         queries[(model, column)] = body.strip().rstrip(";").strip()
@@ -115,7 +119,7 @@ def build_layout(layout: str, session_dir: Path, log: Progress,
     memory: dict[str, int] = {}
     wall = run_dbt(["run", "-s", "lineorder_profile", model], session_dir, log, variables,
                    lines=output, memory=memory)
-    return {"seconds": model_times()[model], "steps": build_steps(output, model),
+    return {"seconds": model_times(session_dir)[model], "steps": build_steps(output, model),
             "dbt_wall_seconds": wall, **memory}
 
 
@@ -148,14 +152,14 @@ def build_steps(output: Sequence[str], model: str) -> dict[str, float]:
     return {}
 
 
-def test_results() -> list[dict[str, Any]]:
+def test_results(session_dir: Path) -> list[dict[str, Any]]:
     return [{"test": str(r["unique_id"]).split(".")[2], "status": r["status"],
-             "message": r.get("message")} for r in run_results()["results"]]
+             "message": r.get("message")} for r in run_results(session_dir)["results"]]
 
 
 def measure_queries(session_dir: Path, log: Progress, repetitions: int) -> dict[str, Any]:
     """Seed 002's queries, plain and through zspark_scan, per layout and column."""
-    queries = compiled_queries()
+    queries = compiled_queries(session_dir)
     log("starting the Python Spark session for the queries")
     found: dict[str, Any] = {}
     with query_session(session_dir, "zspark-bench-queries", LAYOUTS) as spark:
@@ -253,7 +257,7 @@ def main(argv: list[str] | None = None) -> None:
     builds = build_layouts(session_dir, log, variables, args.build_reps)
     steps["dbt_test_s"] = run_dbt(["test", "-s", "test_type:generic"], session_dir, log,
                                   variables, check=False)
-    results["tests"] = test_results()
+    results["tests"] = test_results(session_dir)
     steps["dbt_compile_s"] = run_dbt(["compile", "-s", "seed002_queries"], session_dir, log,
                                      variables)
     queries = measure_queries(session_dir, log, reps)
@@ -281,6 +285,8 @@ def main(argv: list[str] | None = None) -> None:
             "ratio_to_linear": delta.zorder_seconds / builds["linear"]["seconds"],
         }}
     results["layouts"] = layouts
+    log("Spark's floor: the same rows written into the same files with no clustering")
+    results["floor"] = floor_in_subprocess(session_dir, files)
     # The seed's s_city literal sits in the middle of its rank cell on the box plot.
     results["ranks"] = {"s_city": len(ranks.x), "c_city": len(ranks.y),
                         "seed_s_city": ranks.rank_x(SEED_LITERALS["s_city"], 0) + 0.5}
@@ -299,6 +305,19 @@ def main(argv: list[str] | None = None) -> None:
     if problems:
         sys.exit(1)
     log("done")
+
+
+def floor_in_subprocess(session_dir: Path, files: int) -> dict[str, Any]:
+    """bench.floor in a fresh process (its own JVM and the metastore to itself)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.floor", "--files", str(files),
+         "--session-dir", str(session_dir)],
+        cwd=REPO, env=session_env(session_dir), capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        tail = "\n".join((result.stdout + result.stderr).splitlines()[-40:])
+        raise RuntimeError(f"bench.floor failed (exit {result.returncode}):\n{tail}")
+    floor: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    return floor
 
 
 def check(results: dict[str, Any]) -> list[str]:

@@ -108,7 +108,7 @@ def measure_queries(session_dir: Path, reps: int) -> dict[str, Any]:
     from bench.measure import run_query, time_interleaved
     from bench.run import compiled_queries
 
-    compiled = compiled_queries()
+    compiled = compiled_queries(session_dir)
     found: dict[str, Any] = {}
     layouts = sorted({layout for _, layout, _, _ in QUERIES})
     with query_session(session_dir, "zspark-bench-scale-queries", layouts) as spark:

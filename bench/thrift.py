@@ -93,18 +93,19 @@ def main(argv: list[str] | None = None) -> None:
 
     generate_in_subprocess(args.rows, "uniform", session_dir, log)
     run_dbt(["run", "-s", MODEL], session_dir, log, variables, lines=output["session"])
-    seconds = {"session": model_times()[MODEL]}
+    seconds = {"session": model_times(session_dir)[MODEL]}
     with thrift_server(session_dir / "thrift", server_conf(session_dir),
                        session_env(session_dir), driver_memory="6g") as port:
         over_thrift = {"ZSPARK_SCHEMA": THRIFT_SCHEMA, "ZSPARK_THRIFT_PORT": str(port)}
         started = time.monotonic()
         run_dbt(["run", "-s", MODEL, "--target", "thrift"], session_dir, log, variables,
                 env=over_thrift, lines=output["thrift"])
-        seconds["thrift"] = model_times()[MODEL]
+        seconds["thrift"] = model_times(session_dir)[MODEL]
         log(f"thrift build {seconds['thrift']:.1f} s (dbt {time.monotonic() - started:.1f} s)")
         run_dbt(["compile", "-s", "seed002_queries", "--target", "thrift"], session_dir, log,
                 variables, env=over_thrift)
-        scans["thrift"] = {column: sql for (model, column), sql in compiled_queries().items()
+        over_thrift_sql = compiled_queries(session_dir)
+        scans["thrift"] = {column: sql for (model, column), sql in over_thrift_sql.items()
                            if model == MODEL}
     if not args.no_cluster:
         import shutil
@@ -119,12 +120,12 @@ def main(argv: list[str] | None = None) -> None:
                           "ZSPARK_EXECUTOR_MEMORY": "4g"}
             run_dbt(["run", "-s", MODEL, "--target", "cluster"], session_dir, log, variables,
                     env=on_cluster, lines=output["cluster"])
-            seconds["cluster"] = model_times()[MODEL]
+            seconds["cluster"] = model_times(session_dir)[MODEL]
             log(f"cluster build {seconds['cluster']:.1f} s")
             run_dbt(["compile", "-s", "seed002_queries", "--target", "cluster"], session_dir,
                     log, variables, env=on_cluster)
             scans["cluster"] = {column: sql for (model, column), sql
-                                in compiled_queries().items() if model == MODEL}
+                                in compiled_queries(session_dir).items() if model == MODEL}
 
     sources = source_files(session_dir)
     probes = sample_values(sources, CLUSTER_COLUMNS, args.probes)

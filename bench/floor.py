@@ -1,0 +1,93 @@
+"""Spark's own floor: the benchmark's rows written into the same number of files with no
+clustering at all, in a fresh process, so a reader can tell the cost of Spark's Parquet
+writer from the cost of clustering.
+
+Two writes, each of the whole source table into ``--files`` files through the shuffle
+partitions a clustered build would use (``partitioning.shuffle_partitions``), files cut by
+row count as a build cuts them:
+
+``write``
+    round-robin rows, no key and no sort: what any Spark job pays to write these files;
+``hash_sort``
+    the same with a key Spark computes itself (``xxhash64`` of the clustering columns),
+    range-partitioned on cut points of a sample and sorted within each partition: a
+    clustered build without the Python key, the sample job, the index or the swap.
+
+Like a build, each runs after a warm-up scan of the source. Prints one JSON object.
+
+    python -m bench.floor --files 1000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import (
+    CLUSTER_COLUMNS,
+    DEFAULT_SESSION_DIR,
+    SOURCE_SCHEMA,
+    SOURCE_TABLE,
+    data_files,
+    source_files,
+    spark_session,
+)
+from dbt.adapters.zspark.partitioning import shuffle_partitions
+
+CORES = 2  # the benchmark's sessions run local[2]
+
+
+def floor_writes(session_dir: Path, files: int) -> dict[str, Any]:
+    from pyspark.sql import functions as sf
+
+    spark = spark_session(session_dir, "zspark-bench-floor")
+    spark.sparkContext.setLogLevel("ERROR")
+    source = spark.table(f"{SOURCE_SCHEMA}.{SOURCE_TABLE}")
+    input_bytes = sum(f.stat().st_size for f in source_files(session_dir))
+    rows = source.count()  # also the warm-up scan
+    partitions = shuffle_partitions(files, CORES, input_bytes)
+    per_file = -(-rows // files)
+    key = sf.xxhash64(*CLUSTER_COLUMNS).alias("__floor_key")
+    cuts = sorted(r[0] for r in source.sample(fraction=0.01, seed=1).select(key).collect())
+    step = max(1, len(cuts) // partitions)
+    bounds = cuts[step::step][: partitions - 1]
+    owner = sf.lit(0)
+    for bound in bounds:  # a linear chain is plenty for a handful of partitions
+        owner = owner + (sf.col("__floor_key") >= sf.lit(bound)).cast("int")
+    writes = {
+        "write": source.repartition(partitions),
+        "hash_sort": (source.withColumn("__floor_key", key)
+                      .repartition(partitions, owner)
+                      .sortWithinPartitions("__floor_key").drop("__floor_key")),
+    }
+    results: dict[str, Any] = {"rows": rows, "partitions": partitions}
+    scratch = Path(tempfile.mkdtemp(prefix="floor-", dir=session_dir))
+    try:
+        for name, frame in writes.items():
+            target = scratch / name
+            started = time.monotonic()
+            frame.write.option("maxRecordsPerFile", per_file).parquet(str(target))
+            seconds = time.monotonic() - started
+            results[name] = {"seconds": seconds, "files": len(data_files(target))}
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        spark.stop()
+    return results
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--files", type=int, default=1000)
+    parser.add_argument("--session-dir", type=Path, default=DEFAULT_SESSION_DIR)
+    args = parser.parse_args(argv)
+    print(json.dumps(floor_writes(args.session_dir.resolve(), args.files)))
+
+
+if __name__ == "__main__":
+    main()
