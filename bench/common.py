@@ -84,12 +84,14 @@ def dbt_target(session_dir: Path) -> Path:
     return session_dir / "dbt-target"
 
 
-def spark_session(session_dir: Path, app: str = "zspark-bench") -> SparkSession:
+def spark_session(session_dir: Path, app: str = "zspark-bench",
+                  metastore: bool = True) -> SparkSession:
     """A Python Spark session on the same warehouse and metastore as the dbt profile.
 
     Derby lets one process hold the metastore at a time: call this only while no dbt
     process runs, and never in a process that must hand the metastore back (use a
-    subprocess instead).
+    subprocess instead). ``metastore=False`` leaves the catalog out: such a session reads
+    tables by path and runs beside a process that holds the metastore.
     """
     os.environ.update({k: v for k, v in session_env(session_dir).items()
                        if k in ("SPARK_LOCAL_IP", "PYSPARK_PYTHON")})
@@ -97,7 +99,9 @@ def spark_session(session_dir: Path, app: str = "zspark-bench") -> SparkSession:
 
     from dbt.adapters.zspark.connections import session_defaults
 
-    builder = SparkSession.builder.appName(app).master("local[2]").enableHiveSupport()
+    builder = SparkSession.builder.appName(app).master("local[2]")
+    if metastore:
+        builder = builder.enableHiveSupport()
     for key, value in session_defaults(str(session_dir)).items():
         builder = builder.config(key, value)
     builder = builder.config("spark.driver.memory", os.environ.get("ZSPARK_DRIVER_MEMORY", "6g"))

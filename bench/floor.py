@@ -36,6 +36,7 @@ from bench.common import (
     data_files,
     source_files,
     spark_session,
+    table_dir,
 )
 from dbt.adapters.zspark.partitioning import shuffle_partitions
 
@@ -45,13 +46,15 @@ CORES = 2  # the benchmark's sessions run local[2]
 def floor_writes(session_dir: Path, files: int) -> dict[str, Any]:
     from pyspark.sql import functions as sf
 
-    spark = spark_session(session_dir, "zspark-bench-floor")
+    # By path, not through the metastore: the benchmark that calls this may still hold it.
+    spark = spark_session(session_dir, "zspark-bench-floor", metastore=False)
     spark.sparkContext.setLogLevel("ERROR")
-    source = spark.table(f"{SOURCE_SCHEMA}.{SOURCE_TABLE}")
+    source = spark.read.parquet(str(table_dir(session_dir, SOURCE_SCHEMA, SOURCE_TABLE)))
     input_bytes = sum(f.stat().st_size for f in source_files(session_dir))
     rows = source.count()  # also the warm-up scan
     partitions = shuffle_partitions(files, CORES, input_bytes)
-    per_file = -(-rows // files)
+    # As a build does: one partition per file for few files, else files cut by row count.
+    per_file = 0 if partitions >= files else -(-rows // files)
     key = sf.xxhash64(*CLUSTER_COLUMNS).alias("__floor_key")
     cuts = sorted(r[0] for r in source.sample(fraction=0.01, seed=1).select(key).collect())
     step = max(1, len(cuts) // partitions)
@@ -62,7 +65,7 @@ def floor_writes(session_dir: Path, files: int) -> dict[str, Any]:
     writes = {
         "write": source.repartition(partitions),
         "hash_sort": (source.withColumn("__floor_key", key)
-                      .repartition(partitions, owner)
+                      .repartitionById(partitions, owner)
                       .sortWithinPartitions("__floor_key").drop("__floor_key")),
     }
     results: dict[str, Any] = {"rows": rows, "partitions": partitions}
@@ -71,7 +74,8 @@ def floor_writes(session_dir: Path, files: int) -> dict[str, Any]:
         for name, frame in writes.items():
             target = scratch / name
             started = time.monotonic()
-            frame.write.option("maxRecordsPerFile", per_file).parquet(str(target))
+            writer = frame.write.option("maxRecordsPerFile", per_file) if per_file else frame.write
+            writer.parquet(str(target))
             seconds = time.monotonic() - started
             results[name] = {"seconds": seconds, "files": len(data_files(target))}
     finally:
