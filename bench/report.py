@@ -298,6 +298,7 @@ def floor_lines(floor: dict[str, Any], layouts: dict[str, Any]) -> list[str]:
     write, hashed = floor["write"], floor["hash_sort"]
     lines = [
         f"Spark's floor (`python -m bench.floor`, a fresh process after a warm-up scan, "
+        f"best of {len(write.get('rounds', [0]))} rounds, "
         f"{floor['partitions']} shuffle partitions, files cut by row count, no index): "
         f"round-robin rows with no key or sort {write['seconds']:.1f} s ({write['files']} "
         f"files); a key Spark computes itself (`xxhash64` of the clustering columns), "
