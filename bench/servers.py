@@ -5,6 +5,7 @@ pyarrow but neither dbt nor the plugin, as on a real cluster's machines."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import signal
@@ -136,7 +137,8 @@ def _alive_workers(web_port: int) -> int:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{web_port}/json/", timeout=2) as reply:
             return int(json.load(reply).get("aliveworkers", 0))
-    except OSError:
+    except (OSError, ValueError, http.client.HTTPException):
+        # A web UI still starting may refuse, cut the reply short or answer with no JSON.
         return 0
 
 
