@@ -282,21 +282,29 @@ def default_min_skip(files: int) -> float:
     return 0.4
 
 
+def run_module(command: Sequence[str], session_dir: Path) -> subprocess.CompletedProcess[str]:
+    """``python -m command...`` in its own process with the session's environment (its
+    Spark then releases the metastore on exit); the output's tail in the error if it fails."""
+    result = subprocess.run([sys.executable, "-m", *command], cwd=REPO,
+                            env=session_env(session_dir), capture_output=True, text=True,
+                            check=False)
+    if result.returncode != 0:
+        tail = "\n".join((result.stdout + result.stderr).splitlines()[-40:])
+        raise RuntimeError(f"{command[0]} failed (exit {result.returncode}):\n{tail}")
+    return result
+
+
 def generate_in_subprocess(rows: int, variant: str, session_dir: Path, log: Progress,
                            reuse: bool = True, seed: int = 2) -> float:
     """Run bench.generate in its own process, so its Spark releases the metastore on exit."""
-    command = [sys.executable, "-m", "bench.generate", "--rows", str(rows), "--variant", variant,
+    command = ["bench.generate", "--rows", str(rows), "--variant", variant,
                "--seed", str(seed), "--session-dir", str(session_dir)]
     if reuse:
         command.append("--reuse")
     log(f"generating {rows} rows ({variant}) in {session_dir}")
     started = time.monotonic()
-    result = subprocess.run(command, cwd=REPO, env=session_env(session_dir),
-                            capture_output=True, text=True, check=False)
+    result = run_module(command, session_dir)
     elapsed = time.monotonic() - started
-    if result.returncode != 0:
-        tail = "\n".join((result.stdout + result.stderr).splitlines()[-40:])
-        raise RuntimeError(f"bench.generate failed (exit {result.returncode}):\n{tail}")
     kept = "kept the existing table" in result.stdout
     log(f"source table {'kept (same settings)' if kept else 'written'} in {elapsed:.1f}s")
     return elapsed

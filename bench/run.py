@@ -44,9 +44,9 @@ from bench.common import (
     model_times,
     query_session,
     run_dbt,
+    run_module,
     run_results,
     seed_query,
-    session_env,
     source_files,
 )
 from bench.delta import zorder_build
@@ -309,13 +309,8 @@ def main(argv: list[str] | None = None) -> None:
 
 def floor_in_subprocess(session_dir: Path, files: int) -> dict[str, Any]:
     """bench.floor in a fresh process (its own JVM and the metastore to itself)."""
-    result = subprocess.run(
-        [sys.executable, "-m", "bench.floor", "--files", str(files),
-         "--session-dir", str(session_dir)],
-        cwd=REPO, env=session_env(session_dir), capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        tail = "\n".join((result.stdout + result.stderr).splitlines()[-40:])
-        raise RuntimeError(f"bench.floor failed (exit {result.returncode}):\n{tail}")
+    result = run_module(["bench.floor", "--files", str(files), "--session-dir",
+                         str(session_dir)], session_dir)
     floor: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
     return floor
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -35,8 +34,8 @@ from bench.common import (
     model_name,
     query_session,
     run_dbt,
+    run_module,
     seed_query,
-    session_env,
     source_files,
 )
 from bench.delta import zorder_build
@@ -91,14 +90,9 @@ def build_series_point(rows: int, files: int, layouts: tuple[str, ...], session_
 def measure_in_subprocess(session_dir: Path, reps: int, log: Progress) -> dict[str, Any]:
     """The seed's queries in a fresh Python process, so its Spark releases the metastore."""
     out = session_dir / "scale-queries.json"
-    command = [sys.executable, "-m", "bench.scale", "--measure-queries", str(out),
-               "--reps", str(reps), "--session-dir", str(session_dir)]
     log("measuring the seed's queries")
-    result = subprocess.run(command, cwd=REPO, env=session_env(session_dir),
-                            capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        tail = "\n".join((result.stdout + result.stderr).splitlines()[-40:])
-        raise RuntimeError(f"query measurement failed:\n{tail}")
+    run_module(["bench.scale", "--measure-queries", str(out), "--reps", str(reps),
+                "--session-dir", str(session_dir)], session_dir)
     found: dict[str, Any] = json.loads(out.read_text())
     return found
 
