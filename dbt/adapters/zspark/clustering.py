@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from dbt.adapters.zspark import balanced, curves
+from dbt.adapters.zspark import balanced, curves, sql_keys
 from dbt.adapters.zspark.layout_state import StoredLayout
 from dbt.adapters.zspark.layouts import (
     ColumnSpec,
@@ -418,21 +418,29 @@ def keyed_build(spark: SparkSession, plan: ClusteringPlan, sql: str, sampled: In
                 stored: StoredLayout | None, file_count: int, pieces: bool = False,
                 file_per_partition: bool = False) -> PreparedBuild:
     """The clustered SELECT of ``sql`` (already sampled) into ``file_count`` files, keyed
-    by the model's registered UDF (see :func:`plan_keys`). The write cuts files every
+    in SQL (``sql_keys.py``; the direct curve method by the model's registered UDF; see
+    :func:`plan_keys`). The write cuts files every
     ``PreparedBuild.file_rows`` rows (a session setting around the INSERT)."""
     started = time.perf_counter()
     frame = spark.sql(sql)
     schema = {f.name: f.dataType.simpleString() for f in frame.schema.fields}
     keyed = plan_keys(plan, sampled, stored, file_count, spark.sparkContext.defaultParallelism,
                       schema, pieces, file_per_partition)
-    name = udf_name(plan.model)
-    register_key_udf(spark, name, keyed.function, plan.layout.key_type(plan.curve_method))
-    key_call = f"{name}({', '.join(key_inputs(plan))})"
-    keyed_sql = f"select *, {key_call} as {quote(KEY_COLUMN)} from (\n{sql}\n) zspark_source"
+    if plan.curve_method == "boundary":
+        # The same keys in SQL: computed in the write stage's generated code, with no rows
+        # sent to a Python worker and back (bench.keys measures both).
+        keyed_rows = sql_keys.keyed_sql(plan.layout.name, keyed.specs, key_inputs(plan),
+                                        plan.boundary_count, sql, KEY_COLUMN, keyed.tree,
+                                        keyed.weights)
+    else:
+        name = udf_name(plan.model)
+        register_key_udf(spark, name, keyed.function, plan.layout.key_type(plan.curve_method))
+        key_call = f"{name}({', '.join(key_inputs(plan))})"
+        keyed_rows = f"select *, {key_call} as {quote(KEY_COLUMN)} from (\n{sql}\n) zspark_source"
     owner = _owner(keyed.spread, expr(quote(KEY_COLUMN)), keyed.parts,
                    plan.layout.key_type(plan.curve_method))
     view = f"zspark_build_{udf_name(plan.model).removeprefix('zspark_key_')}"
-    (spark.sql(keyed_sql)
+    (spark.sql(keyed_rows)
      .repartitionById(keyed.spread.partitions, owner)
      .sortWithinPartitions(*(expr(o) for o in keyed.order))
      .select(*(expr(quote(c)) for c in schema))

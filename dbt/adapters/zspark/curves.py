@@ -17,16 +17,20 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import functools
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 __all__ = [
+    "HilbertAutomaton",
     "bit_schedule",
     "deinterleave_bits",
     "fit_ranks",
+    "hilbert_automaton",
     "hilbert_index",
     "hilbert_point",
     "interleave_bits",
@@ -598,6 +602,121 @@ def hilbert_index(ranks: Sequence[np.ndarray], bits: int) -> np.ndarray:
     _axes_to_transpose(cols, bits)
     # The transposed form interleaved (dimension 0 most significant) is the index.
     return interleave_bits(cols, bits)
+
+
+@dataclass(frozen=True)
+class HilbertAutomaton:
+    """``hilbert_index`` as a finite-state machine over the points' digits, one level at
+    a time from the top (a digit: the level's bit of every dimension, dimension 0 most
+    significant): ``table[state * 2**dims + digit]`` is ``next_state * 2**dims`` plus the
+    index's digit at that level. So the index needs one table lookup per level, which a
+    SQL engine does in generated code with no lambda and no Python."""
+
+    dims: int
+    bits: int
+    start: int
+    table: tuple[int, ...]
+
+    @property
+    def states(self) -> int:
+        return len(self.table) >> self.dims
+
+    def levels_per_step(self) -> int:
+        """How many levels one lookup may take with a table of at most
+        ``MAX_AUTOMATON_ENTRIES`` (fewer lookups make a shorter chain in SQL)."""
+        levels = 1
+        while levels < self.bits and \
+                self.states << (self.dims * (levels + 1)) <= MAX_AUTOMATON_ENTRIES:
+            levels += 1
+        return levels
+
+    def step_table(self, levels: int) -> tuple[int, ...]:
+        """The machine taking ``levels`` digits at once (the top one most significant):
+        ``[state * 2**(dims*levels) + digits]`` is ``next_state * 2**(dims*levels)`` plus
+        the index's ``levels`` digits."""
+        radix = 1 << self.dims
+        table = []
+        for state in range(self.states):
+            for digits in range(radix ** levels):
+                at, out = state, 0
+                for level in range(levels - 1, -1, -1):
+                    entry = self.table[at * radix + (digits >> (self.dims * level)) % radix]
+                    at, out = entry // radix, out * radix + entry % radix
+                table.append((at * radix ** levels) + out)
+        return tuple(table)
+
+    def index(self, ranks: Sequence[np.ndarray]) -> np.ndarray:
+        """The index of points by walking the machine (equal to ``hilbert_index``)."""
+        cols = _check_grid(ranks, self.bits)
+        table = np.asarray(self.table, dtype=np.uint64)
+        radix = _U64(1 << self.dims)
+        state = np.full(len(cols[0]), _U64(self.start), dtype=np.uint64)
+        key = np.zeros(len(cols[0]), dtype=np.uint64)
+        for level in range(self.bits):
+            entry = table[state * radix + level_digits(cols, self.bits, level)]
+            key = key * radix + entry % radix
+            state = entry // radix
+        return key
+
+
+def level_digits(ranks: Sequence[np.ndarray], bits: int, level: int) -> np.ndarray:
+    """Each point's digit at ``level`` (0 the top): the level's bit of every dimension,
+    dimension 0 most significant."""
+    dims, shift, one = len(ranks), _U64(bits - 1 - level), _U64(1)
+    digit = np.zeros(len(ranks[0]), dtype=np.uint64)
+    for j, r in enumerate(ranks):
+        digit |= ((_as_u64(r) >> shift) & one) << _U64(dims - 1 - j)
+    return digit
+
+
+#: A machine with more table entries than this is not built (a key in SQL falls back to
+#: Skilling's transform): 3 dims at 10 bits take 24 states x 8 digits, 4 dims 192 x 16.
+MAX_AUTOMATON_ENTRIES = 4096
+
+
+@functools.cache
+def hilbert_automaton(dims: int, bits: int) -> HilbertAutomaton | None:
+    """The machine of ``hilbert_index`` for ``dims`` x ``bits``, or None if its table
+    would pass ``MAX_AUTOMATON_ENTRIES``.
+
+    Found from the index itself, breadth first over digit prefixes: the state after a
+    prefix is the order in which the index visits the sub-cells one level down (a Hilbert
+    sub-curve is the whole curve turned and mirrored, and that order fixes the turn), so a
+    prefix whose order was seen before reaches a known state."""
+    if dims < 1 or bits < 1 or dims * bits > MAX_KEY_BITS:
+        raise ValueError(f"{dims} dims x {bits} bits must be within 1..{MAX_KEY_BITS} bits")
+    radix = 1 << dims
+    digits = np.arange(radix, dtype=np.uint64)
+
+    def visit_order(prefix: tuple[int, ...]) -> tuple[int, ...]:
+        """The index's digit at level ``len(prefix)`` for each next digit."""
+        level = len(prefix)
+        cols = [np.zeros(radix, dtype=np.uint64) for _ in range(dims)]
+        for at, digit in enumerate((*(np.full(radix, d, dtype=np.uint64) for d in prefix),
+                                    digits)):
+            for j in range(dims):
+                cols[j] |= ((digit >> _U64(dims - 1 - j)) & _U64(1)) << _U64(bits - 1 - at)
+        shift = _U64(dims * (bits - 1 - level))
+        return tuple(int(v) for v in (hilbert_index(cols, bits) >> shift) % _U64(radix))
+
+    orders = {visit_order(()): 0}
+    prefixes: list[tuple[int, ...]] = [()]
+    following: dict[tuple[int, int], int] = {}
+    for state, prefix in enumerate(prefixes):  # grows while it is walked
+        if len(prefix) == bits - 1:
+            continue  # first met at the last level: it has no next level
+        for digit in range(radix):
+            order = visit_order((*prefix, digit))
+            if order not in orders:
+                if (len(orders) + 1) * radix > MAX_AUTOMATON_ENTRIES:
+                    return None
+                orders[order] = len(prefixes)
+                prefixes.append((*prefix, digit))
+            following[state, digit] = orders[order]
+    order_of = {state: order for order, state in orders.items()}
+    table = tuple(following.get((state, digit), 0) * radix + order_of[state][digit]
+                  for state in range(len(prefixes)) for digit in range(radix))
+    return HilbertAutomaton(dims, bits, 0, table)
 
 
 def hilbert_point(index: np.ndarray, dims: int, bits: int) -> list[np.ndarray]:

@@ -1,18 +1,26 @@
-"""Curve keys in Spark SQL alone, for servers that run no Python (a Thrift server).
+"""Curve keys in Spark SQL alone: no Python worker, every step in Spark's generated code.
 
 The same keys as the vectorised UDFs of ``layouts.py`` with ``curve_method='boundary'``,
 bit for bit (a property test holds them equal): each column's rank among its boundaries
 (nulls 0, NaN the top rank, else 1 + the boundaries strictly below the value), stretched
 over the grid's bits, then the linear, Z-order or Hilbert curve over the ranks.
 
-A rank is a binary search over the boundaries as an array literal, in ``aggregate``; the
-Hilbert curve is Skilling's transform, one ``aggregate`` step per (bit level, dimension).
+The query is a chain of projections over the model's SQL, each adding columns the next
+one reads (SQL has no variables, and one expression per step keeps each small):
+
+* a rank is a binary search unrolled into one step per bit: the step of size ``s`` asks
+  whether the boundary ``s`` past the position found so far is below the value;
+* the Hilbert key walks ``curves.hilbert_automaton``, one table lookup per few bit
+  levels.
+
+No step uses a lambda (Spark interprets those) and no step grows with the boundaries but
+the constant arrays, so the whole chain compiles into the stage's generated code.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -33,7 +41,8 @@ NAN_IS_NULL = ("tinyint", "smallint", "int", "bigint", "float", "double")
 def keyed_sql(layout: str, columns: Sequence[ColumnSpec], values: Sequence[str],
               boundary_count: int, source_sql: str, key_column: str,
               tree: balanced.Tree | None = None, weights: Sequence[float] = ()) -> str:
-    """``source_sql``'s rows with their key as ``key_column``. ``layout`` is ``linear``,
+    """``source_sql``'s rows with their key as ``key_column``, and helper columns named
+    ``__zspark_*`` (select the model's columns from it). ``layout`` is ``linear``,
     ``zorder``, ``hilbert`` or ``balanced`` (with its fitted ``tree``); ``values`` are the
     columns' key inputs as SQL over the source (``clustering.key_input_sql``: timestamps
     as microseconds) and ``columns`` their specs with the stored boundaries, typed as the
@@ -44,35 +53,143 @@ def keyed_sql(layout: str, columns: Sequence[ColumnSpec], values: Sequence[str],
         if tree.curve:
             return keyed_sql(tree.curve, columns, values, boundary_count, source_sql,
                              key_column)
-        return _balanced_sql(tree, columns, values, boundary_count, source_sql, key_column)
+    elif layout not in ("linear", "zorder", "hilbert"):
+        raise ValueError(f"no SQL key for layout {layout!r}")
+    sql, ranks = ranked_sql(values, columns, source_sql)
+    if layout == "balanced":
+        assert tree is not None
+        group, _ = _group_sql(tree.root, 0, 0, [ranks[i] for i in tree.order])
+        key = f"shiftleft(cast({group} as bigint), {group_shift(boundary_count)}) | " \
+              f"{ranks[tree.by_rows]}"
+        return _with(sql, [f"{key} as {quote(key_column)}"], "zspark_keyed")
     dims = len(columns)
     bits = rank_grid_bits(boundary_count, dims)
-    ranks = [stretched_rank_sql(v, c, bits) for v, c in zip(values, columns, strict=True)]
+    grid = [f"__zspark_grid_{i}" for i in range(dims)]
+    sql = _with(sql, [f"cast(shiftleft({rank}, {bits}) div {len(_boundaries(column)) + 2} "
+                      f"as bigint) as {name}"
+                      for rank, column, name in zip(ranks, columns, grid, strict=True)],
+                "zspark_grid")
     if layout == "linear":
-        key = " | ".join(f"shiftleft({r}, {bits * (dims - 1 - j)})" for j, r in enumerate(ranks))
+        key = " | ".join(f"shiftleft({r}, {bits * (dims - 1 - j)})" for j, r in enumerate(grid))
     elif layout == "zorder":
-        key = _interleave(ranks, bits, zorder_schedule(weights, bits))
-    elif layout == "hilbert":
-        key = _hilbert(ranks, bits)
+        key = _interleave(grid, bits, zorder_schedule(weights, bits))
     else:
-        raise ValueError(f"no SQL key for layout {layout!r}")
-    return f"select *, {key} as {quote(key_column)} from (\n{source_sql}\n) zspark_source"
+        automaton = curves.hilbert_automaton(dims, bits)
+        if automaton is None:
+            key = _skilling(grid, bits)
+        else:
+            sql, key = _walk(sql, automaton, grid)
+    return _with(sql, [f"{key} as {quote(key_column)}"], "zspark_keyed")
 
 
-def _balanced_sql(tree: balanced.Tree, columns: Sequence[ColumnSpec], values: Sequence[str],
-                  boundary_count: int, source_sql: str, key_column: str) -> str:
-    """``layouts.BalancedLayout``'s key in SQL: the row's group, found by a CASE per tree
-    node over the columns' ranks (in the tree's level order), then its rank on the column
-    cut by rows. The ranks are columns of an inner query, so each binary search runs once
-    per row."""
-    ranks = [f"__zspark_rank_{i}" for i in range(len(columns))]
-    ranked = ", ".join(f"{rank_sql(v, c)} as {quote(r)}"
-                       for v, c, r in zip(values, columns, ranks, strict=True))
-    group, _ = _group_sql(tree.root, 0, 0, [quote(ranks[i]) for i in tree.order])
-    key = f"shiftleft(cast({group} as bigint), {group_shift(boundary_count)}) | " \
-          f"{quote(ranks[tree.by_rows])}"
-    return (f"select *, {key} as {quote(key_column)} from (\n"
-            f"select *, {ranked} from (\n{source_sql}\n) zspark_source\n) zspark_ranked")
+def _with(sql: str, columns: Sequence[str], alias: str) -> str:
+    """``sql``'s rows with ``columns`` (SQL ``expression as name``) added."""
+    return f"select *, {', '.join(columns)} from (\n{sql}\n) {alias}"
+
+
+def _boundaries(column: ColumnSpec) -> np.ndarray:
+    return column.boundaries if column.boundaries is not None else np.array([])
+
+
+@dataclass(frozen=True)
+class _Search:
+    """One column's unrolled binary search: ``probes[k]`` are the boundaries step ``k``
+    (of size ``2**(steps - 1 - k)``) may compare with, as SQL literals. The boundaries are
+    padded to ``2**steps`` with copies of the last (a count of those below the value,
+    capped at the real count, is unchanged), so every step is the same few operations."""
+
+    value: str
+    family: str
+    count: int
+    probes: tuple[tuple[str, ...], ...]
+
+    @classmethod
+    def of(cls, value: str, column: ColumnSpec) -> _Search:
+        family = normalize_type(column.spark_type)
+        boundaries = [_literal(b, family) for b in _boundaries(column)]
+        steps = len(boundaries).bit_length()  # 2**steps > count: the last step can add 1
+        padded = boundaries + boundaries[-1:] * ((1 << steps) - len(boundaries))
+        # Step k, size s = 2**(steps-1-k): positions so far are multiples of 2s, so it
+        # compares with the boundaries at 1-based positions s, 3s, 5s, ...
+        probes = tuple(tuple(padded[size - 1::2 * size])
+                       for size in (1 << (steps - 1 - k) for k in range(steps)))
+        return cls(_comparable_sql(value, family), family, len(boundaries), probes)
+
+    def step(self, k: int, position: str) -> str:
+        """The position after step ``k``: boundaries below the value among those seen."""
+        size = 1 << (len(self.probes) - 1 - k)
+        probes = self.probes[k]
+        # Positions so far are multiples of 2s = 2**size.bit_length(): their ordinal.
+        probe = probes[0] if len(probes) == 1 else (
+            f"element_at(array({', '.join(probes)}), "
+            f"shiftright({position}, {size.bit_length()}) + 1)")
+        return f"{position} + case when {probe} < {self.value} then {size} else 0 end"
+
+    def rank(self, position: str) -> str:
+        """``curves.rank_values``: 1 + the boundaries strictly below the value, 0 for
+        null, and the top rank for NaN and for nulls of the numbers the UDF receives as
+        floats (pandas makes their nulls NaN)."""
+        if self.family in NAN_IS_NULL:
+            missing = f"when {self.value} is null or isnan({self.value}) then {self.count + 1}L"
+        else:
+            missing = f"when {self.value} is null then 0L"
+        found = f"1L + least({position}, {self.count})" if self.count else "1L"
+        return f"(case {missing} else {found} end)"
+
+
+def ranked_sql(values: Sequence[str], columns: Sequence[ColumnSpec],
+               source_sql: str) -> tuple[str, list[str]]:
+    """``source_sql``'s rows with each column's rank (``curves.rank_values``) as a column,
+    and those columns' names. All columns search together, one projection per step, the
+    shorter searches joining the later steps."""
+    searches = [_Search.of(v, c) for v, c in zip(values, columns, strict=True)]
+    inputs = [f"__zspark_value_{i}" for i in range(len(searches))]
+    sql = _with(f"select * from (\n{source_sql}\n) zspark_source",
+                [f"{s.value} as {name}" for s, name in zip(searches, inputs, strict=True)],
+                "zspark_values")
+    searches = [_Search(name, s.family, s.count, s.probes)
+                for s, name in zip(searches, inputs, strict=True)]
+    depth = max(len(s.probes) for s in searches)
+    positions = ["0"] * len(searches)
+    for k in range(depth):
+        steps = []
+        for i, search in enumerate(searches):
+            own = k - (depth - len(search.probes))
+            if own < 0:
+                continue
+            name = f"__zspark_position_{i}_{k}"
+            steps.append(f"{search.step(own, positions[i])} as {name}")
+            positions[i] = name
+        sql = _with(sql, steps, f"zspark_search_{k}")
+    ranks = [f"__zspark_rank_{i}" for i in range(len(searches))]
+    return _with(sql, [f"{s.rank(p)} as {r}" for s, p, r
+                       in zip(searches, positions, ranks, strict=True)], "zspark_ranked"), ranks
+
+
+def _walk(sql: str, automaton: curves.HilbertAutomaton,
+          grid: Sequence[str]) -> tuple[str, str]:
+    """``sql`` with one column per lookup of the automaton (a few bit levels at a time)
+    holding its table entry, and the Hilbert key over those columns."""
+    dims, bits = automaton.dims, automaton.bits
+    per_step = automaton.levels_per_step()
+    state, top, entries = str(automaton.start), 0, []
+    while top < bits:
+        levels = min(per_step, bits - top)
+        table = f"array({', '.join(map(str, automaton.step_table(levels)))})"
+        # The digits of levels top .. top+levels-1, the top one most significant.
+        digits = " | ".join(
+            f"shiftleft(shiftright({g}, {bits - 1 - level}) & 1L, "
+            f"{dims * (top + levels - 1 - level) + dims - 1 - j})"
+            for level in range(top, top + levels) for j, g in enumerate(grid))
+        entry = f"__zspark_hilbert_{top}"
+        sql = _with(sql, [f"element_at({table}, cast(shiftleft({state}, {dims * levels}) | "
+                          f"{digits} as int) + 1) as {entry}"], f"zspark_hilbert_{top}")
+        state = f"shiftright({entry}, {dims * levels})"
+        top += levels
+        entries.append((entry, dims * levels, dims * (bits - top)))
+    key = " | ".join(f"shiftleft(cast({e} & {(1 << width) - 1} as bigint), {shift})"
+                     for e, width, shift in entries)
+    return sql, key
 
 
 def _group_sql(node: balanced.Node, level: int, first: int,
@@ -91,40 +208,6 @@ def _group_sql(node: balanced.Node, level: int, first: int,
     whens = " ".join(f"when {ranks[level]} < {int(cut)} then {branch}"
                      for cut, branch in zip(node.cuts, branches, strict=False))
     return f"(case {whens} else {branches[-1]} end)", first
-
-
-def stretched_rank_sql(value: str, column: ColumnSpec, bits: int) -> str:
-    """The column's rank spread over ``bits`` bits, as ``layouts.stretch_ranks``."""
-    boundaries = column.boundaries if column.boundaries is not None else np.array([])
-    levels = len(boundaries) + 2
-    return f"cast(shiftleft({rank_sql(value, column)}, {bits}) div {levels} as bigint)"
-
-
-def rank_sql(value: str, column: ColumnSpec) -> str:
-    """``curves.rank_values`` in SQL: 1 + the number of boundaries strictly below the
-    value (a binary search), 0 for null, and the top rank for NaN and for nulls of the
-    numbers the UDF receives as floats (pandas makes their nulls NaN)."""
-    family = normalize_type(column.spark_type)
-    boundaries = column.boundaries if column.boundaries is not None else np.array([])
-    count = len(boundaries)
-    compared = _comparable_sql(value, family)
-    if family in NAN_IS_NULL:
-        missing = f"when {value} is null or isnan({compared}) then {count + 1}L"
-    else:
-        missing = f"when {value} is null then 0L"
-    if count == 0:
-        return f"(case {missing} else 1L end)"
-    # The array of literals folds to one constant; the value is a column or a cast of one.
-    literal = f"array({', '.join(_literal(b, family) for b in boundaries)})"
-    # [lo, hi] brackets the first boundary not below the value; each step halves it.
-    steps = math.ceil(math.log2(count + 1)) + 1
-    mid = "cast((s.lo + s.hi) div 2 as int)"
-    below = (f"aggregate(sequence(1, {steps}), named_struct('lo', 0, 'hi', {count}), "
-             f"(s, _) -> case when s.lo >= s.hi then s "
-             f"when element_at({literal}, {mid} + 1) < {compared} "
-             f"then named_struct('lo', {mid} + 1, 'hi', s.hi) "
-             f"else named_struct('lo', s.lo, 'hi', {mid}) end).lo")
-    return f"(case {missing} else 1L + {below} end)"
 
 
 def _comparable_sql(value: str, family: str) -> str:
@@ -159,14 +242,13 @@ def _interleave(ranks: Sequence[str], bits: int, schedule: Sequence[int] | None)
                       for j, bit, slot in curves.bit_positions(len(ranks), bits, schedule))
 
 
-def _hilbert(ranks: Sequence[str], bits: int) -> str:
-    """``curves.hilbert_index``: Skilling's AxestoTranspose over the ranks, interleaved, in
-    one expression. The ranks travel packed in one bigint (dimension ``i`` in bits
-    ``i * bits ..``; at most 63 bits in all, so shifts never meet the sign), so each of the
-    (bit level, dimension) steps of an ``aggregate`` is a few operations on a long rather
-    than a new array; ``transform(array(e), x -> ...)[0]`` binds a result once (SQL has no
-    ``let``). A chain of one projection per step would avoid the lambda, but Spark's
-    CollapseProject can take minutes merging such a chain when planning it."""
+def _skilling(ranks: Sequence[str], bits: int) -> str:
+    """``curves.hilbert_index`` for grids too large for an automaton: Skilling's
+    AxestoTranspose over the ranks, interleaved, in one expression (with lambdas). The
+    ranks travel packed in one bigint (dimension ``i`` in bits ``i * bits ..``; at most
+    63 bits in all, so shifts never meet the sign), so each of the (bit level, dimension)
+    steps of an ``aggregate`` is a few operations on a long rather than a new array;
+    ``transform(array(e), x -> ...)[0]`` binds a result once (SQL has no ``let``)."""
     dims = len(ranks)
     packed = " | ".join(f"shiftleft({r}, {i * bits})" for i, r in enumerate(ranks))
     # Step (level, i): where x[i] has the level's bit, invert x[0]'s low bits; else
