@@ -448,8 +448,9 @@ def keys_section(keys: dict[str, Any]) -> list[str]:
             f"rows of three string columns, boundaries from a 100k-row sample, on "
             f"{keys['cores']} cores; each path computes every row's key once (best of the "
             f"runs). A plain pass over the same columns takes {keys['plain_seconds']:.2f} s. "
-            "The SQL keys serve methods without Python (a Thrift server); they equal the UDF "
-            "keys on every row (last column).", "",
+            "Builds key rows in SQL (in a session, over a Thrift server and on a cluster); the "
+            "UDFs hold the same keys for `curve_method='direct'` and for the sample. Both "
+            "agree on every row (last column).", "",
             *_table(["layout", "UDF M keys/s/core", "SQL M keys/s/core", "UDF s", "SQL s",
                      "keys differing"], rows), ""]
 
@@ -474,7 +475,7 @@ def thrift_section(thrift: dict[str, Any]) -> list[str]:
             f"Produced by `make bench-thrift` (`{thrift['command'].strip()}`): seed 002's "
             f"Hilbert model on {thrift['config']['rows']:,} rows and "
             f"{thrift['config']['files']} files, built by `dbt run` in an embedded session "
-            "(UDF keys, footer index), through a Spark Thrift Server on the same warehouse "
+            "(SQL keys, footer index), through a Spark Thrift Server on the same warehouse "
             "(no Python on the server: keys in SQL, index by one SQL aggregation) and, where "
             "listed, on a standalone cluster on loopback (two one-core workers whose Python "
             "has no dbt and no plugin). Skip is the share of files a point query skips, over "

@@ -1,5 +1,5 @@
 """Clustering wherever dbt-spark runs: seed 002's Hilbert model built by `dbt run` in an
-embedded session (UDF keys, footer index), through a Spark Thrift Server (keys and index in
+embedded session (SQL keys, footer index), through a Spark Thrift Server (keys and index in
 Spark SQL, no Python on the server) and on a standalone cluster on loopback whose executors'
 Python has no dbt and no plugin, on the same generated rows.
 
