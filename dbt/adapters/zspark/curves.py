@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -674,15 +673,25 @@ def level_digits(ranks: Sequence[np.ndarray], bits: int, level: int) -> np.ndarr
 MAX_AUTOMATON_ENTRIES = 4096
 
 
-@functools.cache
+#: Machines built so far. A plain dict, not ``functools.cache``: this module travels to
+#: executors by value, and a cache wrapper would travel by reference, importing dbt there.
+_AUTOMATA: dict[tuple[int, int], HilbertAutomaton | None] = {}
+
+
 def hilbert_automaton(dims: int, bits: int) -> HilbertAutomaton | None:
     """The machine of ``hilbert_index`` for ``dims`` x ``bits``, or None if its table
-    would pass ``MAX_AUTOMATON_ENTRIES``.
+    would pass ``MAX_AUTOMATON_ENTRIES`` (built once per shape)."""
+    if (dims, bits) not in _AUTOMATA:
+        _AUTOMATA[dims, bits] = _build_automaton(dims, bits)
+    return _AUTOMATA[dims, bits]
 
-    Found from the index itself, breadth first over digit prefixes: the state after a
-    prefix is the order in which the index visits the sub-cells one level down (a Hilbert
-    sub-curve is the whole curve turned and mirrored, and that order fixes the turn), so a
-    prefix whose order was seen before reaches a known state."""
+
+def _build_automaton(dims: int, bits: int) -> HilbertAutomaton | None:
+    """The machine of ``hilbert_index``, found from the index itself, breadth first over
+    digit prefixes: the state after a prefix is the order in which the index visits the
+    sub-cells one level down (a Hilbert sub-curve is the whole curve turned and mirrored,
+    and that order fixes the turn), so a prefix whose order was seen before reaches a
+    known state."""
     if dims < 1 or bits < 1 or dims * bits > MAX_KEY_BITS:
         raise ValueError(f"{dims} dims x {bits} bits must be within 1..{MAX_KEY_BITS} bits")
     radix = 1 << dims

@@ -1,4 +1,8 @@
-"""The file-stats index of a table: built from Parquet footers in a Spark job.
+"""The file-stats index of a table: built from Parquet footers.
+
+Footers are read where Spark reads the files: by the executors in a Spark job, or, when
+Spark runs in-process (a ``local`` master, the executors are the driver), by the driver
+itself, which spares the build starting Python workers only to read a thousand footers.
 
 ``<table>__zindex`` holds one row per data file (``row_group`` NULL) and one per row group:
 path, size, rows and, per indexed column, min, max, null count (and NaN count for floats).
@@ -89,9 +93,16 @@ class IndexSummary:
     columns: list[str]
 
 
+def reads_in_driver(spark: SparkSession) -> bool:
+    """Does Spark run in this process (a ``local`` master), so the driver sees the files
+    exactly as the executors do?"""
+    return str(spark.sparkContext.master).startswith("local")
+
+
 def _index_frame(spark: SparkSession, files: list[str], columns: Sequence[ColumnRef],
                  description: str) -> DataFrame:
-    """The index rows of ``files``, read from their footers in a Spark job."""
+    """The index rows of ``files``, read from their footers (in the driver when Spark
+    runs in-process, else in a Spark job)."""
     from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
     fields = [StructField("file_path", StringType()), StructField("file_size", LongType()),
@@ -111,8 +122,11 @@ def _index_frame(spark: SparkSession, files: list[str], columns: Sequence[Column
                 casts.append(quote(stat_name))
     spark.sparkContext.setJobDescription(description)
     chosen = list(columns)
-    rdd = _files_rdd(spark, files).mapPartitions(lambda paths: footer_rows(paths, chosen))
-    return spark.createDataFrame(rdd, StructType(fields)).selectExpr(*casts)
+    if reads_in_driver(spark):
+        rows: Any = list(footer_rows(files, chosen))
+    else:
+        rows = _files_rdd(spark, files).mapPartitions(lambda paths: footer_rows(paths, chosen))
+    return spark.createDataFrame(rows, StructType(fields)).selectExpr(*casts)
 
 
 def _files_rdd(spark: SparkSession, files: list[str]) -> Any:
@@ -140,8 +154,8 @@ def _summary(spark: SparkSession, index_table: str) -> IndexSummary:
 
 def read_index(spark: SparkSession, table: str, clustering: Sequence[str] = (),
                configured: Sequence[str] | None = None) -> DataFrame:
-    """The index rows of every data file of ``table``, read from the footers in one Spark
-    job and held by the executors (a local checkpoint), ready to be written."""
+    """The index rows of every data file of ``table``, read from the footers once and
+    held (by the driver, or by the executors as a local checkpoint), ready to be written."""
     frame = spark.table(table)
     columns = index_columns(indexable_columns(frame.schema), clustering, configured)
     files = sorted(frame.inputFiles())
@@ -150,7 +164,8 @@ def read_index(spark: SparkSession, table: str, clustering: Sequence[str] = (),
     try:
         rows = _index_frame(spark, files, columns,
                             f"zspark: reading {len(files)} Parquet footers of {table}")
-        return rows.localCheckpoint(eager=True)
+        # Footers read by the driver are held by it already; a job's must not be read twice.
+        return rows if reads_in_driver(spark) else rows.localCheckpoint(eager=True)
     finally:
         sc.setJobDescription(previous)  # type: ignore[arg-type]
 
@@ -158,7 +173,7 @@ def read_index(spark: SparkSession, table: str, clustering: Sequence[str] = (),
 def build_index(spark: SparkSession, table: str, index_table: str,
                 clustering: Sequence[str] = (),
                 configured: Sequence[str] | None = None) -> IndexSummary:
-    """Read every data file's footer in a Spark job and (re)write ``index_table``."""
+    """Read every data file's footer and (re)write ``index_table``."""
     return _write(spark, read_index(spark, table, clustering, configured), index_table)
 
 
@@ -237,7 +252,8 @@ def relocate_index(spark: SparkSession, staged: DataFrame, index_table: str, tab
     moved = {tuple(r) for r in rows.where("row_group is null").select(*FILE_COLUMNS).collect()}
     spark.catalog.refreshTable(table)
     files = [spark_path(f) for f in spark.table(table).inputFiles()]
-    present = set(_files_rdd(spark, files).map(file_identity).collect())
+    present = ({file_identity(f) for f in files} if reads_in_driver(spark)
+               else set(_files_rdd(spark, files).map(file_identity).collect()))
     if moved != present:  # e.g. an object store whose rename copies and re-dates files
         return None
     return _write(spark, rows.select(*[quote(c) for c in staged.columns]), index_table)
