@@ -646,26 +646,18 @@ class HilbertAutomaton:
 
     def index(self, ranks: Sequence[np.ndarray]) -> np.ndarray:
         """The index of points by walking the machine (equal to ``hilbert_index``)."""
-        cols = _check_grid(ranks, self.bits)
+        # The digits are the Z-order key's, a level (dims bits) at a time from the top.
+        digits = interleave_bits(ranks, self.bits)
         table = np.asarray(self.table, dtype=np.uint64)
         radix = _U64(1 << self.dims)
-        state = np.full(len(cols[0]), _U64(self.start), dtype=np.uint64)
-        key = np.zeros(len(cols[0]), dtype=np.uint64)
+        state = np.full(len(digits), _U64(self.start), dtype=np.uint64)
+        key = np.zeros(len(digits), dtype=np.uint64)
         for level in range(self.bits):
-            entry = table[state * radix + level_digits(cols, self.bits, level)]
+            digit = (digits >> _U64(self.dims * (self.bits - 1 - level))) % radix
+            entry = table[state * radix + digit]
             key = key * radix + entry % radix
             state = entry // radix
         return key
-
-
-def level_digits(ranks: Sequence[np.ndarray], bits: int, level: int) -> np.ndarray:
-    """Each point's digit at ``level`` (0 the top): the level's bit of every dimension,
-    dimension 0 most significant."""
-    dims, shift, one = len(ranks), _U64(bits - 1 - level), _U64(1)
-    digit = np.zeros(len(ranks[0]), dtype=np.uint64)
-    for j, r in enumerate(ranks):
-        digit |= ((_as_u64(r) >> shift) & one) << _U64(dims - 1 - j)
-    return digit
 
 
 #: A machine with more table entries than this is not built (a key in SQL falls back to
@@ -695,18 +687,17 @@ def _build_automaton(dims: int, bits: int) -> HilbertAutomaton | None:
     if dims < 1 or bits < 1 or dims * bits > MAX_KEY_BITS:
         raise ValueError(f"{dims} dims x {bits} bits must be within 1..{MAX_KEY_BITS} bits")
     radix = 1 << dims
-    digits = np.arange(radix, dtype=np.uint64)
 
     def visit_order(prefix: tuple[int, ...]) -> tuple[int, ...]:
         """The index's digit at level ``len(prefix)`` for each next digit."""
-        level = len(prefix)
-        cols = [np.zeros(radix, dtype=np.uint64) for _ in range(dims)]
-        for at, digit in enumerate((*(np.full(radix, d, dtype=np.uint64) for d in prefix),
-                                    digits)):
-            for j in range(dims):
-                cols[j] |= ((digit >> _U64(dims - 1 - j)) & _U64(1)) << _U64(bits - 1 - at)
-        shift = _U64(dims * (bits - 1 - level))
-        return tuple(int(v) for v in (hilbert_index(cols, bits) >> shift) % _U64(radix))
+        shift = _U64(dims * (bits - 1 - len(prefix)))
+        # The cells whose Z-order digits are the prefix, then each next digit, then zeros.
+        start = 0
+        for digit in prefix:
+            start = start * radix + digit
+        cells = deinterleave_bits((np.arange(radix, dtype=np.uint64) + _U64(start * radix))
+                                  << shift, dims, bits)
+        return tuple(int(v) for v in (hilbert_index(cells, bits) >> shift) % _U64(radix))
 
     orders = {visit_order(()): 0}
     prefixes: list[tuple[int, ...]] = [()]

@@ -399,6 +399,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
         bring the index along."""
         from dbt.adapters.zspark.index import (
             _index_frame,
+            held,
             index_columns,
             indexable_columns,
             replace_index_rows,
@@ -426,9 +427,9 @@ class IncrementalMethods(metaclass=AdapterMeta):
         existing = spark.table(str(index))
         names = indexed_columns(existing.columns)
         columns = index_columns(indexable_columns(spark.table(str(staging)).schema), names, [])
-        new_rows = _index_frame(spark, written, columns,
-                                f"zspark: reading {len(written)} new Parquet footers of "
-                                f"{staging}").localCheckpoint(eager=True)
+        new_rows = held(spark, _index_frame(spark, written, columns,
+                                            f"zspark: reading {len(written)} new Parquet "
+                                            f"footers of {staging}"))
         kept_rows = existing.where("row_group is null").join(
             spark.createDataFrame([(p,) for p in kept], "file_path string"), "file_path")
         counted = sum(int(r[0] or 0) for r in [

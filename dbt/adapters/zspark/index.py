@@ -129,6 +129,12 @@ def _index_frame(spark: SparkSession, files: list[str], columns: Sequence[Column
     return spark.createDataFrame(rows, StructType(fields)).selectExpr(*casts)
 
 
+def held(spark: SparkSession, rows: DataFrame) -> DataFrame:
+    """Index rows kept for later actions without reading footers again: rows the driver
+    read it holds already; a job's are checkpointed by the executors."""
+    return rows if reads_in_driver(spark) else rows.localCheckpoint(eager=True)
+
+
 def _files_rdd(spark: SparkSession, files: list[str]) -> Any:
     """Data file paths spread over a few tasks per core, for work on each file."""
     from dbt.adapters.zspark.shipping import ship_with_jobs
@@ -164,8 +170,7 @@ def read_index(spark: SparkSession, table: str, clustering: Sequence[str] = (),
     try:
         rows = _index_frame(spark, files, columns,
                             f"zspark: reading {len(files)} Parquet footers of {table}")
-        # Footers read by the driver are held by it already; a job's must not be read twice.
-        return rows if reads_in_driver(spark) else rows.localCheckpoint(eager=True)
+        return held(spark, rows)
     finally:
         sc.setJobDescription(previous)  # type: ignore[arg-type]
 
