@@ -16,7 +16,17 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	touch $@
 
-setup: $(VENV)/.installed
+# zspark's local file system for embedded Spark (no `chmod` process per file written). A
+# machine without a JDK keeps Hadoop's own: slower writes, same files.
+JAR := dbt/include/zspark/jvm/zspark-localfs.jar
+$(JAR): dbt/include/zspark/jvm/NioLocalFileSystem.java $(VENV)/.installed
+	@if command -v javac >/dev/null && command -v jar >/dev/null; then \
+	  classes=$$(mktemp -d) && \
+	  javac --release 17 -d "$$classes" -cp "$$($(PY) -c 'import glob, os, pyspark; print(os.pathsep.join(glob.glob(os.path.join(os.path.dirname(pyspark.__file__), "jars", "hadoop-client-api-*.jar"))))')" $< && \
+	  jar cf $@ -C "$$classes" . && rm -rf "$$classes"; \
+	else echo "no JDK (javac, jar): embedded Spark keeps Hadoop's RawLocalFileSystem"; fi
+
+setup: $(VENV)/.installed $(JAR)
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -29,10 +29,18 @@ EXECUTOR_PYTHON = "spark.pyspark.python"
 
 #: HotSpot leaves methods of more than 8000 bytes of bytecode to its interpreter.
 COMPILE_HUGE_METHODS = "-XX:-DontCompileHugeMethods"
+#: Hadoop's local file system, minus checksum files and the `chmod` process per file
+#: (``dbt/include/zspark/jvm``; `make setup` builds the jar when a JDK is at hand).
+LOCAL_FS_CLASS = "dbt.zspark.NioLocalFileSystem"
+LOCAL_FS_JAR = Path(__file__).resolve().parents[2] / "include" / "zspark" / "jvm" \
+    / "zspark-localfs.jar"
+RAW_LOCAL_FS_CLASS = "org.apache.hadoop.fs.RawLocalFileSystem"
+CLASS_PATH = "spark.driver.extraClassPath"
 
 
-def session_defaults(session_dir: str) -> dict[str, str]:
-    """Spark settings an embedded session gets unless the profile sets them itself."""
+def session_defaults(session_dir: str, master: str | None = None) -> dict[str, str]:
+    """Spark settings an embedded session gets unless the profile sets them itself;
+    ``master`` is the profile's ``spark.master`` (none: Spark in this process)."""
     root = Path(session_dir).resolve()
     return {
         "spark.sql.warehouse.dir": str(root / "warehouse"),
@@ -51,13 +59,34 @@ def session_defaults(session_dir: str) -> dict[str, str]:
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
         # Bigger Arrow batches make the curve-key UDFs 1.5-2x faster.
         "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
-        # Local disk without checksum side files: Hadoop's default local file system writes a
-        # `.crc` file beside every data file and, lacking its native library (pyspark ships
-        # none), forks `chmod` for each one; that was a tenth of a 1000-file build.
-        "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
+        **local_file_system(master),
         "spark.ui.showConsoleProgress": "false",
         "spark.ui.enabled": "false",
     }
+
+
+def local_file_system(master: str | None) -> dict[str, str]:
+    """Local disk without checksum side files: Hadoop's default local file system writes a
+    `.crc` file beside every data file and, lacking its native library (pyspark ships
+    none), forks `chmod` for each one. Its raw variant drops the `.crc` files; zspark's own
+    (when its jar was built) drops the `chmod` processes too, two per file written. Only
+    where every executor is this JVM: a cluster's executors would not find the class."""
+    if (master or "local").startswith("local") and LOCAL_FS_JAR.is_file():
+        return {CLASS_PATH: str(LOCAL_FS_JAR),
+                "spark.hadoop.fs.file.impl": LOCAL_FS_CLASS}
+    return {"spark.hadoop.fs.file.impl": RAW_LOCAL_FS_CLASS}
+
+
+def with_session_defaults(settings: dict[str, Any], session_dir: str) -> dict[str, Any]:
+    """A profile's ``server_side_parameters`` with :func:`session_defaults` filled in.
+    A class path of the profile keeps its entries and gains the file system's jar; a file
+    system of the profile leaves the jar out."""
+    defaults = session_defaults(session_dir, settings.get("spark.master"))
+    jar = defaults.pop(CLASS_PATH, None)
+    merged = {**defaults, **settings}
+    if jar is not None and "spark.hadoop.fs.file.impl" not in settings:
+        merged[CLASS_PATH] = os.pathsep.join(filter(None, [settings.get(CLASS_PATH), jar]))
+    return merged
 
 
 @dataclass
@@ -77,8 +106,8 @@ class ZSparkCredentials(SparkCredentials):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.method == SparkConnectionMethod.SESSION:
-            for key, value in session_defaults(self.session_dir).items():
-                self.server_side_parameters.setdefault(key, value)
+            self.server_side_parameters = with_session_defaults(self.server_side_parameters,
+                                                                self.session_dir)
 
     @property
     def type(self) -> str:

@@ -1,0 +1,78 @@
+"""Embedded Spark writes local files through zspark's file system: no process per file."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dbt.adapters.zspark.connections import (
+    CLASS_PATH,
+    LOCAL_FS_CLASS,
+    LOCAL_FS_JAR,
+    RAW_LOCAL_FS_CLASS,
+    with_session_defaults,
+)
+
+FS = "spark.hadoop.fs.file.impl"
+
+
+def last_pid() -> int:
+    """The process id the kernel handed out last (any process or thread on the machine)."""
+    return int(Path("/proc/loadavg").read_text().split()[-1])
+
+
+def test_a_local_session_gets_the_file_system_and_keeps_the_profile_class_path() -> None:
+    if not LOCAL_FS_JAR.is_file():
+        pytest.skip("no JDK built the jar (make setup)")
+    assert with_session_defaults({}, "s")[FS] == LOCAL_FS_CLASS
+    settings = with_session_defaults({"spark.master": "local[4]", CLASS_PATH: "/opt/x.jar"}, "s")
+    assert settings[CLASS_PATH] == f"/opt/x.jar{os.pathsep}{LOCAL_FS_JAR}"
+    assert settings[FS] == LOCAL_FS_CLASS
+
+
+def test_a_cluster_or_a_profile_file_system_keeps_hadoop_classes() -> None:
+    cluster = with_session_defaults({"spark.master": "spark://127.0.0.1:7077"}, "s")
+    assert cluster[FS] == RAW_LOCAL_FS_CLASS
+    assert CLASS_PATH not in cluster
+    own = with_session_defaults({FS: "org.example.Fs"}, "s")
+    assert own[FS] == "org.example.Fs"
+    assert CLASS_PATH not in own
+
+
+@pytest.mark.spark
+def test_writes_set_permissions_without_a_process_per_file(spark: Any, tmp_path: Path) -> None:
+    if not LOCAL_FS_JAR.is_file():
+        assert shutil.which("javac") is None, "a JDK is here but `make setup` built no jar"
+        pytest.skip("no JDK: Hadoop's RawLocalFileSystem, a chmod process per file")
+    jvm = spark._jvm
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    fs = jvm.org.apache.hadoop.fs.FileSystem.get(jvm.java.net.URI("file:///"), hadoop)
+    assert fs.getClass().getName() == LOCAL_FS_CLASS
+
+    # Every mode Hadoop asks for is the mode the file gets, sticky bit included.
+    target = tmp_path / "f"
+    target.touch()
+    directory = tmp_path / "d"
+    directory.mkdir()
+    for path, mode in ((target, 0o640), (target, 0o604), (directory, 0o1750)):
+        fs.setPermission(jvm.org.apache.hadoop.fs.Path(str(path)),
+                         jvm.org.apache.hadoop.fs.permission.FsPermission(mode))
+        assert stat.S_IMODE(path.stat().st_mode) == mode
+
+    files = 200
+    before = last_pid()
+    (spark.range(files * 10).repartition(files).write
+     .parquet(str(tmp_path / "written")))
+    spawned = last_pid() - before
+    written = list((tmp_path / "written").glob("*.parquet"))
+    assert len(written) == files
+    umask = os.umask(0)
+    os.umask(umask)
+    assert {stat.S_IMODE(p.stat().st_mode) for p in written} == {0o666 & ~umask}
+    # Hadoop's own file system spawns a `chmod` process per file and directory (800 here).
+    assert spawned < files // 4, f"{spawned} processes or threads started during the write"
