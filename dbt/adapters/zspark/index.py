@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
 from dbt.adapters.zspark.planning import normalize_type
 from dbt.adapters.zspark.pruning import indexed_columns, path_name, stat_column
 from dbt.adapters.zspark.sqltext import quote
@@ -28,6 +30,7 @@ from dbt.adapters.zspark.stats import (
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 INDEX_SUFFIX = "__zindex"
 DEFAULT_INDEXED_COLUMNS = 32
@@ -122,11 +125,22 @@ def _index_frame(spark: SparkSession, files: list[str], columns: Sequence[Column
                 casts.append(quote(stat_name))
     spark.sparkContext.setJobDescription(description)
     chosen = list(columns)
+    schema = StructType(fields)
     if reads_in_driver(spark):
-        rows: Any = list(footer_rows(files, chosen))
+        # Handed over as Arrow: pyspark re-pickles a list of rows in a map task, which
+        # starts Python workers (a second of the index step) to copy them.
+        rows: Any = _arrow_table(list(footer_rows(files, chosen)), schema)
     else:
         rows = _files_rdd(spark, files).mapPartitions(lambda paths: footer_rows(paths, chosen))
-    return spark.createDataFrame(rows, StructType(fields)).selectExpr(*casts)
+    return spark.createDataFrame(rows, schema).selectExpr(*casts)
+
+
+def _arrow_table(rows: list[tuple[Any, ...]], schema: StructType) -> pa.Table:
+    """Index rows (strings, longs and ints) as an Arrow table of ``schema``."""
+    types = {"string": pa.string(), "bigint": pa.int64(), "int": pa.int32()}
+    values = list(zip(*rows, strict=True)) if rows else [()] * len(schema.fields)
+    return pa.table({field.name: pa.array(column, type=types[field.dataType.simpleString()])
+                     for field, column in zip(schema.fields, values, strict=True)})
 
 
 def held(spark: SparkSession, rows: DataFrame) -> DataFrame:
