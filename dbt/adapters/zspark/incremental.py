@@ -402,6 +402,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
             held,
             index_columns,
             indexable_columns,
+            path_frame,
             replace_index_rows,
             table_location,
         )
@@ -431,7 +432,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
                                             f"zspark: reading {len(written)} new Parquet "
                                             f"footers of {staging}"))
         kept_rows = existing.where("row_group is null").join(
-            spark.createDataFrame([(p,) for p in kept], "file_path string"), "file_path")
+            path_frame(spark, kept), "file_path")
         counted = sum(int(r[0] or 0) for r in [
             new_rows.where("row_group is null").selectExpr("sum(row_count)").first(),
             kept_rows.selectExpr("sum(row_count)").first()] if r is not None)

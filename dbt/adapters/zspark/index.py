@@ -143,6 +143,11 @@ def _arrow_table(rows: list[tuple[Any, ...]], schema: StructType) -> pa.Table:
                      for field, column in zip(schema.fields, values, strict=True)})
 
 
+def path_frame(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
+    """File paths as a one-column frame (``file_path``), built without Python workers."""
+    return spark.createDataFrame(pa.table({"file_path": pa.array(list(paths), pa.string())}))
+
+
 def held(spark: SparkSession, rows: DataFrame) -> DataFrame:
     """Index rows kept for later actions without reading footers again: rows the driver
     read it holds already; a job's are checkpointed by the executors."""
@@ -225,7 +230,7 @@ def update_index(spark: SparkSession, table: str, index_table: str, added: Seque
         return _summary(spark, index_table)
     # Parquet tables have no DELETE: the kept rows and the new ones are held by the
     # executors, then written over the old index in one overwrite.
-    gone = spark.createDataFrame([(path,) for path in removed], "file_path string")
+    gone = path_frame(spark, removed)
     kept = existing.join(functions.broadcast(gone), "file_path", "left_anti")
     return _write(spark, kept.unionByName(new_rows).localCheckpoint(eager=True), index_table)
 
@@ -238,7 +243,7 @@ def replace_index_rows(spark: SparkSession, index_table: str, removed: Sequence[
 
     spark.catalog.refreshTable(index_table)
     existing = spark.table(index_table)
-    gone = spark.createDataFrame([(path,) for path in removed], "file_path string")
+    gone = path_frame(spark, removed)
     kept = existing.join(functions.broadcast(gone), "file_path", "left_anti")
     suffix = functions.substring("file_path", len(added_at) + 1, 1 << 30)
     moved = added.withColumn("file_path", functions.concat(functions.lit(location), suffix))
