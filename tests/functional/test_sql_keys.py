@@ -134,3 +134,36 @@ def test_a_rows_shuffle_partition_is_the_same_in_a_session_and_in_sql(
     expected = [bisect.bisect_right(list(spread.cuts), position) for position in positions]
     assert [r.session for r in found] == expected
     assert [r.sql for r in found] == expected
+
+
+@pytest.mark.parametrize("separators", [None, "\x1f"])
+def test_constant_arrays_fold_into_literals_of_their_values(
+        spark: Any, monkeypatch: pytest.MonkeyPatch, separators: str | None) -> None:
+    """A constant array (boundaries, a Hilbert table) is one split string that Spark folds
+    into an array literal before the query runs, with the values as ``array(...)`` of
+    literals gives them: strings holding the first separator characters, empty strings,
+    quotes; and with every separator taken, the plain ``array(...)`` form."""
+    import numpy as np
+
+    from dbt.adapters.zspark import sql_keys
+
+    if separators is not None:
+        monkeypatch.setattr(sql_keys, "_SEPARATORS", separators)
+    cases: list[tuple[list[Any], str]] = [
+        (["a\x1fb", "", "it's", "\\x", "\x1e", "\ue000z", ""], "string"),
+        ([-3, 0, 2**40], "bigint"),
+        ([True, False], "boolean"),
+        ([-1.5, 0.1, float("inf"), float("-inf")], "double"),
+        ([np.datetime64("0001-01-01"), np.datetime64("2024-02-29")], "date"),
+        ([448, 519, 0], "int"),
+    ]
+    for values, family in cases:
+        constant = sql_keys._constant_array(values, family)
+        literals = f"array({', '.join(sql_keys._literal(v, family) for v in values)})"
+        frame = spark.sql(f"select {constant} as folded, {literals} as listed")
+        row = frame.collect()[0]
+        assert row.folded == row.listed, (family, constant)
+        optimized = frame._jdf.queryExecution().optimizedPlan().toString()
+        assert "split(" not in optimized, optimized
+        assert "cast(" not in optimized.lower(), optimized
+        assert ("split(" in constant) == (separators is None or family != "string")

@@ -19,6 +19,12 @@ combine bits with ``|`` and look up with ``get`` (0-based, no error path): ANSI 
 ``element_at`` add an overflow or bounds check per step, and with them the write stage's
 generated method of a 23-column model grew past what the JVM's C1 compiler can allocate
 registers for, so it never left the slowest compiled tier (its shuffle took 1.6x as long).
+
+A constant array is written as one string split (and cast) rather than ``array(...)`` of
+literals: Spark folds either into the same array literal before the stage's code is
+generated, but until then every ``array`` element is an expression each analyzer and
+optimizer rule walks, and a three-column Hilbert key has about 15,000 of them (seconds of
+driver time per build, before the first task starts).
 """
 
 from __future__ import annotations
@@ -105,12 +111,12 @@ class _Search:
     value: str
     family: str
     count: int
-    probes: tuple[tuple[str, ...], ...]
+    probes: tuple[tuple[object, ...], ...]
 
     @classmethod
     def of(cls, value: str, column: ColumnSpec) -> _Search:
         family = normalize_type(column.spark_type)
-        boundaries = [_literal(b, family) for b in _boundaries(column)]
+        boundaries = list(_boundaries(column))
         steps = len(boundaries).bit_length()  # 2**steps > count: the last step can add 1
         padded = boundaries + boundaries[-1:] * ((1 << steps) - len(boundaries))
         # Step k, size s = 2**(steps-1-k): positions so far are multiples of 2s, so it
@@ -124,8 +130,9 @@ class _Search:
         size = 1 << (len(self.probes) - 1 - k)
         probes = self.probes[k]
         # Positions so far are multiples of 2s = 2**size.bit_length(): their ordinal.
-        probe = probes[0] if len(probes) == 1 else (
-            f"get(array({', '.join(probes)}), shiftright({position}, {size.bit_length()}))")
+        probe = _literal(probes[0], self.family) if len(probes) == 1 else (
+            f"get({_constant_array(probes, self.family)}, "
+            f"shiftright({position}, {size.bit_length()}))")
         return f"{position} | case when {probe} < {self.value} then {size} else 0 end"
 
     def rank(self, position: str) -> str:
@@ -178,7 +185,7 @@ def _walk(sql: str, automaton: curves.HilbertAutomaton,
     state, top, entries = str(automaton.start), 0, []
     while top < bits:
         levels = min(per_step, bits - top)
-        table = f"array({', '.join(map(str, automaton.step_table(levels)))})"
+        table = _constant_array(automaton.step_table(levels), "int")
         # The digits of levels top .. top+levels-1, the top one most significant.
         digits = " | ".join(
             f"shiftleft(shiftright({g}, {bits - 1 - level}) & 1L, "
@@ -237,6 +244,37 @@ def _literal(value: object, family: str) -> str:
     if family == "string":
         return sql_string(str(value))
     return f"{int(value)}L"  # type: ignore[call-overload]
+
+
+#: Characters a constant array's text may be split on (none is special in a regex).
+_SEPARATORS = "\x1f\x1e\x1d\x1c" + "".join(map(chr, range(0xE000, 0xE100)))
+
+
+def _constant_array(values: Sequence[object], family: str) -> str:
+    """``values`` (boundaries, or a table of ints) as one SQL expression Spark folds into
+    an array literal of the column's comparable type: their text split on a character
+    none of them holds, cast from strings unless they are strings."""
+    texts = [_text(v, family) for v in values]
+    separator = next((c for c in _SEPARATORS if not any(c in t for t in texts)), None)
+    if separator is None:  # every candidate occurs: one literal per element
+        return f"array({', '.join(_literal(v, family) for v in values)})"
+    split = f"split({sql_string(separator.join(texts))}, {sql_string(separator)}, -1)"
+    if family == "string":
+        return split
+    element = {"float": "double", "double": "double", "decimal": "double", "date": "date",
+               "int": "int"}.get(family, "bigint")
+    return f"cast({split} as array<{element}>)"
+
+
+def _text(value: object, family: str) -> str:
+    """One boundary as the text Spark casts back to it exactly (see :func:`_literal`)."""
+    if family in ("float", "double", "decimal"):
+        return repr(float(value))  # type: ignore[arg-type]
+    if family == "date":
+        return str(np.datetime_as_string(np.asarray(value, dtype="datetime64[D]")))
+    if family == "string":
+        return str(value)
+    return str(int(value))  # type: ignore[call-overload]
 
 
 def _interleave(ranks: Sequence[str], bits: int, schedule: Sequence[int] | None) -> str:
