@@ -7,6 +7,7 @@ message names the model, the config and what is allowed.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -52,6 +53,7 @@ class ClusteringConfigError(ValueError):
         self.config = config
 
 
+@functools.cache  # a handful of distinct types, asked for per footer value by the index
 def normalize_type(spark_type: str) -> str:
     """Spark's simple type string reduced to a family name (``decimal(10,2)`` -> ``decimal``)."""
     base = re.split(r"[(<]", spark_type.strip().lower(), maxsplit=1)[0].strip()
