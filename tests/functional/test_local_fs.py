@@ -12,13 +12,12 @@ import pytest
 
 from dbt.adapters.zspark.connections import (
     CLASS_PATH,
+    FILE_SYSTEM,
     LOCAL_FS_CLASS,
     LOCAL_FS_JAR,
     RAW_LOCAL_FS_CLASS,
     with_session_defaults,
 )
-
-FS = "spark.hadoop.fs.file.impl"
 
 
 def last_pid() -> int:
@@ -29,18 +28,18 @@ def last_pid() -> int:
 def test_a_local_session_gets_the_file_system_and_keeps_the_profile_class_path() -> None:
     if not LOCAL_FS_JAR.is_file():
         pytest.skip("no JDK built the jar (make setup)")
-    assert with_session_defaults({}, "s")[FS] == LOCAL_FS_CLASS
+    assert with_session_defaults({}, "s")[FILE_SYSTEM] == LOCAL_FS_CLASS
     settings = with_session_defaults({"spark.master": "local[4]", CLASS_PATH: "/opt/x.jar"}, "s")
     assert settings[CLASS_PATH] == f"/opt/x.jar{os.pathsep}{LOCAL_FS_JAR}"
-    assert settings[FS] == LOCAL_FS_CLASS
+    assert settings[FILE_SYSTEM] == LOCAL_FS_CLASS
 
 
 def test_a_cluster_or_a_profile_file_system_keeps_hadoop_classes() -> None:
     cluster = with_session_defaults({"spark.master": "spark://127.0.0.1:7077"}, "s")
-    assert cluster[FS] == RAW_LOCAL_FS_CLASS
+    assert cluster[FILE_SYSTEM] == RAW_LOCAL_FS_CLASS
     assert CLASS_PATH not in cluster
-    own = with_session_defaults({FS: "org.example.Fs"}, "s")
-    assert own[FS] == "org.example.Fs"
+    own = with_session_defaults({FILE_SYSTEM: "org.example.Fs"}, "s")
+    assert own[FILE_SYSTEM] == "org.example.Fs"
     assert CLASS_PATH not in own
 
 

@@ -36,6 +36,7 @@ LOCAL_FS_JAR = Path(__file__).resolve().parents[2] / "include" / "zspark" / "jvm
     / "zspark-localfs.jar"
 RAW_LOCAL_FS_CLASS = "org.apache.hadoop.fs.RawLocalFileSystem"
 CLASS_PATH = "spark.driver.extraClassPath"
+FILE_SYSTEM = "spark.hadoop.fs.file.impl"
 
 
 def session_defaults(session_dir: str, master: str | None = None) -> dict[str, str]:
@@ -73,8 +74,8 @@ def local_file_system(master: str | None) -> dict[str, str]:
     where every executor is this JVM: a cluster's executors would not find the class."""
     if (master or "local").startswith("local") and LOCAL_FS_JAR.is_file():
         return {CLASS_PATH: str(LOCAL_FS_JAR),
-                "spark.hadoop.fs.file.impl": LOCAL_FS_CLASS}
-    return {"spark.hadoop.fs.file.impl": RAW_LOCAL_FS_CLASS}
+                FILE_SYSTEM: LOCAL_FS_CLASS}
+    return {FILE_SYSTEM: RAW_LOCAL_FS_CLASS}
 
 
 def with_session_defaults(settings: dict[str, Any], session_dir: str) -> dict[str, Any]:
@@ -84,7 +85,7 @@ def with_session_defaults(settings: dict[str, Any], session_dir: str) -> dict[st
     defaults = session_defaults(session_dir, settings.get("spark.master"))
     jar = defaults.pop(CLASS_PATH, None)
     merged = {**defaults, **settings}
-    if jar is not None and "spark.hadoop.fs.file.impl" not in settings:
+    if jar is not None and FILE_SYSTEM not in settings:
         merged[CLASS_PATH] = os.pathsep.join(filter(None, [settings.get(CLASS_PATH), jar]))
     return merged
 

@@ -398,9 +398,9 @@ class IncrementalMethods(metaclass=AdapterMeta):
         """Link the files that stay into the staging table, check its rows, swap it in and
         bring the index along."""
         from dbt.adapters.zspark.index import (
-            _index_frame,
             held,
             index_columns,
+            index_frame,
             indexable_columns,
             path_frame,
             replace_index_rows,
@@ -428,7 +428,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
         existing = spark.table(str(index))
         names = indexed_columns(existing.columns)
         columns = index_columns(indexable_columns(spark.table(str(staging)).schema), names, [])
-        new_rows = held(spark, _index_frame(spark, written, columns,
+        new_rows = held(spark, index_frame(spark, written, columns,
                                             f"zspark: reading {len(written)} new Parquet "
                                             f"footers of {staging}"))
         kept_rows = existing.where("row_group is null").join(

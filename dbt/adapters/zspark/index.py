@@ -102,7 +102,7 @@ def reads_in_driver(spark: SparkSession) -> bool:
     return str(spark.sparkContext.master).startswith("local")
 
 
-def _index_frame(spark: SparkSession, files: list[str], columns: Sequence[ColumnRef],
+def index_frame(spark: SparkSession, files: list[str], columns: Sequence[ColumnRef],
                  description: str) -> DataFrame:
     """The index rows of ``files``, read from their footers (in the driver when Spark
     runs in-process, else in a Spark job)."""
@@ -187,7 +187,7 @@ def read_index(spark: SparkSession, table: str, clustering: Sequence[str] = (),
     sc = spark.sparkContext
     previous = sc.getLocalProperty("spark.job.description")
     try:
-        rows = _index_frame(spark, files, columns,
+        rows = index_frame(spark, files, columns,
                             f"zspark: reading {len(files)} Parquet footers of {table}")
         return held(spark, rows)
     finally:
@@ -218,7 +218,7 @@ def update_index(spark: SparkSession, table: str, index_table: str, added: Seque
     sc = spark.sparkContext
     previous = sc.getLocalProperty("spark.job.description")
     try:
-        new_rows = _index_frame(spark, sorted(added), columns,
+        new_rows = index_frame(spark, sorted(added), columns,
                                 f"zspark: reading {len(added)} new Parquet footers of {table}")
     finally:
         sc.setJobDescription(previous)  # type: ignore[arg-type]
