@@ -7,7 +7,6 @@ message names the model, the config and what is allowed.
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -53,13 +52,20 @@ class ClusteringConfigError(ValueError):
         self.config = config
 
 
-@functools.cache  # a handful of distinct types, asked for per footer value by the index
+#: Families found so far: the index asks for one per footer value, of a handful of types.
+#: (A dict, not functools.cache: this module is pickled by value for executors without the
+#: plugin, and a cache wrapper pickles by reference.)
+_FAMILIES: dict[str, str] = {}
+
+
 def normalize_type(spark_type: str) -> str:
     """Spark's simple type string reduced to a family name (``decimal(10,2)`` -> ``decimal``)."""
-    base = re.split(r"[(<]", spark_type.strip().lower(), maxsplit=1)[0].strip()
-    if base in ("char", "varchar"):
-        return "string"
-    return _TYPE_ALIASES.get(base, base)
+    family = _FAMILIES.get(spark_type)
+    if family is None:
+        base = re.split(r"[(<]", spark_type.strip().lower(), maxsplit=1)[0].strip()
+        family = "string" if base in ("char", "varchar") else _TYPE_ALIASES.get(base, base)
+        _FAMILIES[spark_type] = family
+    return family
 
 
 @dataclass(frozen=True)
