@@ -429,8 +429,8 @@ class IncrementalMethods(metaclass=AdapterMeta):
         names = indexed_columns(existing.columns)
         columns = index_columns(indexable_columns(spark.table(str(staging)).schema), names, [])
         new_rows = held(spark, index_frame(spark, written, columns,
-                                            f"zspark: reading {len(written)} new Parquet "
-                                            f"footers of {staging}"))
+                                           f"zspark: reading {len(written)} new Parquet "
+                                           f"footers of {staging}"))
         kept_rows = existing.where("row_group is null").join(
             path_frame(spark, kept), "file_path")
         counted = sum(int(r[0] or 0) for r in [

@@ -103,7 +103,7 @@ def reads_in_driver(spark: SparkSession) -> bool:
 
 
 def index_frame(spark: SparkSession, files: list[str], columns: Sequence[ColumnRef],
-                 description: str) -> DataFrame:
+                description: str) -> DataFrame:
     """The index rows of ``files``, read from their footers (in the driver when Spark
     runs in-process, else in a Spark job)."""
     from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
@@ -188,7 +188,7 @@ def read_index(spark: SparkSession, table: str, clustering: Sequence[str] = (),
     previous = sc.getLocalProperty("spark.job.description")
     try:
         rows = index_frame(spark, files, columns,
-                            f"zspark: reading {len(files)} Parquet footers of {table}")
+                           f"zspark: reading {len(files)} Parquet footers of {table}")
         return held(spark, rows)
     finally:
         sc.setJobDescription(previous)  # type: ignore[arg-type]
@@ -219,7 +219,7 @@ def update_index(spark: SparkSession, table: str, index_table: str, added: Seque
     previous = sc.getLocalProperty("spark.job.description")
     try:
         new_rows = index_frame(spark, sorted(added), columns,
-                                f"zspark: reading {len(added)} new Parquet footers of {table}")
+                               f"zspark: reading {len(added)} new Parquet footers of {table}")
     finally:
         sc.setJobDescription(previous)  # type: ignore[arg-type]
     if existing.schema.simpleString() != new_rows.schema.simpleString():

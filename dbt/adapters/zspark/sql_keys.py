@@ -235,15 +235,14 @@ def _comparable_sql(value: str, family: str) -> str:
 
 def _literal(value: object, family: str) -> str:
     """One boundary as a Spark SQL literal of its column's comparable type."""
+    text = _text(value, family)
     if family in ("float", "double", "decimal"):
-        number = float(value)  # type: ignore[arg-type]
-        return f"cast({sql_string(repr(number))} as double)"
+        return f"cast({sql_string(text)} as double)"
     if family == "date":
-        day = np.datetime_as_string(np.asarray(value, dtype="datetime64[D]"))
-        return f"date{sql_string(str(day))}"
+        return f"date{sql_string(text)}"
     if family == "string":
-        return sql_string(str(value))
-    return f"{int(value)}L"  # type: ignore[call-overload]
+        return sql_string(text)
+    return f"{text}L"
 
 
 #: Characters a constant array's text may be split on (none is special in a regex).
@@ -267,7 +266,7 @@ def _constant_array(values: Sequence[object], family: str) -> str:
 
 
 def _text(value: object, family: str) -> str:
-    """One boundary as the text Spark casts back to it exactly (see :func:`_literal`)."""
+    """One boundary as the text Spark reads back as exactly its value."""
     if family in ("float", "double", "decimal"):
         return repr(float(value))  # type: ignore[arg-type]
     if family == "date":
