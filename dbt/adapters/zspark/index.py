@@ -164,8 +164,12 @@ def _files_rdd(spark: SparkSession, files: list[str]) -> Any:
 
 
 def _write(spark: SparkSession, rows: DataFrame, index_table: str) -> IndexSummary:
-    rows.coalesce(1).write.mode("overwrite").format("parquet").saveAsTable(index_table)
+    _save(rows, index_table)
     return _summary(spark, index_table)
+
+
+def _save(rows: DataFrame, index_table: str) -> None:
+    rows.coalesce(1).write.mode("overwrite").format("parquet").saveAsTable(index_table)
 
 
 def _summary(spark: SparkSession, index_table: str) -> IndexSummary:
@@ -273,11 +277,16 @@ def relocate_index(spark: SparkSession, staged: DataFrame, index_table: str, tab
     location = table_location(spark, table)
     suffix = functions.substring("file_path", len(staged_location) + 1, 1 << 30)
     rows = staged.withColumn("file_path", functions.concat(functions.lit(location), suffix))
-    moved = {tuple(r) for r in rows.where("row_group is null").select(*FILE_COLUMNS).collect()}
+    file_rows = rows.where("row_group is null").select(*FILE_COLUMNS, "row_count").collect()
+    moved = {tuple(r[:len(FILE_COLUMNS)]) for r in file_rows}
     spark.catalog.refreshTable(table)
     files = [spark_path(f) for f in spark.table(table).inputFiles()]
     present = ({file_identity(f) for f in files} if reads_in_driver(spark)
                else set(_files_rdd(spark, files).map(file_identity).collect()))
     if moved != present:  # e.g. an object store whose rename copies and re-dates files
         return None
-    return _write(spark, rows.select(*[quote(c) for c in staged.columns]), index_table)
+    _save(rows.select(*[quote(c) for c in staged.columns]), index_table)
+    # Told from the rows just written: reading the new table back only to count them was
+    # a Spark job of its own.
+    return IndexSummary(index_table, len(file_rows), sum(int(r[-1]) for r in file_rows),
+                        indexed_columns(staged.columns))
