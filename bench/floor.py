@@ -2,7 +2,7 @@
 clustering at all, in a fresh process, so a reader can tell the cost of Spark's Parquet
 writer from the cost of clustering.
 
-Two writes, each of the whole source table into ``--files`` files through the shuffle
+Three writes, each of the whole source table into ``--files`` files through the shuffle
 partitions a clustered build would use (``partitioning.shuffle_partitions``), files cut by
 row count as a build cuts them:
 
@@ -12,9 +12,15 @@ row count as a build cuts them:
     the same with a key Spark computes itself (``xxhash64`` of the clustering columns),
     range-partitioned on cut points of a sample and sorted within each partition: a
     clustered build without the Python key, the sample job, the index or the swap.
+``curve_sort``
+    the same with the project's Hilbert key in SQL (``sql_keys.keyed_sql``, boundaries
+    from the same sample): the clustered build's write step alone. Its first round
+    beside its best shows what compiling the key's generated code costs a build (every
+    build's query is new code to the JVM); the best beside ``hash_sort``'s, what the key
+    costs once compiled.
 
-Like a build, each runs after a warm-up scan of the source; both run twice in turn and
-the faster of each is reported. Prints one JSON object.
+Like a build, each runs after a warm-up scan of the source; all run twice in turn and
+the faster of each is reported, with every round's time. Prints one JSON object.
 
     python -m bench.floor --files 1000
 """
@@ -27,7 +33,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench.common import (
     CLUSTER_COLUMNS,
@@ -40,6 +46,10 @@ from bench.common import (
     table_dir,
 )
 from dbt.adapters.zspark.partitioning import shuffle_partitions
+from dbt.adapters.zspark.planning import DEFAULT_BOUNDARY_COUNT
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 CORES = 2  # the benchmark's sessions run local[2]
 ROUNDS = 2
@@ -57,18 +67,15 @@ def floor_writes(session_dir: Path, files: int) -> dict[str, Any]:
     partitions = shuffle_partitions(files, CORES, input_bytes)
     # As a build does: one partition per file for few files, else files cut by row count.
     per_file = 0 if partitions >= files else -(-rows // files)
+    sample = source.sample(fraction=0.01, seed=1)
     key = sf.xxhash64(*CLUSTER_COLUMNS).alias("__floor_key")
-    cuts = sorted(r[0] for r in source.sample(fraction=0.01, seed=1).select(key).collect())
-    step = max(1, len(cuts) // partitions)
-    bounds = cuts[step::step][: partitions - 1]
-    owner = sf.lit(0)
-    for bound in bounds:  # a linear chain is plenty for a handful of partitions
-        owner = owner + (sf.col("__floor_key") >= sf.lit(bound)).cast("int")
+    curve = spark.sql(curve_keyed_sql(source, sample)).select(*source.columns, "__floor_key")
     writes = {
         "write": source.repartition(partitions),
-        "hash_sort": (source.withColumn("__floor_key", key)
-                      .repartitionById(partitions, owner)
-                      .sortWithinPartitions("__floor_key").drop("__floor_key")),
+        "hash_sort": sorted_by_key(source.withColumn("__floor_key", key), partitions,
+                                   sample.select(key)),
+        "curve_sort": sorted_by_key(curve, partitions, curve.sample(fraction=0.01, seed=1)
+                                    .select("__floor_key")),
     }
     results: dict[str, Any] = {"rows": rows, "partitions": partitions}
     scratch = Path(tempfile.mkdtemp(prefix="floor-", dir=session_dir))
@@ -90,6 +97,35 @@ def floor_writes(session_dir: Path, files: int) -> dict[str, Any]:
         shutil.rmtree(scratch, ignore_errors=True)
         spark.stop()
     return results
+
+
+def sorted_by_key(keyed: DataFrame, partitions: int, sampled_keys: DataFrame) -> DataFrame:
+    """``keyed``'s rows range-partitioned on ``__floor_key`` at cut points of a sample of
+    it, sorted within each partition, the key dropped: as a clustered build writes."""
+    from pyspark.sql import functions as sf
+
+    cuts = sorted(r[0] for r in sampled_keys.collect())
+    step = max(1, len(cuts) // partitions)
+    owner = sf.lit(0)
+    for bound in cuts[step::step][: partitions - 1]:  # a chain is plenty for a few partitions
+        owner = owner + (sf.col("__floor_key") >= sf.lit(bound)).cast("int")
+    return (keyed.repartitionById(partitions, owner).sortWithinPartitions("__floor_key")
+            .drop("__floor_key"))
+
+
+def curve_keyed_sql(source: DataFrame, sample: DataFrame) -> str:
+    """The source's rows with the Hilbert key a build computes in SQL as ``__floor_key``
+    (boundaries of each clustering column from ``sample``, the default ``boundary_count``)."""
+    from dbt.adapters.zspark import curves, sql_keys
+    from dbt.adapters.zspark.layouts import ColumnSpec
+
+    source.createOrReplaceTempView("floor_source")
+    types = {f.name: f.dataType.simpleString() for f in source.schema.fields}
+    picked: Any = sample.select(*CLUSTER_COLUMNS).toPandas()
+    specs = [ColumnSpec(c, types[c], curves.sample_boundaries(picked[c], DEFAULT_BOUNDARY_COUNT))
+             for c in CLUSTER_COLUMNS]
+    return sql_keys.keyed_sql("hilbert", specs, list(CLUSTER_COLUMNS), DEFAULT_BOUNDARY_COUNT,
+                              "select * from floor_source", "__floor_key")
 
 
 def main(argv: list[str] | None = None) -> None:

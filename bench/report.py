@@ -303,6 +303,12 @@ def floor_lines(floor: dict[str, Any], layouts: dict[str, Any]) -> list[str]:
         f"round-robin rows with no key or sort {write['seconds']:.1f} s ({write['files']} "
         f"files); a key Spark computes itself (`xxhash64` of the clustering columns), "
         f"range-partitioned and sorted, {hashed['seconds']:.1f} s ({hashed['files']} files)."]
+    curve = floor.get("curve_sort")
+    if curve:
+        lines[0] += (f" The same with the Hilbert key in SQL: {curve['seconds']:.1f} s "
+                     f"({curve['files']} files); its first round, which compiles the key's "
+                     f"generated code, {curve['rounds'][0]:.1f} s (the `xxhash64` write's "
+                     f"{hashed['rounds'][0]:.1f} s).")
     hilbert = layouts.get("hilbert", {}).get("build", {}).get("seconds")
     delta = layouts.get("delta", {}).get("build", {}).get("seconds")
     if hilbert and delta:

@@ -106,6 +106,11 @@ def test_report_has_tables_pictures_and_the_outside_reference(
     assert raw["floor"]["rows"] == 50_000
     assert raw["floor"]["write"]["files"] == 50
     assert "Spark's floor" in text
+    # ... and keyed by Spark's own hash and by the Hilbert key in SQL, every round timed.
+    for keyed in ("hash_sort", "curve_sort"):
+        assert raw["floor"][keyed]["files"] > 0
+        assert len(raw["floor"][keyed]["rounds"]) == 2
+    assert "The same with the Hilbert key in SQL" in text
     for picture in ("skip_ratios.png", "file_boxes.png", "build_times.png"):
         assert (out.parent / "img" / picture).stat().st_size > 10_000
 
