@@ -69,13 +69,13 @@ def floor_writes(session_dir: Path, files: int) -> dict[str, Any]:
     per_file = 0 if partitions >= files else -(-rows // files)
     sample = source.sample(fraction=0.01, seed=1)
     key = sf.xxhash64(*CLUSTER_COLUMNS).alias("__floor_key")
-    curve = spark.sql(curve_keyed_sql(source, sample)).select(*source.columns, "__floor_key")
+    curve_sql, curve_sample_keys = curve_keyed_sql(source, sample)
+    curve = spark.sql(curve_sql).select(*source.columns, "__floor_key")
     writes = {
         "write": source.repartition(partitions),
         "hash_sort": sorted_by_key(source.withColumn("__floor_key", key), partitions,
-                                   sample.select(key)),
-        "curve_sort": sorted_by_key(curve, partitions, curve.sample(fraction=0.01, seed=1)
-                                    .select("__floor_key")),
+                                   [r[0] for r in sample.select(key).collect()]),
+        "curve_sort": sorted_by_key(curve, partitions, curve_sample_keys),
     }
     results: dict[str, Any] = {"rows": rows, "partitions": partitions}
     scratch = Path(tempfile.mkdtemp(prefix="floor-", dir=session_dir))
@@ -99,12 +99,12 @@ def floor_writes(session_dir: Path, files: int) -> dict[str, Any]:
     return results
 
 
-def sorted_by_key(keyed: DataFrame, partitions: int, sampled_keys: DataFrame) -> DataFrame:
-    """``keyed``'s rows range-partitioned on ``__floor_key`` at cut points of a sample of
-    it, sorted within each partition, the key dropped: as a clustered build writes."""
+def sorted_by_key(keyed: DataFrame, partitions: int, sample_keys: list[Any]) -> DataFrame:
+    """``keyed``'s rows range-partitioned on ``__floor_key`` at cut points of the keys of a
+    sample, sorted within each partition, the key dropped: as a clustered build writes."""
     from pyspark.sql import functions as sf
 
-    cuts = sorted(r[0] for r in sampled_keys.collect())
+    cuts = sorted(sample_keys)
     step = max(1, len(cuts) // partitions)
     owner = sf.lit(0)
     for bound in cuts[step::step][: partitions - 1]:  # a chain is plenty for a few partitions
@@ -113,19 +113,23 @@ def sorted_by_key(keyed: DataFrame, partitions: int, sampled_keys: DataFrame) ->
             .drop("__floor_key"))
 
 
-def curve_keyed_sql(source: DataFrame, sample: DataFrame) -> str:
+def curve_keyed_sql(source: DataFrame, sample: DataFrame) -> tuple[str, list[Any]]:
     """The source's rows with the Hilbert key a build computes in SQL as ``__floor_key``
-    (boundaries of each clustering column from ``sample``, the default ``boundary_count``)."""
+    (boundaries of each clustering column from ``sample``, the default ``boundary_count``),
+    and the sample's keys. As in a build, those come from the layout's Python function (the
+    same keys), so no Spark job runs the key's generated code before the timed writes."""
     from dbt.adapters.zspark import curves, sql_keys
-    from dbt.adapters.zspark.layouts import ColumnSpec
+    from dbt.adapters.zspark.layouts import LAYOUTS, ColumnSpec
 
     source.createOrReplaceTempView("floor_source")
     types = {f.name: f.dataType.simpleString() for f in source.schema.fields}
     picked: Any = sample.select(*CLUSTER_COLUMNS).toPandas()
     specs = [ColumnSpec(c, types[c], curves.sample_boundaries(picked[c], DEFAULT_BOUNDARY_COUNT))
              for c in CLUSTER_COLUMNS]
+    function = LAYOUTS["hilbert_by"].key_function(specs, "boundary", DEFAULT_BOUNDARY_COUNT)
+    sample_keys = function(*(picked[c] for c in CLUSTER_COLUMNS)).tolist()
     return sql_keys.keyed_sql("hilbert", specs, list(CLUSTER_COLUMNS), DEFAULT_BOUNDARY_COUNT,
-                              "select * from floor_source", "__floor_key")
+                              "select * from floor_source", "__floor_key"), sample_keys
 
 
 def main(argv: list[str] | None = None) -> None:

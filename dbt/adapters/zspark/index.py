@@ -288,5 +288,5 @@ def relocate_index(spark: SparkSession, staged: DataFrame, index_table: str, tab
     _save(rows.select(*[quote(c) for c in staged.columns]), index_table)
     # Told from the rows just written: reading the new table back only to count them was
     # a Spark job of its own.
-    return IndexSummary(index_table, len(file_rows), sum(int(r[-1]) for r in file_rows),
+    return IndexSummary(index_table, len(file_rows), sum(int(r["row_count"]) for r in file_rows),
                         indexed_columns(staged.columns))
