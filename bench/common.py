@@ -213,24 +213,29 @@ def _high_water_mark(pid: int) -> int:
 def run_dbt(args: Sequence[str], session_dir: Path, log: Progress,
             variables: dict[str, Any] | None = None, check: bool = True,
             lines: list[str] | None = None, memory: dict[str, int] | None = None,
-            env: dict[str, str] | None = None) -> float:
+            env: dict[str, str] | None = None,
+            runner: Sequence[str] = ("dbt.cli.main",)) -> float:
     """Run the dbt CLI in the integration project as a subprocess; returns its wall time.
 
     With ``check=False`` a failing run (e.g. a failed test) is logged, not raised. The
     output's lines are appended to ``lines`` when given; ``memory`` gets the peak resident
     bytes of the dbt process tree and of its JVM. ``env`` adds to the profile's variables.
+    ``runner`` is the module (and its leading arguments) given dbt's arguments, e.g.
+    ``("bench.rebuild", model)``.
 
     A subprocess (not dbtRunner) so that its embedded Spark, and with it the derby
     metastore lock, is gone when it returns.
     """
-    command = [sys.executable, "-m", "dbt.cli.main", *args,
+    command = [sys.executable, "-m", *runner, *args,
                "--project-dir", str(PROJECT_DIR), "--profiles-dir", str(PROJECT_DIR)]
     if variables:
         command += ["--vars", json.dumps(variables)]
     log("dbt " + " ".join(args) + (f" --vars '{json.dumps(variables)}'" if variables else ""))
     started = time.monotonic()
+    # The repository on the path: a runner may be one of the benchmark's own modules.
+    path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
     process = subprocess.Popen(command, cwd=PROJECT_DIR,
-                               env={**session_env(session_dir), **(env or {})},
+                               env={**session_env(session_dir), **(env or {}), "PYTHONPATH": path},
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     peak = PeakMemory(process.pid)
     output, _ = process.communicate()

@@ -111,6 +111,14 @@ def test_report_has_tables_pictures_and_the_outside_reference(
         assert raw["floor"][keyed]["files"] > 0
         assert len(raw["floor"][keyed]["rounds"]) == 2
     assert "The same with the Hilbert key in SQL" in text
+    # Every layout built twice, the second time in the JVM of the first, with its split.
+    for layout in ("random", "linear", "z_direct", "z", "hilbert"):
+        warm = raw["layouts"][layout]["build"]["warm"]
+        assert warm["seconds"] > 0, layout
+    assert set(raw["layouts"]["hilbert"]["build"]["warm"]["steps"]) == {
+        "sample", "write", "index", "log"}
+    assert "seconds, warm JVM" in text
+    assert "rebuilt in a warm one" in text
     for picture in ("skip_ratios.png", "file_boxes.png", "build_times.png"):
         assert (out.parent / "img" / picture).stat().st_size > 10_000
 
