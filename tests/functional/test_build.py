@@ -349,6 +349,28 @@ def test_a_build_runs_the_model_sql_twice_and_cuts_files_of_equal_rows(
         f"select id as a, cast(pmod(hash(id), 97) as int) as b from range({rows})")
 
 
+def test_a_rebuild_samples_knowing_the_tables_last_size_and_keeps_every_row(
+        layouts: DbtProject, tally: Path) -> None:
+    """A rebuild reads the replaced table's stored row count before it samples (it drops
+    rows drawn far above the sample's share early); still two passes, every row once."""
+    project = layouts
+    rows = 6000
+    project.write("models/passes/rebuilt.sql", f"""
+        {{{{ config(materialized='table', hilbert_by=['a', 'b'], file_count=20,
+                    boundary_count=32) }}}}
+        select zspark_test_tally(id) as a, cast(pmod(hash(id), 97) as int) as b
+        from range({rows}) input
+    """)
+    project.dbt("run", "--select", "rebuilt")
+    assert "rows at its last build" not in project.log_text()
+    evaluations(tally)
+    project.dbt("run", "--select", "rebuilt")
+    assert f"sampling input ({rows} rows at its last build)" in project.log_text()
+    assert evaluations(tally) == 2 * rows
+    assert project.rows(f"select * from {project.table('rebuilt')}") == project.rows(
+        f"select id as a, cast(pmod(hash(id), 97) as int) as b from range({rows})")
+
+
 def test_a_partitioned_build_runs_twice_and_cuts_each_partition_into_full_files(
         layouts: DbtProject, tally: Path) -> None:
     """partition_by: the same two passes; every table partition (NULL too) is clustered on

@@ -54,6 +54,20 @@ SAMPLE_SEED = 17
 #: Rows sampled per boundary; the RangePartitioner in Spark samples about 20 per partition.
 SAMPLE_ROWS_PER_BOUNDARY = 100
 MIN_SAMPLE_ROWS = 100_000
+#: How many times the wanted sample a rebuild's pre-filter keeps, of the rows its table
+#: held last time: the input may shrink to a quarter before the sample comes out short.
+SAMPLE_HEADROOM = 4
+
+
+def draw_cutoff(wanted: int, expected_rows: int | None) -> float:
+    """The random draw under which a sample's rows are taken from: all (1.0) unless the
+    input's size is known from its last build. Rows drawn above it are dropped before the
+    top-k, which then keeps fewer rows per task; while at least ``wanted`` rows draw under
+    it, the sample is the same as without it (the ``wanted`` smallest draws), and when
+    fewer do it is all of them: still uniform, only smaller."""
+    if not expected_rows:
+        return 1.0
+    return min(1.0, SAMPLE_HEADROOM * wanted / expected_rows)
 
 
 @dataclass
@@ -115,11 +129,13 @@ def _at_most(frame: DataFrame, rows: int) -> bool:
 
 
 def _sample_and_count(frame: DataFrame, plan: ClusteringPlan, inputs: list[str],
-                      wanted: int) -> tuple[pd.DataFrame, int, frozenset[tuple[Any, ...]]]:
+                      wanted: int, cutoff: float = 1.0
+                      ) -> tuple[pd.DataFrame, int, frozenset[tuple[Any, ...]]]:
     """The first of the build's two passes: a uniform random sample of ``wanted`` rows (the
     key ``inputs``, named as their columns), the exact row count and the exact set of table
     partitions the rows fall in (values cast to strings, as in the partition directories),
-    from one job over the model's SQL."""
+    from one job over the model's SQL. Only rows drawn under ``cutoff`` reach the top-k
+    (:func:`draw_cutoff`); the count is of all rows."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as sf
 
@@ -137,8 +153,10 @@ def _sample_and_count(frame: DataFrame, plan: ClusteringPlan, inputs: list[str],
         # The k rows of smallest random draw, kept per task and merged (a top-k, no sort of
         # the input): a uniform sample. The count rides along the same job. (An input
         # known to be small skips this: Spark would drop the limit and sort it all.)
-        picked = (picked.withColumn(DRAW_COLUMN, sf.rand(SAMPLE_SEED)).orderBy(DRAW_COLUMN)
-                  .limit(wanted).drop(DRAW_COLUMN))
+        drawn = picked.withColumn(DRAW_COLUMN, sf.rand(SAMPLE_SEED))
+        if cutoff < 1.0:
+            drawn = drawn.where(sf.col(DRAW_COLUMN) < sf.lit(cutoff))
+        picked = drawn.orderBy(DRAW_COLUMN).limit(wanted).drop(DRAW_COLUMN)
     sample = picked.toPandas()
     metrics = observed.get
     partitions = frozenset(tuple(values) for values in metrics.get("partitions", []))
@@ -217,15 +235,23 @@ class InputSample:
                            self.partitions | other.partitions)
 
 
-def sample_input(spark: SparkSession, plan: ClusteringPlan, sql: str) -> InputSample:
+def sample_input(spark: SparkSession, plan: ClusteringPlan, sql: str,
+                 expected_rows: int | None = None) -> InputSample:
     """One job over ``sql``: a uniform sample of the key inputs (and table partition
-    values) and the row count."""
+    values) and the row count. ``expected_rows``: the rows the input held at its last
+    build, if known (a rebuild), which lets the sample drop most rows early."""
     started = time.perf_counter()
     frame = spark.sql(sql)
     input_bytes = int(str(frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
-    wanted = max(MIN_SAMPLE_ROWS, SAMPLE_ROWS_PER_BOUNDARY * plan.boundary_count)
-    sample, rows, partitions = _sample_and_count(frame, plan, key_inputs(plan), wanted)
+    wanted = sample_size(plan)
+    sample, rows, partitions = _sample_and_count(frame, plan, key_inputs(plan), wanted,
+                                                 draw_cutoff(wanted, expected_rows))
     return InputSample(sample, rows, input_bytes, time.perf_counter() - started, partitions)
+
+
+def sample_size(plan: ClusteringPlan) -> int:
+    """Rows a build samples for its boundaries."""
+    return max(MIN_SAMPLE_ROWS, SAMPLE_ROWS_PER_BOUNDARY * plan.boundary_count)
 
 
 def key_inputs(plan: ClusteringPlan) -> list[str]:

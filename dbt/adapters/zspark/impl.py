@@ -20,7 +20,11 @@ from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.zspark.connections import ZSparkConnectionManager
 from dbt.adapters.zspark.health import LayoutSample
 from dbt.adapters.zspark.incremental import PROBES, IncrementalMethods, _Rewrite
-from dbt.adapters.zspark.layout_state import clustered_writes_property
+from dbt.adapters.zspark.layout_state import (
+    StoredLayout,
+    StoredLayoutError,
+    clustered_writes_property,
+)
 from dbt.adapters.zspark.planning import ClusteringConfigError, ClusteringPlan, plan_clustering
 from dbt.adapters.zspark.rewrite import set_properties_sql
 from dbt.adapters.zspark.scan import FileKey, scan_sql, skippable_files_sql
@@ -153,8 +157,9 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
 
     @available
     def zspark_build_sql(self, model: str, relation: Any, config: dict[str, Any],
-                         sql: str) -> str:
+                         sql: str, previous: Any = None) -> str:
         """The SELECT a table build writes: clustered, spread into files, or ``sql`` as is.
+        ``previous`` is the table the build replaces, if any.
 
         Every check happens here, before the materialization writes anything.
         """
@@ -178,13 +183,15 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
                 f"Model '{model}': config 'curve_method' is '{plan.curve_method}', which "
                 f"computes keys in Python; `method: {self.config.credentials.method}` runs "
                 f"no Python in Spark. Allowed there: 'boundary'.")
+        last_rows = self._rows_last_built(previous)
         logger.info(
             f"zspark: {model}: {plan.layout.name} layout on {', '.join(plan.columns)} "
             f"({plan.curve_method}, boundary_count={plan.boundary_count}); sampling input"
+            + ("" if last_rows is None else f" ({last_rows} rows at its last build)")
             + ("" if spark is not None else " (keys in Spark SQL: no Python on the server)")
         )
         # Two passes (a session) or three (thrift): sample and count, then the write.
-        sampled = self._sample(spark, plan, sql, schema)
+        sampled = self._sample(spark, plan, sql, schema, last_rows)
         prepared = self._keyed(spark, plan, sql, sampled, None,
                                plan.resolve_file_count(sampled.input_bytes), schema,
                                pieces=False, file_per_partition=False)
@@ -192,6 +199,17 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         assert prepared.layout is not None
         self._layout_properties[plan.model] = prepared.layout.to_properties()
         return prepared.select_sql
+
+    def _rows_last_built(self, previous: Any) -> int | None:
+        """Rows of the clustered table a build replaces, from its stored layout (None: no
+        such table, or not one a clustered build wrote)."""
+        if previous is None or previous.is_view:
+            return None
+        try:
+            stored = StoredLayout.from_properties(self._table_properties(previous))
+        except StoredLayoutError:
+            return None
+        return None if stored is None else stored.rows
 
     def _keep(self, relation: Any, plan: ClusteringPlan, prepared: Any,
               new_layout: bool) -> None:

@@ -135,14 +135,15 @@ class IncrementalMethods(metaclass=AdapterMeta):
         return self._described(f"describe query {sql}")
 
     def _sample(self, spark: Any, plan: ClusteringPlan, sql: str,
-                schema: dict[str, str]) -> Any:
-        """The first pass over ``sql``: a uniform sample and the row count."""
+                schema: dict[str, str], expected_rows: int | None = None) -> Any:
+        """The first pass over ``sql``: a uniform sample and the row count (``expected_rows``:
+        what the input held at its last build, when known)."""
         from dbt.adapters.zspark.clustering import sample_input
         from dbt.adapters.zspark.sql_build import sample_input_sql
 
         if spark is not None:
-            return sample_input(spark, plan, sql)
-        return sample_input_sql(self._fetch, plan, sql, schema)
+            return sample_input(spark, plan, sql, expected_rows)
+        return sample_input_sql(self._fetch, plan, sql, schema, expected_rows)
 
     def _keyed(self, spark: Any, plan: ClusteringPlan, sql: str, sampled: Any,
                stored: StoredLayout | None, file_count: int, schema: dict[str, str],

@@ -24,17 +24,18 @@ from typing import Any
 import pandas as pd
 
 from dbt.adapters.zspark.clustering import (
+    DRAW_COLUMN,
     KEY_COLUMN,
-    MIN_SAMPLE_ROWS,
-    SAMPLE_ROWS_PER_BOUNDARY,
     SAMPLE_SEED,
     InputSample,
     PreparedBuild,
+    draw_cutoff,
     key_input_type,
     key_inputs,
     part_column,
     plan_keys,
     python_value,
+    sample_size,
     type_of,
 )
 from dbt.adapters.zspark.layout_state import StoredLayout
@@ -83,14 +84,21 @@ def facts_sql(sql: str, partition_by: Sequence[str]) -> str:
     return f"select {', '.join(measures)} from (\n{sql}\n) zspark_source"
 
 
-def sample_sql(sql: str, plan: ClusteringPlan, wanted: int) -> str:
+def sample_sql(sql: str, plan: ClusteringPlan, wanted: int, cutoff: float = 1.0) -> str:
     """A uniform sample of ``wanted`` rows: the key inputs and table partition values of
-    the rows with the smallest random draw (Spark keeps a top-k per task, no full sort)."""
+    the rows with the smallest random draw (Spark keeps a top-k per task, no full sort),
+    of the rows drawn under ``cutoff`` (``clustering.draw_cutoff``)."""
     picked = [f"{value} as {quote(c)}"
               for c, value in zip(plan.columns, key_inputs(plan), strict=True)]
     picked += [f"{quote(p)} as {quote(part_column(i))}" for i, p in enumerate(plan.partition_by)]
-    return (f"select {', '.join(picked)} from (\n{sql}\n) zspark_source "
-            f"order by rand({SAMPLE_SEED}) limit {wanted}")
+    if cutoff >= 1.0:
+        return (f"select {', '.join(picked)} from (\n{sql}\n) zspark_source "
+                f"order by rand({SAMPLE_SEED}) limit {wanted}")
+    names = [quote(c) for c in plan.columns] + [
+        quote(part_column(i)) for i in range(len(plan.partition_by))]
+    return (f"select {', '.join(names)} from (select {', '.join(picked)}, "
+            f"rand({SAMPLE_SEED}) as {DRAW_COLUMN} from (\n{sql}\n) zspark_source) "
+            f"where {DRAW_COLUMN} < {cutoff!r} order by {DRAW_COLUMN} limit {wanted}")
 
 
 def sample_frame(plan: ClusteringPlan, part_types: Sequence[str],
@@ -170,14 +178,17 @@ def partition_values(value: Any) -> frozenset[tuple[Any, ...]]:
 
 
 def sample_input_sql(fetch: Fetch, plan: ClusteringPlan, sql: str,
-                     schema: Mapping[str, str]) -> InputSample:
+                     schema: Mapping[str, str], expected_rows: int | None = None
+                     ) -> InputSample:
     """The build's first look at its input, by queries: the row count and table
-    partitions, a uniform sample of the key inputs, and Spark's size estimate."""
+    partitions, a uniform sample of the key inputs, and Spark's size estimate.
+    ``expected_rows`` as in ``clustering.sample_input``."""
     started = time.perf_counter()
     facts = fetch(facts_sql(sql, plan.partition_by))[0]
-    wanted = max(MIN_SAMPLE_ROWS, SAMPLE_ROWS_PER_BOUNDARY * plan.boundary_count)
+    wanted = sample_size(plan)
+    cutoff = draw_cutoff(wanted, expected_rows)
     sample = sample_frame(plan, [type_of(schema, p) for p in plan.partition_by],
-                          fetch(sample_sql(sql, plan, wanted)))
+                          fetch(sample_sql(sql, plan, wanted, cutoff)))
     return InputSample(sample, int(facts[0]), input_bytes(fetch, sql),
                        time.perf_counter() - started,
                        partition_values(facts[1]) if plan.partition_by else frozenset())

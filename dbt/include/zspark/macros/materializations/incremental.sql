@@ -20,7 +20,7 @@
   {%- set existing_relation = load_relation(this) -%}
 
   {%- if existing_relation is none or existing_relation.is_view or should_full_refresh() -%}
-    {%- set build = zspark_prepare_table_build('incremental') -%}
+    {%- set build = zspark_prepare_table_build('incremental', existing_relation) -%}
     {{ run_hooks(pre_hooks) }}
     {%- do zspark_write_table_build(build, existing_relation) -%}
     {%- set target_relation = build.target -%}

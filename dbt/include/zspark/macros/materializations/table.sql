@@ -7,7 +7,7 @@
 {% materialization table, adapter='zspark', supported_languages=['sql', 'python'] %}
   {%- set grant_config = config.get('grants') -%}
   {%- set old_relation = adapter.get_relation(database=database, schema=schema, identifier=model['alias']) -%}
-  {%- set build = zspark_prepare_table_build('table') -%}
+  {%- set build = zspark_prepare_table_build('table', old_relation) -%}
 
   {{ run_hooks(pre_hooks) }}
   {%- do zspark_write_table_build(build, old_relation) -%}
@@ -23,14 +23,15 @@
 {% endmaterialization %}
 
 
-{#- Everything a table build checks and samples before it writes anything. -#}
-{% macro zspark_prepare_table_build(materialized) %}
+{#- Everything a table build checks and samples before it writes anything; `previous` is
+    the table it replaces (its stored layout tells the sample how many rows to expect). -#}
+{% macro zspark_prepare_table_build(materialized, previous=none) %}
   {%- set language = model['language'] -%}
   {%- set zconfig = zspark_model_config() -%}
   {%- set target_relation = api.Relation.create(identifier=model['alias'], schema=schema,
                                                 database=database, type='table') -%}
   {%- if language == 'sql' -%}
-    {%- set build_sql = adapter.zspark_build_sql(model['name'], target_relation, zconfig, compiled_code) -%}
+    {%- set build_sql = adapter.zspark_build_sql(model['name'], target_relation, zconfig, compiled_code, previous) -%}
     {%- set clustered = adapter.zspark_check_config(model['name'], zconfig, materialized) -%}
   {%- else -%}
     {%- do adapter.zspark_check_config(model['name'], zconfig, 'python') -%}

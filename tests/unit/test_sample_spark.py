@@ -1,0 +1,79 @@
+"""The build's sample pass against real Spark: a rebuild's pre-filter on the random draw
+(``clustering.draw_cutoff``) takes the same rows as the full top-k whenever enough rows
+draw under it, and all of those it has otherwise; the row count is of every row."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dbt.adapters.zspark.clustering import (
+    SAMPLE_HEADROOM,
+    _sample_and_count,
+    draw_cutoff,
+    key_inputs,
+)
+from dbt.adapters.zspark.planning import plan_clustering
+
+pyspark = pytest.importorskip("pyspark")
+
+ROWS = 200_000
+WANTED = 2_000
+
+
+@pytest.fixture(scope="module")
+def frame(spark: Any) -> Any:
+    return spark.sql(f"select id as a, cast(pmod(hash(id), 97) as int) as b from range({ROWS})")
+
+
+def sampled(frame: Any, cutoff: float) -> tuple[list[tuple[int, int]], int]:
+    plan = plan_clustering("m", {"hilbert_by": ["a", "b"]}, {"a": "bigint", "b": "int"})
+    assert plan is not None
+    sample, rows, _ = _sample_and_count(frame, plan, key_inputs(plan), WANTED, cutoff)
+    return sorted(zip(sample["a"].tolist(), sample["b"].tolist(), strict=True)), rows
+
+
+def test_the_cutoff_is_kept_loose_and_only_where_the_last_build_tells_the_size() -> None:
+    assert draw_cutoff(WANTED, None) == 1.0
+    assert draw_cutoff(WANTED, 0) == 1.0
+    assert draw_cutoff(WANTED, WANTED) == 1.0
+    assert draw_cutoff(WANTED, ROWS) == SAMPLE_HEADROOM * WANTED / ROWS
+
+
+def test_a_rebuilds_pre_filtered_sample_is_the_full_samples_rows(frame: Any) -> None:
+    full, rows = sampled(frame, 1.0)
+    assert rows == ROWS
+    assert len(full) == WANTED
+    # The input as big as at its last build, or shrunk to a third of it: same sample.
+    for last_rows in (ROWS, 3 * ROWS):
+        assert sampled(frame, draw_cutoff(WANTED, last_rows)) == (full, ROWS)
+
+
+def test_an_input_shrunk_past_the_headroom_gets_a_smaller_uniform_sample(frame: Any) -> None:
+    full, _ = sampled(frame, 1.0)
+    cutoff = draw_cutoff(WANTED, 10 * ROWS)  # the input lost 90% of its rows since
+    fewer, rows = sampled(frame, cutoff)
+    assert rows == ROWS
+    # Every row drawn under the cut-off: about cutoff * ROWS of them, the smallest draws,
+    # so each is in the full sample too.
+    assert 0.7 * cutoff * ROWS < len(fewer) < WANTED
+    assert set(fewer) <= set(full)
+
+
+def test_the_sample_query_a_server_runs_pre_filters_the_same_way(spark: Any) -> None:
+    """Over thrift the sample is one SQL query: with a cut-off it takes the same rows."""
+    from dbt.adapters.zspark.sql_build import sample_sql
+
+    plan = plan_clustering("m", {"hilbert_by": ["a", "b"]}, {"a": "bigint", "b": "int"})
+    assert plan is not None
+    source = f"select id as a, cast(pmod(hash(id), 97) as int) as b from range({ROWS})"
+
+    def rows(cutoff: float) -> list[tuple[int, int]]:
+        return sorted((r[0], r[1]) for r in spark.sql(
+            sample_sql(source, plan, WANTED, cutoff)).collect())
+
+    full = rows(1.0)
+    assert len(full) == WANTED
+    assert rows(draw_cutoff(WANTED, ROWS)) == full
+    assert set(rows(draw_cutoff(WANTED, 10 * ROWS))) <= set(full)
