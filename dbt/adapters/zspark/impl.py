@@ -202,12 +202,13 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
 
     def _rows_last_built(self, previous: Any) -> int | None:
         """Rows of the clustered table a build replaces, from its stored layout (None: no
-        such table, or not one a clustered build wrote)."""
+        such table, not one a clustered build wrote, or properties it cannot read: a hint
+        for the sample, never a reason to fail the build)."""
         if previous is None or previous.is_view:
             return None
         try:
             stored = StoredLayout.from_properties(self._table_properties(previous))
-        except StoredLayoutError:
+        except (StoredLayoutError, DbtRuntimeError):
             return None
         return None if stored is None else stored.rows
 
