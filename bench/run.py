@@ -3,8 +3,9 @@
     python -m bench.run --rows 2000000 --files 1000     # writes BENCHMARKS.md, docs/img/
     python -m bench.run --quick                          # 50k rows, 50 files: checks the bench
 
-Steps: generate the wide table; build each layout in its own ``dbt run`` (build time =
-the model's ``execution_time`` in run_results.json); ``dbt test`` the skip_coverage tests;
+Steps: generate the wide table; build each layout in its own process by ``dbt run`` and
+again by a second ``dbt run`` in that process, a warm JVM (bench.rebuild; build time = the
+model's ``execution_time``); ``dbt test`` the skip_coverage tests;
 ``dbt compile`` seed 002's queries through ``zspark_scan``; run them, and the same queries
 as plain scans, in a Python Spark session on the same metastore (scan metrics "number of
 files read" / "size of files read", median time of ``--reps`` runs); count skip shares from
