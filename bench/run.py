@@ -124,13 +124,14 @@ def build_layout(layout: str, session_dir: Path, log: Progress,
     runner = ("bench.rebuild", model) if rebuild else ("dbt.cli.main",)
     wall = run_dbt(["run", "-s", "lineorder_profile", model], session_dir, log, variables,
                    lines=output, memory=memory, runner=runner)
-    splits = build_steps_all(output, model)
+    steps = build_steps(output, model)
     if not rebuild:
-        return {"seconds": model_times(session_dir)[model],
-                "steps": splits[0] if splits else {}, "dbt_wall_seconds": wall, **memory}
+        return {"seconds": model_times(session_dir)[model], "steps": steps,
+                "dbt_wall_seconds": wall, **memory}
     first, again = rebuild_seconds(output)
-    return {"seconds": first, "steps": splits[0] if splits else {},
-            "warm": {"seconds": again, "steps": splits[-1] if len(splits) > 1 else {}},
+    warm_steps = build_steps_all(output, model)[1:]
+    return {"seconds": first, "steps": steps,
+            "warm": {"seconds": again, "steps": warm_steps[-1] if warm_steps else {}},
             "dbt_wall_seconds": wall, **memory}
 
 

@@ -91,14 +91,12 @@ def sample_sql(sql: str, plan: ClusteringPlan, wanted: int, cutoff: float = 1.0)
     picked = [f"{value} as {quote(c)}"
               for c, value in zip(plan.columns, key_inputs(plan), strict=True)]
     picked += [f"{quote(p)} as {quote(part_column(i))}" for i, p in enumerate(plan.partition_by)]
-    if cutoff >= 1.0:
-        return (f"select {', '.join(picked)} from (\n{sql}\n) zspark_source "
-                f"order by rand({SAMPLE_SEED}) limit {wanted}")
     names = [quote(c) for c in plan.columns] + [
         quote(part_column(i)) for i in range(len(plan.partition_by))]
+    under = "" if cutoff >= 1.0 else f"where {DRAW_COLUMN} < {cutoff!r} "
     return (f"select {', '.join(names)} from (select {', '.join(picked)}, "
             f"rand({SAMPLE_SEED}) as {DRAW_COLUMN} from (\n{sql}\n) zspark_source) "
-            f"where {DRAW_COLUMN} < {cutoff!r} order by {DRAW_COLUMN} limit {wanted}")
+            f"{under}order by {DRAW_COLUMN} limit {wanted}")
 
 
 def sample_frame(plan: ClusteringPlan, part_types: Sequence[str],
