@@ -120,6 +120,45 @@ def test_a_build_that_died_before_registering_its_table_does_not_block_the_next(
     leftover.mkdir(parents=True)
     (leftover / "part-00000-dead.snappy.parquet").write_bytes(b"not parquet")
     project.dbt("run", "--select", "died")
-    assert "died__zspark_new, left by a build that died" in project.log_text()
+    assert ("zspark: died: recovered zspark_test.died from a run that was stopped: files of a "
+            "next version that was never registered are deleted") in project.log_text()
     assert len(project.rows(f"select * from {project.table('died')}")) == 50
     assert not leftover.exists()
+
+
+def test_a_second_run_of_a_table_fails_fast_while_another_holds_its_lock(
+        project: DbtProject) -> None:
+    """The lock's owner is a live process of this machine: the run stops before writing,
+    naming it; once that process is gone, the next run takes the lock over."""
+    import subprocess
+    import time
+
+    from dbt.adapters.zspark.model_lock import LockOwner, _process_start
+    from dbt.adapters.zspark.sqltext import property_list
+
+    project.write("models/errors/locked.sql", f"""
+        {{{{ config(materialized='incremental', zorder_by=['id', 'a'], file_count=2) }}}}
+        {ROWS}
+    """)
+    project.dbt("run", "--select", "locked")
+    assert not table_exists(project, "locked__zspark_lock")  # released after the run
+    before = project.rows(f"select * from {project.table('locked')}")
+    other = subprocess.Popen(["sleep", "120"])
+    try:
+        owner = LockOwner(LockOwner.this_process().host, other.pid,
+                          _process_start(other.pid), time.time())
+        project.spark.sql(f"create view {project.table('locked__zspark_lock')} tblproperties "
+                          f"{property_list(owner.to_properties())} as select 1 as zspark_lock")
+        project.dbt("run", "--select", "locked", "--full-refresh", expect_pass=False)
+        assert (f"Model 'locked': another run is writing zspark_test.locked: "
+                f"zspark_test.locked__zspark_lock is held by process {other.pid} on host "
+                ) in project.log_text()
+        assert project.rows(f"select * from {project.table('locked')}") == before
+    finally:
+        other.kill()
+        other.wait()
+    project.dbt("run", "--select", "locked", "--full-refresh")
+    assert f"held by process {other.pid}" in project.log_text()
+    assert "which has ended; taking it over" in project.log_text()
+    assert not table_exists(project, "locked__zspark_lock")
+    assert project.rows(f"select * from {project.table('locked')}") == before

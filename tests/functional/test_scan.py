@@ -77,6 +77,23 @@ def test_scan_rows_equal_plain_filter_and_skips_files(scanned: DbtProject,
         assert opened == plain_files
 
 
+@pytest.mark.parametrize(("predicate", "files"), [
+    ("true", 20), ("1 = 1", 20), ("false", 0), ("null", 0), ("not true", 0),
+    ("year = 1995 or true", 20)])
+def test_constant_predicates_behave_as_the_plain_filter(scanned: DbtProject, predicate: str,
+                                                        files: int) -> None:
+    """Through the index, and through the scan without one (Spark reads `t where (true)`
+    as the alias `where` of `t`, with a column alias `true`)."""
+    from dbt.adapters.zspark.scan import scan_sql
+
+    table = scanned.table("scan_base")
+    plain = scanned.rows(f"select * from {table} where {predicate}")
+    sql = compile_scan(scanned, "ref('scan_base')", predicate)
+    assert scanned.rows(sql) == plain
+    assert scanned.rows(f"select * from {scan_sql(table, predicate, [])} t") == plain
+    assert files_read(scanned.spark, sql)[1] == files
+
+
 def test_point_query_opens_a_small_share_of_files(scanned: DbtProject) -> None:
     sql = compile_scan(scanned, "ref('scan_base')", "city = 'CITY0042'")
     _, opened = files_read(scanned.spark, sql)

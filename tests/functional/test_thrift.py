@@ -540,3 +540,23 @@ def test_a_balanced_incremental_model_keys_groups_in_sql_over_thrift(
 
 if __name__ == "__main__":  # the `project` fixture's pyspark step
     write_indexed_parquet(Path(sys.argv[1]))
+
+
+def test_killed_runs_recover_over_thrift_with_the_server_up(
+        thrift_port: int, tmp_path: Path) -> None:
+    """dbt clients killed (SIGKILL) at steps of an append, a re-clustering and its swap,
+    the server staying up; each next `dbt build` repairs and checks rows, index and scan
+    (the checks of test_kills)."""
+    from tests.functional.test_kills import Project
+
+    killed = Project(tmp_path, thrift_port=thrift_port)
+    killed.build(1500)
+    killed.killed("append:written")
+    killed.build(killed.stop + 300)
+    for step in ("rewrite:linked", "swap:previous_renamed", "swap:next_renamed"):
+        killed.killed(step, *killed.recluster(full=True))
+        log = killed.build(killed.stop + 300)
+        assert "zspark: killed: recovered" in log
+    killed.killed("swap:previous_renamed", "run", "--full-refresh", "--vars",
+                  f"{{stop: {killed.stop}}}")
+    killed.build(killed.stop + 300)

@@ -6,6 +6,7 @@ hands back plain values or SQL text.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +30,13 @@ from dbt.adapters.zspark.planning import ClusteringConfigError, ClusteringPlan, 
 from dbt.adapters.zspark.rewrite import set_properties_sql
 from dbt.adapters.zspark.scan import FileKey, scan_sql, skippable_files_sql
 from dbt.adapters.zspark.sqltext import property_list, quote, sql_string
+from dbt.adapters.zspark.stop_points import stop_point
+from dbt.adapters.zspark.swap import (
+    NEXT,
+    PREVIOUS,
+    Action,
+    AmbiguousSwapStateError,
+)
 
 logger = AdapterLogger("zspark")
 
@@ -81,6 +89,8 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         self._files_before: dict[str, set[str]] = {}
         # The parallelism of a thrift server, asked on its first clustered write.
         self._cores: int | None = None
+        # Locks this process holds (lock view -> the thread that took it).
+        self._locks: dict[str, int] = {}
 
     @classmethod
     def type(cls) -> str:
@@ -284,10 +294,11 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
 
     @available
     def zspark_drop_leftover(self, relation: Any) -> None:
-        """Drop a staging or backup table (``<name>__zspark_new`` / ``__zspark_old``) that a
-        build which died left behind. In a session, also the files of one that died before
-        its table was registered: Spark refuses to create a managed table over a location
-        that exists, so every later build of the model would fail."""
+        """Drop a derived table's staging copy (an index's next version, written beside it
+        over thrift) that a run which died left behind. In a session, also the files of
+        one that died before its table was registered: Spark refuses to create a managed
+        table over a location that exists. (A table's own versions are never dropped this
+        way: ``zspark_begin`` repairs them by the swap's protocol.)"""
         if LEFTOVER_MARK not in relation.identifier:
             raise DbtRuntimeError(f"zspark: {relation} is not a staging or backup table")
         self.execute(f"drop table if exists {relation}")
@@ -303,6 +314,162 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         if files.exists(path):
             files.delete(path, True)
             logger.info(f"zspark: removed {path.toString()}, left by a build that died")
+
+    # -- runs that survive a kill (swap.py: the protocol; model_lock.py: one run at a time)
+    def _versions(self, relation: Any) -> Any:
+        from dbt.adapters.zspark.folders import ServerFolders, SessionFolders
+        from dbt.adapters.zspark.table_versions import TableVersions
+
+        folders = (SessionFolders(self._spark(relation.identifier, "the warehouse's folders"))
+                   if self._is_session() else ServerFolders())
+        return TableVersions(relation.schema, relation.identifier, self._fetch,
+                             lambda sql: self.execute(sql), folders)
+
+    def _version(self, relation: Any, role: str) -> Any:
+        from dbt.adapters.zspark.table_versions import version_names
+
+        return relation.incorporate(
+            path={"identifier": version_names(relation.identifier.lower())[role]},
+            type="table")
+
+    @available
+    def zspark_next_version(self, relation: Any) -> Any:
+        """The name a build or a re-clustering writes the table's next version under."""
+        return self._version(relation, NEXT)
+
+    @available
+    def zspark_begin(self, model: str, relation: Any) -> None:
+        """First step of every zspark run on ``relation``: take its lock, then repair what
+        a killed run left (``swap.py``) and log it in one line naming the model."""
+        self._lock(model, relation)
+        versions = self._versions(relation)
+        try:
+            state = versions.observe()
+            done: list[Action] = []
+
+            def cached(action: Action) -> None:
+                done.append(action)
+                if action.kind == "rename":
+                    self.cache_renamed(self._version(relation, action.source),
+                                       self._version(relation, action.target))
+                elif action.kind == "drop":
+                    self.cache_dropped(self._version(relation, action.source))
+
+            versions.recover(cached)
+        except AmbiguousSwapStateError as error:
+            raise DbtRuntimeError(
+                f"Model '{model}': a stopped run left {relation} in a state zspark cannot "
+                f"repair safely ({error}); nothing was changed. Found: {state.describe()}"
+            ) from error
+        # The staged index of a next version is derived data; the table's is checked next.
+        self.execute(f"drop table if exists "
+                     f"{self._index_relation(self._version(relation, NEXT))}")
+        if not done:
+            return
+        logger.warning(f"zspark: {model}: recovered {relation} from a run that was stopped: "
+                       + "; ".join(a.why for a in done))
+        if self._server_has_table(relation):
+            self._repair_index(model, relation, create=False)
+
+    @available
+    def zspark_swap_in(self, model: str, target: Any, old_relation: Any = None) -> None:
+        """Make the written next version of ``target`` the table (``swap.py``)."""
+        stop_point("swap:begin")
+        versions = self._versions(target)
+        if old_relation is not None and old_relation.is_view:
+            # A view holds no rows: it goes first, and the swap has no previous version.
+            self.execute(f"drop view if exists {old_relation}")
+            self.cache_dropped(old_relation)
+            old_relation = None
+        versions.swap(replaces=old_relation is not None)
+        if old_relation is not None:
+            self.cache_renamed(target, self._version(target, PREVIOUS))
+            self.cache_dropped(self._version(target, PREVIOUS))
+        self.cache_renamed(self._version(target, NEXT), target)
+
+    def _repair_index(self, model: str, relation: Any, create: bool = False) -> bool:
+        """Rebuild the index of a table whose index does not list exactly its files (a run
+        stopped between its write and its index), or (``create``) of a clustered table
+        that lost it; True when it was rebuilt."""
+        from dbt.adapters.zspark.pruning import indexed_columns
+
+        index = self._index_relation(relation)
+        spark = self._spark_if_session(model, "the file-stats index")
+        has_index = self._server_has_table(index)
+        try:
+            stored = StoredLayout.from_properties(self._table_properties(relation))
+        except StoredLayoutError:
+            stored = None
+        if not has_index and (stored is None or not create):
+            return False
+        if has_index:
+            if spark is not None:
+                spark.catalog.refreshTable(str(index))
+            listed = {str(r[0]) for r in self._fetch(
+                f"select file_path from {index} where row_group is null")}
+            if listed == self._table_files(spark, relation):
+                return False
+        configured = indexed_columns(list(self._described(f"describe table {index}"))) \
+            if has_index else None
+        clustering = list(stored.columns) if stored is not None else []
+        logger.warning(f"zspark: {model}: the index {index.identifier} does not list exactly "
+                       f"the files of {relation}; rebuilding it")
+        self.zspark_build_index(relation, clustering, configured)
+        return True
+
+    def _lock(self, model: str, relation: Any) -> None:
+        """Take the lock of ``relation`` for this run (``model_lock.py``), or fail naming
+        the run that holds it."""
+        from dbt.adapters.zspark.model_lock import LOCK_SUFFIX, LockOwner
+
+        lock = relation.incorporate(path={"identifier": relation.identifier + LOCK_SUFFIX},
+                                    type="view")
+        key = str(lock).lower()
+        if key in self._locks:
+            return
+        me = LockOwner.this_process()
+        create = (f"create view {lock} tblproperties {property_list(me.to_properties())} "
+                  f"as select 1 as zspark_lock")
+        for _ in range(2):
+            try:
+                self.execute(create)
+            except DbtRuntimeError as error:
+                if "already exists" not in str(error).lower() and \
+                        "ALREADY_EXISTS" not in str(error):
+                    raise
+            else:
+                self._locks[key] = threading.get_ident()
+                return
+            owner = LockOwner.from_properties(self._table_properties(lock))
+            if owner is not None and owner.same_process(me):
+                self._locks[key] = threading.get_ident()
+                return
+            if owner is None or not owner.is_gone():
+                who = owner.describe() if owner is not None else "an unknown run"
+                raise DbtRuntimeError(
+                    f"Model '{model}': another run is writing {relation}: {lock} is held by "
+                    f"{who}. Runs of one table never overlap; run again once it has ended. "
+                    f"If that process is gone from its host, `drop view {lock}` frees it.")
+            logger.warning(f"zspark: {model}: {lock} was held by {owner.describe()}, which "
+                           f"has ended; taking it over")
+            self.execute(f"drop view if exists {lock}")
+        raise DbtRuntimeError(f"Model '{model}': could not take the lock {lock}")
+
+    def _unlock(self, thread: int | None = None) -> None:
+        """Drop the locks taken by ``thread`` (every lock of this process for None)."""
+        for key, owner in list(self._locks.items()):
+            if thread is None or owner == thread:
+                self._locks.pop(key)
+                self.execute(f"drop view if exists {key}")
+
+    @available
+    def zspark_end(self) -> None:
+        """The end of a run-operation: its locks are released."""
+        self._unlock(threading.get_ident())
+
+    def post_model_hook(self, config: Any, context: Any) -> None:
+        super().post_model_hook(config, context)
+        self._unlock(threading.get_ident())
 
     # -- index --------------------------------------------------------------------------
     @available
@@ -409,6 +576,7 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         were. The rows wait in the executors' memory until :meth:`zspark_publish_index`."""
         from dbt.adapters.zspark.index import read_index, table_location
 
+        stop_point("build:written")
         if not self._is_session():
             # Written as a table of its own: a thrift session holds nothing between calls.
             self._lap(target, "write")
@@ -460,6 +628,7 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
             rows.unpersist()
         if summary is None:
             summary = build_index(spark, str(target), str(index), clustering or (), configured)
+        stop_point("index:published")
         self._lap(target, "index")
         return self._log_index(spark, target, index, summary)
 
@@ -482,6 +651,7 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
             summary = self._write_sql_index(target, index, clustering, configured)
         else:
             summary = self._sql_index_summary(index)
+        stop_point("index:published")
         self._lap(target, "index")
         return self._log_index(None, target, index, summary)
 

@@ -20,6 +20,7 @@ from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.zspark.layout_state import StoredLayout, StoredLayoutError
 from dbt.adapters.zspark.planning import ClusteringConfigError, ClusteringPlan, plan_clustering
 from dbt.adapters.zspark.sqltext import quote
+from dbt.adapters.zspark.stop_points import stop_point
 
 logger = AdapterLogger("zspark")
 
@@ -55,6 +56,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
     _log_index: Callable[..., dict[str, Any]]
     _layout_health: Callable[..., tuple[Any, Any]]
     _index_relation: Callable[[Any], Any]
+    _repair_index: Callable[..., bool]
     _table_properties: Callable[[Any], dict[str, str]]
     _fetch: Callable[[str], list[tuple[Any, ...]]]
     _described: Callable[[str], dict[str, str]]
@@ -67,7 +69,8 @@ class IncrementalMethods(metaclass=AdapterMeta):
     _frame: Callable[[str, dict[str, str]], Any]
     _server_has_table: Callable[[Any], bool]
     zspark_execute_write: Callable[[str, str], Any]
-    zspark_drop_leftover: Callable[[Any], None]
+    zspark_next_version: Callable[[Any], Any]
+    zspark_swap_in: Callable[..., None]
     execute: Callable[..., Any]
     _is_session: Callable[[], bool]
     get_columns_in_relation: Callable[[Any], list[Any]]
@@ -185,7 +188,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
             logger.info(f"zspark: {relation.identifier}: no rows written; table, layout and "
                         f"index unchanged")
             return {"rows": 0, "rewrite": False, "sql": ""}
-        files = self._indexed_files(spark, relation)
+        files = self._indexed_files(spark, relation, config.get("zspark_index") is not False)
         clustered = clustered_writes(self._table_properties(relation))
         runs = None if files is None else table_runs(files, clustered)
         table_sized = files_for(sampled.rows, stored.rows_per_file)
@@ -220,11 +223,14 @@ class IncrementalMethods(metaclass=AdapterMeta):
         return any(str(row[0]) == "Storage Properties" and "maxRecordsPerFile=" in str(row[1])
                    for row in table.rows)
 
-    def _indexed_files(self, spark: Any, relation: Any) -> list[tuple[str, int, int]] | None:
-        """The table's files from its index (path, rows, modification time); None when
-        the index does not describe exactly the table's files (re-clustering then waits
-        for a full build)."""
+    def _indexed_files(self, spark: Any, relation: Any,
+                       create: bool = True) -> list[tuple[str, int, int]] | None:
+        """The table's files from its index (path, rows, modification time), the index
+        rebuilt first when it does not list exactly the table's files (a run stopped
+        between its write and its index; ``create``: or when a clustered table has none).
+        None when the table has no index."""
         index = self._index_relation(relation)
+        self._repair_index(relation.identifier, relation, create)
         query = f"select file_path, row_count, file_mtime from {index} where row_group is null"
         if spark is None:
             if not self._server_has_table(index):
@@ -235,12 +241,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
                 return None
             spark.catalog.refreshTable(str(index))
             found = [tuple(r) for r in spark.sql(query).collect()]
-        rows = [(str(r[0]), int(r[1]), int(r[2] or 0)) for r in found]
-        if {r[0] for r in rows} != self._table_files(spark, relation):
-            logger.warning(f"zspark: {relation.identifier}: the index does not list exactly "
-                           f"the table's files; no re-clustering until it is rebuilt")
-            return None
-        return rows
+        return [(str(r[0]), int(r[1]), int(r[2] or 0)) for r in found]
 
     def _rewrite_select(self, spark: Any, relation: Any, plan: ClusteringPlan,
                         stored: StoredLayout, decision: Any, sql: str, sampled: Any,
@@ -376,23 +377,17 @@ class IncrementalMethods(metaclass=AdapterMeta):
     @available
     def zspark_begin_rewrite(self, model: str, relation: Any) -> Any:
         """The staging table of a re-clustering, created like the table (columns,
-        partitioning, writer options) with its properties; leftovers dropped first."""
+        partitioning, writer options) with its properties (what a killed run left was
+        repaired when this run began)."""
         from dbt.adapters.zspark.rewrite import carried_properties, set_properties_sql
 
-        staging = self._sibling(relation, "__zspark_new")
-        for leftover in (staging, self._sibling(relation, "__zspark_old"),
-                         self._index_relation(staging)):
-            self.zspark_drop_leftover(leftover)
+        staging = self.zspark_next_version(relation)
         self.execute(f"create table {staging} like {relation}")
         rewrite = self._rewrites[str(relation).lower()]
         properties = carried_properties(self._table_properties(relation), rewrite.layout, None)
         if properties:
             self.execute(set_properties_sql(str(staging), properties))
         return staging
-
-    def _sibling(self, relation: Any, suffix: str) -> Any:
-        return relation.incorporate(path={"identifier": relation.identifier + suffix},
-                                    type="table")
 
     @available
     def zspark_finish_rewrite(self, model: str, relation: Any, staging: Any) -> None:
@@ -417,6 +412,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
             return
         spark = self._spark(model, "re-clustering")
         rewrite = self._rewrites.pop(str(relation).lower())
+        stop_point("rewrite:written")
         self._lap(relation, "write")
         location, staged_at = (table_location(spark, str(relation)),
                                table_location(spark, str(staging)))
@@ -444,16 +440,15 @@ class IncrementalMethods(metaclass=AdapterMeta):
                 f"zspark: {relation}: re-clustering stopped before the swap: the next version "
                 f"holds {counted} rows, the table and the new rows {expected}; the table and "
                 f"its index are unchanged")
+        stop_point("rewrite:linked")
         if rewrite.decision.action == FULL:
             self.execute(set_properties_sql(str(staging), clustered_writes_after(
                 self._table_properties(relation), kept, written)))
-        backup = self._sibling(relation, "__zspark_old")
-        self.execute(f"alter table {relation} rename to {backup}")
-        self.execute(f"alter table {staging} rename to {relation}")
-        self.execute(f"drop table if exists {backup}")
+        self.zspark_swap_in(model, relation, relation)
         self._lap(relation, "write")
         summary = replace_index_rows(spark, str(index), rewrite.decision.rewritten_paths,
                                      new_rows, staged_at, location)
+        stop_point("index:published")
         self._lap(relation, "index")
         self._log_index(spark, relation, index, summary)
 
@@ -476,6 +471,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
         )
 
         rewrite = self._rewrites.pop(str(relation).lower())
+        stop_point("rewrite:written")
         self._lap(relation, "write")
         properties = self._table_properties(relation)
         clustered = clustered_writes(properties)
@@ -507,13 +503,11 @@ class IncrementalMethods(metaclass=AdapterMeta):
                 f"zspark: {relation}: re-clustering stopped before the swap: the next version "
                 f"holds {summary.rows} rows, the table and the new rows {expected}; the table "
                 f"and its index are unchanged")
+        stop_point("rewrite:linked")
         self.execute(set_properties_sql(str(staging), {CLUSTERED_WRITES_KEY: ",".join(
             sorted(w for w in now_clustered if w is not None))}))
         staged_at = self._location(staging)
-        backup = self._sibling(relation, "__zspark_old")
-        self.execute(f"alter table {relation} rename to {backup}")
-        self.execute(f"alter table {staging} rename to {relation}")
-        self.execute(f"drop table if exists {backup}")
+        self.zspark_swap_in(model, relation, relation)
         self._lap(relation, "index")
         self._publish_sql_index(staging, relation, index, staged_at, names, [])
 
@@ -539,6 +533,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
 
         spark = self._spark_if_session(model, "clustering")
         before = self._files_before.pop(str(relation).lower(), set())
+        stop_point("append:written")
         self._lap(relation, "write")
         after = self._table_files(spark, relation)
         added, removed = sorted(after - before), sorted(before - after)
@@ -562,6 +557,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
             summary = build_index(spark, str(relation), str(index), clustering or (),
                                   configured) if spark is not None else \
                 self._write_sql_index(relation, index, clustering, configured)
+        stop_point("append:indexed")
         self._lap(relation, "index")
         logger.info(f"zspark: {relation.identifier}: {len(added)} files added, "
                     f"{len(removed)} replaced; their footers indexed")

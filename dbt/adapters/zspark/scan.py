@@ -36,7 +36,9 @@ def scan_sql(relation: str, predicate: str, skipped: Sequence[FileKey]) -> str:
     """
     where = f"(\n{predicate}\n)"
     if not skipped:
-        return f"(select * from {relation} where {where}\n)"
+        # Not `where (...)` right after the table: Spark reads `t where (x)` as the alias
+        # `where` with a column alias `x` when x is one word (`true`, a boolean column).
+        return f"(select * from {relation} where true and {where}\n)"
     # One string per file ("path#size#mtime") keeps the IN list cheap for Spark to parse and
     # evaluate (a list of structs costs ~10x more) and still only matches unchanged files.
     excluded = ", ".join(sql_string(f"{path}#{size}#{mtime}") for path, size, mtime in skipped)

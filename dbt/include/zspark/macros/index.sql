@@ -10,9 +10,13 @@
 
 {% macro default__zspark_build_index(relation, index_columns) %}
   {%- if not execute -%}{{ return('') }}{%- endif -%}
-  {%- set relation = zspark_resolve_relation(relation) -%}
+  {%- set operation = model is not defined or model is none -%}
+  {#- A run-operation takes the table's lock and repairs a killed run first (a model's
+      run, where this is a post-hook, has done both). -#}
+  {%- set relation = zspark_begin_operation(relation) if operation else zspark_resolve_relation(relation) -%}
   {%- set args = zspark_index_args(index_columns) -%}
   {%- do adapter.zspark_build_index(relation, args.clustering, args.index_columns) -%}
+  {%- if operation -%}{%- do adapter.zspark_end() -%}{%- endif -%}
   {{ return('') }}
 {% endmacro %}
 
@@ -31,6 +35,21 @@
     {%- set index_columns = index_columns or zconfig.index_columns -%}
   {%- endif -%}
   {{ return({'clustering': clustering, 'index_columns': index_columns}) }}
+{% endmacro %}
+
+
+{#- A run-operation's table: its lock taken and a killed run's leftovers repaired (which
+    may bring the table back under its name), then resolved. -#}
+{% macro zspark_begin_operation(relation) %}
+  {%- if relation is string -%}
+    {%- set parts = relation.split('.') -%}
+    {%- set named = api.Relation.create(schema=parts[0] if parts | length > 1 else target.schema,
+                                        identifier=parts[-1], type='table') -%}
+  {%- else -%}
+    {%- set named = relation -%}
+  {%- endif -%}
+  {%- do adapter.zspark_begin(named.identifier, named) -%}
+  {{ return(zspark_resolve_relation(relation)) }}
 {% endmacro %}
 
 

@@ -11,8 +11,9 @@
 
 {% macro default__zspark_recluster(relation, full) %}
   {%- if not execute -%}{{ return('') }}{%- endif -%}
-  {%- set relation = zspark_resolve_relation(relation) -%}
+  {%- set relation = zspark_begin_operation(relation) -%}
   {%- do adapter.zspark_recluster(relation, full) -%}
+  {%- do adapter.zspark_end() -%}
   {{ return('') }}
 {% endmacro %}
 

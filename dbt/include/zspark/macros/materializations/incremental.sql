@@ -9,6 +9,7 @@
 {% materialization incremental, adapter='zspark', supported_languages=['sql', 'python'] -%}
   {%- set zconfig = zspark_model_config() -%}
   {%- set language = model['language'] -%}
+  {%- do adapter.zspark_begin(model['name'], this) -%}
   {%- if not adapter.zspark_check_config(model['name'], zconfig, 'incremental' if language == 'sql' else 'python') -%}
     {{ return(materialization_incremental_spark()) }}
   {%- endif -%}

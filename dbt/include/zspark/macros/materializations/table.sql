@@ -1,11 +1,13 @@
 {#-
   Table builds that never lose the previous table: the new table is written under a
-  staging name first; only once it is whole does it replace the old one (two renames).
+  staging name first; only once it is whole does it replace the old one (the swap of
+  swap.py, which the next run repairs should this one be killed at any point).
   Clustering configs turn the SELECT into a range-partitioned, key-sorted one; a clustered
   table stores its layout in its own properties and gets its file-stats index right after.
 -#}
 {% materialization table, adapter='zspark', supported_languages=['sql', 'python'] %}
   {%- set grant_config = config.get('grants') -%}
+  {%- do adapter.zspark_begin(model['name'], this) -%}
   {%- set old_relation = adapter.get_relation(database=database, schema=schema, identifier=model['alias']) -%}
   {%- set build = zspark_prepare_table_build('table', old_relation) -%}
 
@@ -43,17 +45,11 @@
 {% endmacro %}
 
 
-{#- Write a prepared build under the staging name, read its index, swap it in. -#}
+{#- Write a prepared build under the staging name, read its index, swap it in. What a
+    killed build left was repaired by zspark_begin. -#}
 {% macro zspark_write_table_build(build, old_relation) %}
   {%- set target_relation = build.target -%}
-  {%- set staging_relation = target_relation.incorporate(path={'identifier': target_relation.identifier ~ '__zspark_new'}) -%}
-  {%- set backup_relation = target_relation.incorporate(path={'identifier': target_relation.identifier ~ '__zspark_old'}) -%}
-
-  {#- Leftovers of a build that died before its swap, their files too (the staging index
-      table is one only versions that wrote the index before the swap leave). -#}
-  {%- do adapter.zspark_drop_leftover(staging_relation) -%}
-  {%- do adapter.zspark_drop_leftover(backup_relation) -%}
-  {%- do adapter.zspark_drop_leftover(staging_relation.incorporate(path={'identifier': adapter.zspark_index_name(staging_relation)})) -%}
+  {%- set staging_relation = adapter.zspark_next_version(target_relation) -%}
 
   {%- if build.language == 'sql' -%}
     {%- do zspark_write_statement(zspark_create_table(staging_relation, build.sql)) -%}
@@ -70,13 +66,7 @@
     {%- do adapter.zspark_stage_index(staging_relation, target_relation, index_args.clustering, index_args.index_columns) -%}
   {%- endif -%}
 
-  {%- if old_relation is not none -%}
-    {{ adapter.rename_relation(old_relation, backup_relation.incorporate(type=old_relation.type)) }}
-  {%- endif -%}
-  {{ adapter.rename_relation(staging_relation, target_relation) }}
-  {%- if old_relation is not none -%}
-    {{ adapter.drop_relation(backup_relation.incorporate(type=old_relation.type)) }}
-  {%- endif -%}
+  {%- do adapter.zspark_swap_in(model['name'], target_relation, old_relation) -%}
 
   {%- if build.want_index -%}
     {%- do adapter.zspark_publish_index(staging_relation, target_relation, index_args.clustering, index_args.index_columns) -%}

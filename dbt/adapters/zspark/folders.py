@@ -1,0 +1,64 @@
+"""The warehouse's folders as the swap's recovery sees them: one implementation per way of
+reaching Spark.
+
+A Python session sees the file system Spark writes (Hadoop's, through the session's JVM)
+and can move a folder back under its table or delete one no table names. A server reached
+by SQL alone shows no folders: they are taken to agree with its metastore (see
+``swap.py``), and nothing is moved or deleted outside SQL.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+
+class Folders(Protocol):
+    """What recovery needs of a warehouse's file system."""
+
+    def exists(self, path: str) -> bool | None:
+        """Does ``path`` exist (None: this connection cannot tell)?"""
+
+    def move(self, source: str, target: str) -> None:
+        """Rename the folder ``source`` to ``target`` (atomic where the file system is)."""
+
+    def delete(self, path: str) -> None:
+        """Delete the folder ``path`` and everything in it."""
+
+
+class SessionFolders:
+    """Folders through the session's Hadoop file systems."""
+
+    def __init__(self, spark: Any) -> None:
+        self._jvm = spark.sparkContext._jvm
+        self._conf = spark.sparkContext._jsc.hadoopConfiguration()
+
+    def _path(self, path: str) -> tuple[Any, Any]:
+        located = self._jvm.org.apache.hadoop.fs.Path(path)
+        return located, located.getFileSystem(self._conf)
+
+    def exists(self, path: str) -> bool | None:
+        located, files = self._path(path)
+        return bool(files.exists(located))
+
+    def move(self, source: str, target: str) -> None:
+        located, files = self._path(source)
+        moved, _ = self._path(target)
+        if not files.rename(located, moved):
+            raise OSError(f"could not move {source} to {target}")
+
+    def delete(self, path: str) -> None:
+        located, files = self._path(path)
+        files.delete(located, True)
+
+
+class ServerFolders:
+    """A server's folders: unseen, taken to agree with its metastore."""
+
+    def exists(self, path: str) -> bool | None:
+        return None
+
+    def move(self, source: str, target: str) -> None:
+        raise NotImplementedError("folders of a server are moved by SQL only")
+
+    def delete(self, path: str) -> None:
+        raise NotImplementedError("folders of a server are deleted by SQL only")

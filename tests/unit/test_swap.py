@@ -1,0 +1,189 @@
+"""The swap protocol against kills at every instruction, on a model of the metastore and
+the file system in which renames and drops take two steps, as they do in Spark's.
+
+Every prefix of the swap (and of its recovery, killed again) is followed by recovery; the
+table must then hold exactly the previous rows or exactly the next ones (the next only
+once the commit point was passed), with no leftover name or folder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from dbt.adapters.zspark.swap import (
+    NEXT,
+    PREVIOUS,
+    ROLES,
+    TABLE,
+    Action,
+    AmbiguousSwapStateError,
+    Place,
+    SwapState,
+    recovery_plan,
+)
+
+NAMES = {TABLE: "t", NEXT: "t__zspark_new", PREVIOUS: "t__zspark_old"}
+FOLDER = {role: f"/wh/{name}" for role, name in NAMES.items()}
+
+
+@dataclass
+class World:
+    """Metastore entries (name -> location) and folders (path -> what they hold)."""
+
+    entries: dict[str, str] = field(default_factory=dict)
+    folders: dict[str, str] = field(default_factory=dict)
+
+    def copy(self) -> World:
+        return World(dict(self.entries), dict(self.folders))
+
+    def state(self) -> SwapState:
+        places = {}
+        for role, name in NAMES.items():
+            entry = self.entries.get(name)
+            places[role] = Place(FOLDER[role], FOLDER[role] in self.folders, entry,
+                                 None if entry is None else entry in self.folders)
+        return SwapState(NAMES, places)
+
+    def table(self) -> str | None:
+        location = self.entries.get(NAMES[TABLE])
+        return None if location is None else self.folders.get(location, "MISSING")
+
+
+# Primitive steps: each is one instruction a kill may fall after.
+def move_folder(source: str, target: str):
+    def step(world: World) -> None:
+        assert target not in world.folders, f"{target} exists"
+        world.folders[target] = world.folders.pop(source)
+    return step
+
+
+def set_entry(name: str, location: str | None):
+    def step(world: World) -> None:
+        if location is None:
+            world.entries.pop(name)
+        else:
+            world.entries[name] = location
+    return step
+
+
+def rename(source: str, target: str):
+    """A managed table's rename: the folder moves, then the entry follows."""
+    return [move_folder(f"/wh/{source}", f"/wh/{target}"),
+            lambda w: (w.entries.pop(source), w.entries.__setitem__(target, f"/wh/{target}"))]
+
+
+def drop(name: str):
+    """A drop: the entry goes, then the folder's files, one after the other."""
+    def delete_some(world: World) -> None:
+        world.folders[f"/wh/{name}"] = "PARTLY DELETED"
+
+    return [set_entry(name, None), delete_some,
+            lambda w: w.folders.pop(f"/wh/{name}")]
+
+
+def create_next(content: str):
+    """CREATE TABLE AS SELECT: files written first, the entry registered after."""
+    folder = FOLDER[NEXT]
+    return [lambda w: w.folders.__setitem__(folder, "PARTLY WRITTEN"),
+            lambda w: w.folders.__setitem__(folder, content),
+            set_entry(NAMES[NEXT], folder)]
+
+
+def swap_steps() -> tuple[list, int]:
+    """The protocol's steps after the next version is whole, and the index of the step
+    that commits it."""
+    steps = [*rename(NAMES[TABLE], NAMES[PREVIOUS]), *rename(NAMES[NEXT], NAMES[TABLE])]
+    commit = len(steps)  # after the entry of the next version is renamed
+    return [*steps, *drop(NAMES[PREVIOUS])], commit
+
+
+def run_actions(world: World, actions: list[Action], stop: int | None = None) -> None:
+    """Run repairs on the world in primitive steps; stop after ``stop`` steps."""
+    steps = []
+    for action in actions:
+        if action.kind == "move_folder":
+            steps.append(move_folder(action.source, action.target))
+        elif action.kind == "delete_folder":
+            steps.append(lambda w, p=action.source: w.folders.pop(p))
+        elif action.kind == "drop":
+            steps += drop(NAMES[action.source])
+        elif action.kind == "rename":
+            steps += rename(NAMES[action.source], NAMES[action.target])
+    for i, step in enumerate(steps):
+        if stop is not None and i >= stop:
+            return
+        step(world)
+
+
+def recover(world: World) -> None:
+    run_actions(world, recovery_plan(world.state()))
+
+
+def assert_clean(world: World, allowed: set[str | None]) -> None:
+    assert world.table() in allowed, (world, allowed)
+    assert set(world.entries) <= {NAMES[TABLE]}
+    assert set(world.folders) <= {FOLDER[TABLE]}
+    assert recovery_plan(world.state()) == []
+
+
+def histories(old: bool) -> list[tuple[World, set[str | None]]]:
+    """Every state a kill can leave during a build (or a rewrite) of the table, with the
+    contents the table may hold after recovery."""
+    start = World({NAMES[TABLE]: FOLDER[TABLE]}, {FOLDER[TABLE]: "OLD"}) if old else World()
+    before = "OLD" if old else None
+    steps = create_next("NEW")
+    if old:
+        swap, commit = swap_steps()
+    else:
+        swap, commit = rename(NAMES[NEXT], NAMES[TABLE]), 2
+    steps += swap
+    commit += len(create_next("NEW"))
+    found = []
+    for stop in range(len(steps) + 1):
+        world = start.copy()
+        for step in steps[:stop]:
+            step(world)
+        found.append((world, {"NEW"} if stop >= commit else {before}))
+    return found
+
+
+@pytest.mark.parametrize("old", [True, False])
+def test_recovery_after_a_kill_at_any_step_keeps_exactly_one_version(old: bool) -> None:
+    for world, allowed in histories(old):
+        recover(world)
+        assert_clean(world, allowed)
+
+
+@pytest.mark.parametrize("old", [True, False])
+def test_recovery_killed_at_any_step_and_run_again_still_keeps_one_version(old: bool) -> None:
+    for world, allowed in histories(old):
+        plan = recovery_plan(world.state())
+        for stop in range(8):
+            again = world.copy()
+            run_actions(again, plan, stop)
+            recover(again)
+            assert_clean(again, allowed)
+
+
+def test_a_table_whose_folder_is_gone_everywhere_is_ambiguous() -> None:
+    world = World({NAMES[TABLE]: FOLDER[TABLE]}, {})
+    with pytest.raises(AmbiguousSwapStateError, match="names the folder /wh/t, which is gone"):
+        recovery_plan(world.state())
+
+
+def test_a_previous_folder_without_any_table_is_left_alone() -> None:
+    world = World({}, {FOLDER[PREVIOUS]: "OLD"})
+    with pytest.raises(AmbiguousSwapStateError, match="may hold the table's only copy"):
+        recovery_plan(world.state())
+
+
+def test_unknown_folders_are_taken_to_agree_with_the_metastore() -> None:
+    """A server's folders cannot be seen: recovery works from the entries alone."""
+    places = {role: Place(FOLDER[role], None) for role in ROLES}
+    places[PREVIOUS] = Place(FOLDER[PREVIOUS], None, FOLDER[PREVIOUS], None)
+    places[NEXT] = Place(FOLDER[NEXT], None, FOLDER[NEXT], None)
+    plan = recovery_plan(SwapState(NAMES, places))
+    assert [(a.kind, a.source, a.target) for a in plan] == [
+        ("rename", PREVIOUS, TABLE), ("drop", NEXT, "")]
