@@ -24,6 +24,9 @@ class Folders(Protocol):
     def delete(self, path: str) -> None:
         """Delete the folder ``path`` and everything in it."""
 
+    def files(self, path: str) -> list[str]:
+        """The data files under the folder ``path``, at any depth (hidden ones left out)."""
+
 
 class SessionFolders:
     """Folders through the session's Hadoop file systems."""
@@ -43,12 +46,25 @@ class SessionFolders:
     def move(self, source: str, target: str) -> None:
         located, files = self._path(source)
         moved, _ = self._path(target)
+        files.mkdirs(moved.getParent())
         if not files.rename(located, moved):
             raise OSError(f"could not move {source} to {target}")
 
     def delete(self, path: str) -> None:
         located, files = self._path(path)
         files.delete(located, True)
+
+    def files(self, path: str) -> list[str]:
+        located, files = self._path(path)
+        if not files.exists(located):
+            return []
+        found, listing = [], files.listFiles(located, True)
+        while listing.hasNext():
+            status = listing.next().getPath()
+            relative = str(status.toString())[len(str(located.toString())):]
+            if not any(part.startswith(("_", ".")) for part in relative.split("/") if part):
+                found.append(str(status.toString()))
+        return sorted(found)
 
 
 class ServerFolders:
@@ -62,3 +78,6 @@ class ServerFolders:
 
     def delete(self, path: str) -> None:
         raise NotImplementedError("folders of a server are deleted by SQL only")
+
+    def files(self, path: str) -> list[str]:
+        raise NotImplementedError("files of a server are listed by SQL only")

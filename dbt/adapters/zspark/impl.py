@@ -37,6 +37,7 @@ from dbt.adapters.zspark.swap import (
     Action,
     AmbiguousSwapStateError,
 )
+from dbt.adapters.zspark.table_versions import BATCH, BATCH_KEY
 
 logger = AdapterLogger("zspark")
 
@@ -356,6 +357,11 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
                     self.cache_dropped(self._version(relation, action.source))
 
             versions.recover(cached)
+            if self._server_has_table(relation) and self._is_session():
+                journaled = BATCH_KEY in self._table_properties(relation)
+                batch = versions.recover_batch(journaled)
+                if batch is not None:
+                    done.append(Action("batch", BATCH, why=batch))
         except AmbiguousSwapStateError as error:
             raise DbtRuntimeError(
                 f"Model '{model}': a stopped run left {relation} in a state zspark cannot "
@@ -370,6 +376,25 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
                        + "; ".join(a.why for a in done))
         if self._server_has_table(relation):
             self._repair_index(model, relation, create=False)
+
+    @available
+    def zspark_begin_batch(self, model: str, relation: Any) -> Any:
+        """The batch an append writes before its files move into the table (a session; over
+        a server, None: the rows are inserted into the table by Spark's own commit)."""
+        if not self._is_session():
+            return None
+        batch = self._version(relation, BATCH)
+        self.execute(f"create table {batch} like {relation}")
+        return batch
+
+    @available
+    def zspark_publish_batch(self, model: str, relation: Any) -> None:
+        """Journal the written batch in the table's properties, then move its files in."""
+        stop_point("append:written")
+        batch = self._version(relation, BATCH)
+        self.execute(set_properties_sql(str(relation), {BATCH_KEY: batch.identifier}))
+        self._versions(relation).publish_batch()
+        self.cache_dropped(batch)
 
     @available
     def zspark_swap_in(self, model: str, target: Any, old_relation: Any = None) -> None:

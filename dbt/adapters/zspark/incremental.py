@@ -533,7 +533,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
 
         spark = self._spark_if_session(model, "clustering")
         before = self._files_before.pop(str(relation).lower(), set())
-        stop_point("append:written")
+        stop_point("append:inserted")
         self._lap(relation, "write")
         after = self._table_files(spark, relation)
         added, removed = sorted(after - before), sorted(before - after)

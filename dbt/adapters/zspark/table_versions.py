@@ -1,8 +1,17 @@
-"""A table's versions on Spark: what its three names show, the swap, its recovery.
+"""A table's versions on Spark: what its three names show, the swap, its recovery; and
+appends whose batch becomes visible whole or not at all.
 
-The protocol and its reasoning live in ``swap.py``; this module asks the metastore (by
-SQL, so a session and a server alike) and the folders (``folders.py``) what each name
+The swap's protocol and its reasoning live in ``swap.py``; this module asks the metastore
+(by SQL, so a session and a server alike) and the folders (``folders.py``) what each name
 shows, and runs the swap's steps and recovery's repairs as statements.
+
+An append in a session writes its rows into ``<table>__zspark_batch`` (created like the
+table) with Spark's own commit, then journals the batch in the table's properties
+(``zspark.batch.publishing``), moves its files into the table's folder one rename each,
+registers new partitions, clears the journal and drops the batch. A kill before the
+journal leaves a batch the next run drops (the rows are absent); after it, the next run
+moves the rest of the files in (the rows are whole). Spark's own commit into the table
+would make the files visible one by one with no record of which belong together.
 """
 
 from __future__ import annotations
@@ -28,10 +37,16 @@ from dbt.adapters.zspark.swap import (
     recovery_plan,
 )
 
+#: An append's rows, written whole before they move into the table (a session only).
+BATCH, BATCH_SUFFIX = "batch", "__zspark_batch"
+#: The table property that journals a batch moving into the table.
+BATCH_KEY = "zspark.batch.publishing"
+
 
 def version_names(table: str) -> dict[str, str]:
-    """The names of a table's versions by role (``swap.ROLES``)."""
-    return {TABLE: table, NEXT: table + NEXT_SUFFIX, PREVIOUS: table + PREVIOUS_SUFFIX}
+    """The names of a table's versions by role (``swap.ROLES``) and of an append's batch."""
+    return {TABLE: table, NEXT: table + NEXT_SUFFIX, PREVIOUS: table + PREVIOUS_SUFFIX,
+            BATCH: table + BATCH_SUFFIX}
 
 
 @dataclass
@@ -57,13 +72,16 @@ class TableVersions:
         return next((str(row[1]) for row in self.fetch(statement)
                      if str(row[0]).strip() == key and row[1] is not None), None)
 
+    def _schema_folder(self) -> str:
+        return spark_path(self._info(f"describe schema extended {self.schema}",
+                                     "Location") or "").rstrip("/")
+
     def observe(self) -> SwapState:
         """What the metastore and the folders show for each of the three names."""
         names = self.names
         listed = {str(row[1]).lower() for row in self.fetch(
             f"show tables in {self.schema} like {sql_string('|'.join(names.values()))}")}
-        schema_folder = spark_path(self._info(f"describe schema extended {self.schema}",
-                                              "Location") or "").rstrip("/")
+        schema_folder = self._schema_folder()
         places = {}
         for role in ROLES:
             folder = f"{schema_folder}/{names[role]}"
@@ -93,6 +111,51 @@ class TableVersions:
                              f"{self.qualified(action.target)}")
             on_action(action)
         return actions
+
+    def _listed(self, role: str) -> bool:
+        return bool(self.fetch(f"show tables in {self.schema} like "
+                               f"{sql_string(self.names[role])}"))
+
+    def _location(self, role: str) -> str:
+        location = self._info(f"describe table extended {self.qualified(role)}", "Location")
+        if not location:
+            raise LookupError(f"no location for {self.qualified(role)}")
+        return spark_path(location).rstrip("/")
+
+    def publish_batch(self) -> int:
+        """Move the journaled batch's files into the table (those still in the batch),
+        register new partitions, clear the journal, drop the batch; the files moved."""
+        batch_at, table_at = self._location(BATCH), self._location(TABLE)
+        moved = self.folders.files(batch_at)
+        for count, path in enumerate(moved, start=1):
+            self.folders.move(path, table_at + path[len(batch_at):])
+            if count == 1:
+                stop_point("append:publishing")
+        if any("/" in path[len(batch_at) + 1:] for path in moved):
+            self.execute(f"alter table {self.qualified(TABLE)} recover partitions")
+        self.execute(f"alter table {self.qualified(TABLE)} unset tblproperties if exists "
+                     f"({sql_string(BATCH_KEY)})")
+        self.execute(f"drop table if exists {self.qualified(BATCH)}")
+        return len(moved)
+
+    def recover_batch(self, journaled: bool) -> str | None:
+        """Finish or undo an append a killed run left (``journaled``: the table's
+        properties name its batch); what was done, or None."""
+        if journaled:
+            if self._listed(BATCH):
+                self.publish_batch()
+                return "an append stopped while its files moved into the table: the rest moved in"
+            self.execute(f"alter table {self.qualified(TABLE)} unset tblproperties if exists "
+                         f"({sql_string(BATCH_KEY)})")
+            return None
+        if self._listed(BATCH):
+            self.execute(f"drop table if exists {self.qualified(BATCH)}")
+            return "an append that never reached the table: its batch is dropped"
+        folder = f"{self._schema_folder()}/{self.names[BATCH]}"
+        if self.folders.exists(folder):
+            self.folders.delete(folder)
+            return "files of an append's batch that was never registered are deleted"
+        return None
 
     def swap(self, replaces: bool) -> None:
         """Make the next version the table (``replaces``: a table exists and becomes the

@@ -49,7 +49,13 @@
         {{ create_table_as(True, tmp_relation, step.sql) }}
       {%- endcall -%}
       {%- do process_schema_changes(incremental_validate_on_schema_change(config.get('on_schema_change'), default='ignore'), tmp_relation, existing_relation) -%}
-      {%- do zspark_write_statement(dbt_spark_get_incremental_sql(strategy, tmp_relation, target_relation, existing_relation, none, none)) -%}
+      {#- An append in a session writes a batch whose files then move into the table under
+          a journal (table_versions.py): a killed run leaves its rows whole or absent. -#}
+      {%- set batch = adapter.zspark_begin_batch(model['name'], target_relation) if strategy == 'append' else none -%}
+      {%- do zspark_write_statement(dbt_spark_get_incremental_sql(strategy, tmp_relation, batch or target_relation, batch or existing_relation, none, none)) -%}
+      {%- if batch is not none -%}
+        {%- do adapter.zspark_publish_batch(model['name'], target_relation) -%}
+      {%- endif -%}
       {%- set want_index = zconfig.zspark_index is none or zconfig.zspark_index -%}
       {%- do adapter.zspark_finish_increment(model['name'], target_relation, want_index, index_args.clustering, index_args.index_columns) -%}
     {%- endif -%}
