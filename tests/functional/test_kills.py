@@ -46,7 +46,8 @@ FILES = {
     """,
     f"models/{MODEL}.sql": f"""
         {{{{ config(materialized='incremental', incremental_strategy='append',
-                    hilbert_by=['a', 's'], file_count=6) }}}}
+                    hilbert_by=['a', 's'], file_count=6,
+                    zspark_recluster=var('recluster', true)) }}}}
         {ROWS} from range(0, {{{{ var('stop') }}}})
         {{% if is_incremental() %}}
           where id > (select coalesce(max(id), -1) from {{{{ this }}}})
@@ -141,6 +142,7 @@ class Project:
         return result.stdout
 
     def check_repair(self, log: str) -> None:
+        """After a kill that left names to repair, the next run says it repaired them."""
         if self.last_kill in REPAIRED_NAMES:
             assert f"zspark: {MODEL}: recovered" in log, (self.last_kill, log[-4000:])
         self.last_kill = ""
@@ -156,71 +158,36 @@ def killed_project(tmp_path_factory: pytest.TempPathFactory) -> Project:
     return Project(tmp_path_factory.mktemp("kills"))
 
 
-def test_kills_at_every_step_of_builds_appends_and_rewrites(killed_project: Project) -> None:
+def test_kills_inside_swaps_appends_and_rewrites_in_a_session(
+        killed_project: Project) -> None:
+    """One chain of kills, one per state a kill leaves that only a session meets (folders
+    moved by half a rename, an append's batch), each killed run repairing what the one
+    before left; checked by a plain `dbt build` at its end. Test_thrift kills the other
+    steps; tests/unit/test_swap.py covers every instruction of the swap."""
     project = killed_project
     project.build(2000)
-    # A full refresh killed at each step of its build and swap; each kill follows the
-    # repair of the one before.
-    for step in ("build:written", "swap:begin", "swap:previous_renamed", "swap:next_renamed",
-                 "swap:previous_dropped", "index:published"):
-        project.killed(step, "run", "--full-refresh", "--vars", f"{{stop: {project.stop}}}")
-    project.build(2300)
-    # Appends killed after their batch, amid its files' moves and after their index;
-    # re-clusterings killed at
-    # each step of the next version and its swap (each after an append: rows to rewrite).
-    project.killed("append:written")  # the batch written, not yet journaled: dropped
-    project.killed("append:publishing")  # one file moved in: the rest follow
-    project.killed("append:inserted")  # all moved in: the index is repaired
-    project.killed("append:indexed")
-    for step in ("rewrite:written", "rewrite:linked", "swap:begin", "swap:previous_renamed",
-                 "swap:next_renamed", "swap:previous_dropped", "index:published"):
-        project.build(project.stop + 300)
-        project.killed(step, *project.recluster(full=True))
-    # Two appends, a merge of them killed inside its swap, then one that finishes.
-    project.build(project.stop + 300)
-    project.build(project.stop + 300)
-    project.killed("swap:previous_renamed", *project.recluster())
-    result = project.dbt(*project.recluster())
-    assert result.returncode == 0, result.stdout[-6000:]
-    project.check_repair(result.stdout)
-    assert "merge (" in result.stdout
-    project.build(project.stop + 300)
-
-
-def test_renames_stopped_between_their_folder_and_their_table(
-        killed_project: Project) -> None:
-    """Spark renames a managed table in two steps (the folder moves, then the metastore
-    entry): the states between them, made by moving the folder as the rename does."""
-    project = killed_project
-    if not project.stop:
-        project.build(2000)
     table, backup, following = (project.warehouse / name for name in (
         MODEL, f"{MODEL}__zspark_old", f"{MODEL}__zspark_new"))
-    # The table's folder moved to the previous version's name, its entry not yet.
-    project.killed("swap:begin", "run", "--full-refresh", "--vars",
-                   f"{{stop: {project.stop}}}")
-    shutil.move(table, backup)
-    log = project.build(project.stop + 300)
+    full_refresh = ("run", "--full-refresh", "--vars", f"{{stop: {project.stop}}}")
+    # Spark renames a managed table in two steps (its folder moves, then its metastore
+    # entry): the states between them are made by moving the folder as the rename does.
+    project.killed("swap:begin", *full_refresh)
+    shutil.move(table, backup)  # the table's rename to its previous version, half done
+    log = project.killed("swap:previous_renamed", *full_refresh)
     assert "a rename of killed__zspark_old stopped halfway" in log
-    # The next version's folder moved to the table's name, its entry not yet.
-    project.killed("swap:previous_renamed", "run", "--full-refresh", "--vars",
-                   f"{{stop: {project.stop}}}")
-    shutil.move(following, table)
-    log = project.build(project.stop + 300)
+    shutil.move(following, table)  # the next version's rename to the table, half done
+    log = project.killed("swap:next_renamed", *full_refresh)
     assert "a rename of killed stopped halfway" in log
-    assert "the swap had not committed" in log
-
-
-def test_random_kills(killed_project: Project) -> None:
-    project = killed_project
-    if not project.stop:
-        project.build(2000)
-    chance = random.Random(29)
-    for round_ in range(3):
-        args = [("run", "--vars", f"{{stop: {project.stop + 300}}}"),
-                project.recluster(full=True),
-                ("run", "--full-refresh", "--vars", f"{{stop: {project.stop}}}")][round_]
-        started = time.monotonic()
-        project.dbt(*args, kill_after=chance.uniform(8, 25))
-        print(f"killed {args[0]} after {time.monotonic() - started:.1f} s")
-        project.build(project.stop + 300)
+    # Appends (no automatic re-clustering: each is a batch) killed before their batch is
+    # journaled (dropped), then after one of its files moved in (the rest follow).
+    for count, step in enumerate(("append:written", "append:publishing"), start=1):
+        project.killed(step, "run", "--vars",
+                       f"{{stop: {project.stop + 300 * count}, recluster: false}}")
+    # A full re-clustering killed once its next version holds every row (hard links).
+    project.killed("rewrite:linked", *project.recluster(full=True))
+    # A kill at a random moment of an append.
+    started = time.monotonic()
+    project.dbt("run", "--vars", f"{{stop: {project.stop + 900}}}",
+                kill_after=random.Random(29).uniform(6, 20))
+    print(f"run killed after {time.monotonic() - started:.1f} s")
+    project.build(project.stop + 1200)

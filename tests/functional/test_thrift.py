@@ -544,18 +544,21 @@ if __name__ == "__main__":  # the `project` fixture's pyspark step
 
 def test_killed_runs_recover_over_thrift_with_the_server_up(
         thrift_port: int, tmp_path: Path) -> None:
-    """dbt clients killed (SIGKILL) at steps of an append, a re-clustering and its swap,
-    the server staying up; each next `dbt build` repairs and checks rows, index and scan
-    (the checks of test_kills)."""
+    """dbt clients killed (SIGKILL) at the steps of a build, an append, a merge, a full
+    re-clustering and their swaps, the server staying up: each killed run repairs what
+    the one before left, then dies at its own step; a plain `dbt build` at the end checks
+    rows, index and scan (the checks of test_kills)."""
     from tests.functional.test_kills import Project
 
     killed = Project(tmp_path, thrift_port=thrift_port)
     killed.build(1500)
-    killed.killed("append:inserted")
-    killed.build(killed.stop + 300)
-    for step in ("rewrite:linked", "swap:previous_renamed", "swap:next_renamed"):
+    full_refresh = ("run", "--full-refresh", "--vars", f"{{stop: {killed.stop}}}")
+    for step in ("build:written", "swap:previous_renamed", "swap:next_renamed"):
+        killed.killed(step, *full_refresh)
+    for count, step in enumerate(("append:inserted", "append:indexed"), start=1):
+        killed.killed(step, "run", "--vars",
+                      f"{{stop: {killed.stop + 300 * count}, recluster: false}}")
+    killed.killed("swap:previous_renamed", *killed.recluster())  # a merge
+    for step in ("rewrite:written", "rewrite:linked", "swap:next_renamed"):
         killed.killed(step, *killed.recluster(full=True))
-        killed.build(killed.stop + 300)  # repaired, as Project.check_repair asserts
-    killed.killed("swap:previous_renamed", "run", "--full-refresh", "--vars",
-                  f"{{stop: {killed.stop}}}")
-    killed.build(killed.stop + 300)
+    killed.build(killed.stop + 900)
