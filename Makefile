@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup demo test bench bench-keys bench-scale bench-pipeline bench-thrift bench-balanced bench-quick bench-report lint
+.PHONY: setup demo test bench bench-keys bench-scale bench-pipeline bench-thrift bench-balanced bench-kills bench-quick bench-report lint
 
 # Scale of `make bench` (seed 002: 1000 files).
 ROWS ?= 2000000
@@ -58,6 +58,11 @@ bench-thrift: setup
 # Hilbert beside the balanced layout (equal and weighted) on uniform, Zipf and correlated data.
 bench-balanced: setup
 	$(PY) -m bench.balanced --repeats 3
+
+# Random SIGKILLs of a clustered incremental model's runs, in a session and over thrift.
+bench-kills: setup
+	$(PY) -m bench.kills --rounds 20
+	$(PY) -m bench.kills --rounds 20 --thrift
 
 # 2 M, 8 M and 20 M rows at 1000 files: build time per M rows, driver memory, queries.
 bench-scale: setup

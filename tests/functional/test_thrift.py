@@ -548,9 +548,9 @@ def test_killed_runs_recover_over_thrift_with_the_server_up(
     re-clustering and their swaps, the server staying up: each killed run repairs what
     the one before left, then dies at its own step; a plain `dbt build` at the end checks
     rows, index and scan (the checks of test_kills)."""
-    from tests.functional.test_kills import Project
+    from bench.kills import KilledProject
 
-    killed = Project(tmp_path, thrift_port=thrift_port)
+    killed = KilledProject(tmp_path, thrift_port=thrift_port)
     killed.build(1500)
     full_refresh = ("run", "--full-refresh", "--vars", f"{{stop: {killed.stop}}}")
     for step in ("build:written", "swap:previous_renamed", "swap:next_renamed"):

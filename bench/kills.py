@@ -1,0 +1,258 @@
+"""Random SIGKILLs of a clustered incremental model's runs, each followed by the next.
+
+A soak of the crash-safe write protocols (``swap.py``, ``table_versions.py``): round
+after round, one of an append, a merge, a full re-clustering or a full refresh of a
+clustered incremental model is started as its own `dbt` process and killed with SIGKILL
+(its Spark driver with it) at a random moment, or left to finish; the next round's run
+repairs what it left first. Every few rounds, and at the end, a plain `dbt build` checks
+the rows against the source (count and checksum), the index against the table's files
+and `zspark_scan` against the plain filter. Prints, per round, what ran, when it was
+killed, the last step it logged and what the next run repaired.
+
+    python -m bench.kills --rounds 20            # an embedded session
+    python -m bench.kills --rounds 20 --thrift   # a local Spark Thrift Server
+
+The test suite runs the same project with a kill at each named step
+(``tests/functional/test_kills.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from bench.common import REPO, Progress
+
+BIN = Path(sys.executable).parent
+SCHEMA = "zspark_kill"
+MODEL = "killed"
+#: What the run after a kill at each step repairs: the versions' names (and an append's
+#: batch), or only the index (when it is read: incremental runs); nothing once the
+#: index is written.
+REPAIRED_NAMES = {"build:written", "swap:begin", "swap:previous_renamed",
+                  "swap:next_renamed", "rewrite:written", "rewrite:linked",
+                  "append:written", "append:publishing"}
+ROWS = "select id, cast(id % 13 as int) as a, concat('s', cast(id % 37 as string)) as s"
+
+FILES = {
+    "dbt_project.yml": """
+        name: zspark_kills
+        version: "1.0"
+        config-version: 2
+        profile: zspark_kills
+        flags:
+          send_anonymous_usage_stats: false
+    """,
+    f"models/{MODEL}.sql": f"""
+        {{{{ config(materialized='incremental', incremental_strategy='append',
+                    hilbert_by=['a', 's'], file_count=6,
+                    zspark_recluster=var('recluster', true)) }}}}
+        {ROWS} from range(0, {{{{ var('stop') }}}})
+        {{% if is_incremental() %}}
+          where id > (select coalesce(max(id), -1) from {{{{ this }}}})
+        {{% endif %}}
+    """,
+    "tests/rows_exact.sql": f"""
+        select * from
+          (select count(*) as c, coalesce(sum(hash(id, a, s)), 0) as h
+           from {{{{ ref('{MODEL}') }}}}) t
+          cross join
+          (select count(*) as c, coalesce(sum(hash(id, a, s)), 0) as h
+           from ({ROWS} from range(0, {{{{ var('stop') }}}}))) e
+        where t.c != e.c or t.h != e.h
+    """,
+    "tests/index_lists_the_files.sql": f"""
+        with i as (select file_path from {{{{ ref('{MODEL}') }}}}__zindex
+                   where row_group is null),
+             f as (select distinct _metadata.file_path as file_path
+                   from {{{{ ref('{MODEL}') }}}})
+        select * from i full outer join f on i.file_path = f.file_path
+        where i.file_path is null or f.file_path is null
+    """,
+    "tests/scan_equals_filter.sql": f"""
+        select * from
+          (select count(*) as c, coalesce(sum(hash(id)), 0) as h
+           from {{{{ zspark_scan(ref('{MODEL}'), "a = 3 and s >= 's2'") }}}} z) z
+          cross join
+          (select count(*) as c, coalesce(sum(hash(id)), 0) as h
+           from {{{{ ref('{MODEL}') }}}} where a = 3 and s >= 's2') p
+        where z.c != p.c or z.h != p.h
+    """,
+}
+
+
+def _expect(holds: bool, problem: str) -> None:
+    if not holds:
+        raise AssertionError(problem)
+
+
+class KilledProject:
+    """The killed model's dbt project: an embedded session of its own (its own metastore:
+    a session's Derby metastore admits one process at a time), or a Thrift server."""
+
+    def __init__(self, root: Path, thrift_port: int | None = None) -> None:
+        self.root = root
+        self.stop = 0
+        self.last_kill = ""
+        self.warehouse = root / "session" / "warehouse" / f"{SCHEMA}.db"
+        for relative, text in FILES.items():
+            path = root / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(textwrap.dedent(text).lstrip())
+        connection = (["method: thrift", "host: 127.0.0.1", f"port: {thrift_port}",
+                       "user: dbt"] if thrift_port else
+                      ["method: session", f"session_dir: {root / 'session'}",
+                       "server_side_parameters:", '  spark.master: "local[2]"',
+                       '  spark.sql.shuffle.partitions: "4"', "  spark.driver.memory: 1g"])
+        profile = ["zspark_kills:", "  target: dev", "  outputs:", "    dev:",
+                   "      type: zspark", f"      schema: {SCHEMA}",
+                   *(f"      {line}" for line in connection)]
+        (root / "profiles.yml").write_text("\n".join(profile) + "\n")
+
+    def dbt(self, *args: str, stop_at: str = "", kill_after: float | None = None,
+            ) -> subprocess.CompletedProcess[str]:
+        """A dbt process leading its own process group (its Spark driver is in it)."""
+        env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1",
+               "ZSPARK_STOP_AT": stop_at}
+        command = [str(BIN / "dbt"), *args, "--project-dir", str(self.root),
+                   "--profiles-dir", str(self.root)]
+        process = subprocess.Popen(command, cwd=self.root, env=env, text=True,
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+        try:
+            output, _ = process.communicate(timeout=kill_after or 600)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            output, _ = process.communicate()
+        return subprocess.CompletedProcess(command, process.returncode, output, "")
+
+    def build(self, stop: int) -> str:
+        """A plain `dbt build` up to row ``stop``: recovery, the model, and its tests."""
+        result = self.dbt("build", "--vars", f"{{stop: {stop}}}")
+        _expect(result.returncode == 0 and "PASS=4" in result.stdout,
+                f"`dbt build` up to {stop} did not pass:\n{result.stdout[-6000:]}")
+        self.check_repair(result.stdout)
+        self.stop = stop
+        return result.stdout
+
+    def killed(self, stop_at: str, *args: str) -> str:
+        """A run killed at ``stop_at``: it must die there (SIGKILL), not fail before, and
+        it must first have repaired what the kill before it left."""
+        result = self.dbt(*(args or ("run", "--vars", f"{{stop: {self.stop + 300}}}")),
+                          stop_at=stop_at)
+        _expect(result.returncode == -signal.SIGKILL,
+                f"not killed at {stop_at}:\n{result.stdout[-6000:]}")
+        self.check_repair(result.stdout)
+        self.last_kill = stop_at
+        return result.stdout
+
+    def check_repair(self, log: str) -> None:
+        """After a kill that left names to repair, the next run says it repaired them."""
+        if self.last_kill in REPAIRED_NAMES:
+            _expect(f"zspark: {MODEL}: recovered" in log,
+                    f"nothing repaired after a kill at {self.last_kill}:\n{log[-4000:]}")
+        self.last_kill = ""
+
+    def recluster(self, full: bool = False) -> tuple[str, ...]:
+        relation = f"{SCHEMA}.{MODEL}"
+        return ("run-operation", "zspark_recluster", "--args",
+                f"{{relation: {relation}, full: {str(full).lower()}}}")
+
+
+
+#: The zspark log lines that say what a run repaired, and what a run was doing.
+REPAIRED = re.compile(r"zspark: killed: (recovered .*|the index .* rebuilding it)")
+STEP = re.compile(r"zspark: killed: (.*)")
+
+
+def last_step(log: str) -> str:
+    """The last zspark line a run logged (where a kill landed, roughly)."""
+    steps = [m.group(1) for m in STEP.finditer(log)]
+    return steps[-1][:90] if steps else "(before any zspark step)"
+
+
+def soak(project: KilledProject, rounds: int, seed: int, check_every: int,
+         progress: Progress) -> dict[str, Any]:
+    chance = random.Random(seed)
+    project.build(2000)
+    repairs: Counter[str] = Counter()
+    kinds: Counter[str] = Counter()
+    killed = checks = 0
+    for number in range(1, rounds + 1):
+        kind = chance.choice(["append", "append", "merge", "full", "refresh"])
+        args = {"append": ("run", "--vars", f"{{stop: {project.stop + 300 * number}}}"),
+                "merge": project.recluster(),
+                "full": project.recluster(full=True),
+                "refresh": ("run", "--full-refresh", "--vars",
+                            f"{{stop: {project.stop}}}")}[kind]
+        after = chance.uniform(3, 30)
+        result = project.dbt(*args, kill_after=after)
+        was_killed = result.returncode == -signal.SIGKILL
+        if not was_killed and result.returncode != 0:
+            raise SystemExit(f"round {number}: {kind} failed:\n{result.stdout[-6000:]}")
+        killed += was_killed
+        kinds[kind] += 1
+        found = [m.group(1)[:120] for m in REPAIRED.finditer(result.stdout)]
+        repairs.update(line.split(":")[0] if line.startswith("recovered") else "index rebuilt"
+                       for line in found)
+        progress(f"round {number}: {kind} " + (f"killed after {after:.1f} s, last step: "
+                                             f"{last_step(result.stdout)}" if was_killed
+                                             else "finished")
+                 + ("; it repaired first: " + " | ".join(found) if found else ""))
+        if number % check_every == 0 or number == rounds:
+            project.build(project.stop + 300 * (number + 1))
+            checks += 1
+            progress(f"checked: rows, index and scan exact at {project.stop} rows")
+    return {"rounds": rounds, "killed": killed, "checks": checks, "runs": dict(kinds),
+            "repairs": dict(repairs)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=29)
+    parser.add_argument("--check-every", type=int, default=5)
+    parser.add_argument("--thrift", action="store_true")
+    parser.add_argument("--out", type=Path, default=REPO / "BENCHMARKS-kills.json")
+    args = parser.parse_args(argv)
+    progress = Progress()
+    root = Path(tempfile.mkdtemp(prefix="zspark_kills_"))
+    if args.thrift:
+        from bench.servers import thrift_server
+
+        env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+        home = root / "server"
+        conf = {"spark.sql.warehouse.dir": str(home / "warehouse"),
+                "spark.driver.extraJavaOptions": f"-Dderby.system.home={home}",
+                "spark.hadoop.javax.jdo.option.ConnectionURL":
+                    f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true"}
+        home.mkdir()
+        with thrift_server(home, conf, env) as port:
+            figures = soak(KilledProject(root / "project", port), args.rounds, args.seed,
+                           args.check_every, progress)
+    else:
+        figures = soak(KilledProject(root / "project"), args.rounds, args.seed,
+                       args.check_every, progress)
+    figures["connection"] = "thrift" if args.thrift else "session"
+    figures["date"] = time.strftime("%Y-%m-%d %H:%M")
+    progress(json.dumps(figures))
+    results = json.loads(args.out.read_text()) if args.out.exists() else {}
+    results[figures["connection"]] = figures
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
