@@ -177,10 +177,13 @@ REPAIRED = re.compile(r"zspark: killed: (recovered .*|the index .* rebuilding it
 STEP = re.compile(r"zspark: killed: (.*)")
 
 
-def last_step(log: str) -> str:
-    """The last zspark line a run logged (where a kill landed, roughly)."""
-    steps = [m.group(1) for m in STEP.finditer(log)]
-    return steps[-1][:90] if steps else "(before any zspark step)"
+def last_step(project: KilledProject) -> str:
+    """The last zspark line the latest run wrote to dbt's log file (where a kill landed,
+    roughly: the console leaves out debug and some info lines)."""
+    log = (project.root / "logs" / "dbt.log").read_text(errors="replace")
+    latest = log.rsplit("Running with dbt", 1)[-1]
+    steps = [m.group(1) for m in STEP.finditer(latest)]
+    return steps[-1][:100] if steps else "(before any zspark step: Spark starting)"
 
 
 def soak(project: KilledProject, rounds: int, seed: int, check_every: int,
@@ -197,7 +200,7 @@ def soak(project: KilledProject, rounds: int, seed: int, check_every: int,
                 "full": project.recluster(full=True),
                 "refresh": ("run", "--full-refresh", "--vars",
                             f"{{stop: {project.stop}}}")}[kind]
-        after = chance.uniform(3, 30)
+        after = chance.uniform(8, 40)
         result = project.dbt(*args, kill_after=after)
         was_killed = result.returncode == -signal.SIGKILL
         if not was_killed and result.returncode != 0:
@@ -208,7 +211,7 @@ def soak(project: KilledProject, rounds: int, seed: int, check_every: int,
         repairs.update(line.split(":")[0] if line.startswith("recovered") else "index rebuilt"
                        for line in found)
         progress(f"round {number}: {kind} " + (f"killed after {after:.1f} s, last step: "
-                                             f"{last_step(result.stdout)}" if was_killed
+                                             f"{last_step(project)}" if was_killed
                                              else "finished")
                  + ("; it repaired first: " + " | ".join(found) if found else ""))
         if number % check_every == 0 or number == rounds:
