@@ -356,7 +356,7 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
                 elif action.kind == "drop":
                     self.cache_dropped(self._version(relation, action.source))
 
-            versions.recover(cached)
+            versions.recover(state, cached)
             if self._server_has_table(relation) and self._is_session():
                 journaled = BATCH_KEY in self._table_properties(relation)
                 batch = versions.recover_batch(journaled)

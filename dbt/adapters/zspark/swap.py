@@ -54,9 +54,6 @@ PREVIOUS_SUFFIX = "__zspark_old"
 TABLE, NEXT, PREVIOUS = "table", "next", "previous"
 ROLES = (TABLE, NEXT, PREVIOUS)
 
-#: The swap's steps, in order, as named in the log and by stop points.
-SWAP_STEPS = ("swap:previous_renamed", "swap:next_renamed", "swap:previous_dropped")
-
 
 class AmbiguousSwapStateError(RuntimeError):
     """The names and folders of a table do not tell what a stopped swap was doing."""

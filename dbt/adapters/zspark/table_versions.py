@@ -95,10 +95,11 @@ class TableVersions:
             places[role] = Place(folder, self.folders.exists(folder), entry, entry_folder)
         return SwapState(names, places)
 
-    def recover(self, on_action: Callable[[Action], None]) -> list[Action]:
-        """Repair whatever a stopped swap left (``swap.recovery_plan``); every repair is
-        planned before the first runs. ``on_action`` is told of each once it has run."""
-        actions = recovery_plan(self.observe())
+    def recover(self, state: SwapState, on_action: Callable[[Action], None]) -> list[Action]:
+        """Repair what a stopped swap left in ``state`` (as :meth:`observe` found it; see
+        ``swap.recovery_plan``); every repair is planned before the first runs.
+        ``on_action`` is told of each once it has run."""
+        actions = recovery_plan(state)
         for action in actions:
             if action.kind == "move_folder":
                 self.folders.move(action.source, action.target)
