@@ -73,5 +73,6 @@ def test_writes_set_permissions_without_a_process_per_file(spark: Any, tmp_path:
     umask = os.umask(0)
     os.umask(umask)
     assert {stat.S_IMODE(p.stat().st_mode) for p in written} == {0o666 & ~umask}
-    # Hadoop's own file system spawns a `chmod` process per file and directory (800 here).
-    assert spawned < files // 4, f"{spawned} processes or threads started during the write"
+    # Hadoop's own file system spawns a `chmod` process per file and directory (800 here);
+    # the count also takes in threads Spark starts meanwhile (53 seen in one CI run).
+    assert spawned < files, f"{spawned} processes or threads started during the write"
