@@ -24,6 +24,9 @@ class Folders(Protocol):
     def delete(self, path: str) -> None:
         """Delete the folder ``path`` and everything in it."""
 
+    def make(self, path: str) -> None:
+        """Create the empty folder ``path`` (and its parents)."""
+
     def files(self, path: str) -> list[str]:
         """The data files under the folder ``path``, at any depth (hidden ones left out)."""
 
@@ -54,6 +57,10 @@ class SessionFolders:
         located, files = self._path(path)
         files.delete(located, True)
 
+    def make(self, path: str) -> None:
+        located, files = self._path(path)
+        files.mkdirs(located)
+
     def files(self, path: str) -> list[str]:
         located, files = self._path(path)
         if not files.exists(located):
@@ -78,6 +85,9 @@ class ServerFolders:
 
     def delete(self, path: str) -> None:
         raise NotImplementedError("folders of a server are deleted by SQL only")
+
+    def make(self, path: str) -> None:
+        raise NotImplementedError("folders of a server are made by SQL only")
 
     def files(self, path: str) -> list[str]:
         raise NotImplementedError("files of a server are listed by SQL only")

@@ -37,7 +37,7 @@ from dbt.adapters.zspark.swap import (
     Action,
     AmbiguousSwapStateError,
 )
-from dbt.adapters.zspark.table_versions import BATCH, BATCH_KEY
+from dbt.adapters.zspark.table_versions import APPEND, BATCH, BATCH_KEY, OVERWRITE
 
 logger = AdapterLogger("zspark")
 
@@ -358,8 +358,7 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
 
             versions.recover(state, cached)
             if self._server_has_table(relation) and self._is_session():
-                journaled = BATCH_KEY in self._table_properties(relation)
-                batch = versions.recover_batch(journaled)
+                batch = versions.recover_batch(self._table_properties(relation).get(BATCH_KEY))
                 if batch is not None:
                     done.append(Action("batch", BATCH, why=batch))
         except AmbiguousSwapStateError as error:
@@ -379,8 +378,8 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
 
     @available
     def zspark_begin_batch(self, model: str, relation: Any) -> Any:
-        """The batch an append writes before its files move into the table (a session; over
-        a server, None: the rows are inserted into the table by Spark's own commit)."""
+        """The batch an append or an overwrite writes before its files move into the table
+        (a session; over a server, None: Spark's own commit writes into the table)."""
         if not self._is_session():
             return None
         batch = self._version(relation, BATCH)
@@ -388,12 +387,14 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         return batch
 
     @available
-    def zspark_publish_batch(self, model: str, relation: Any) -> None:
-        """Journal the written batch in the table's properties, then move its files in."""
-        stop_point("append:written")
+    def zspark_publish_batch(self, model: str, relation: Any, strategy: str) -> None:
+        """Journal the written batch in the table's properties, then move its files in
+        (``strategy`` insert_overwrite: in place of what it replaces)."""
+        mode = OVERWRITE if strategy == "insert_overwrite" else APPEND
+        stop_point(f"{mode}:written")
         batch = self._version(relation, BATCH)
-        self.execute(set_properties_sql(str(relation), {BATCH_KEY: batch.identifier}))
-        self._versions(relation).publish_batch()
+        self.execute(set_properties_sql(str(relation), {BATCH_KEY: mode}))
+        self._versions(relation).publish_batch(mode)
         self.cache_dropped(batch)
 
     @available

@@ -12,6 +12,16 @@ registers new partitions, clears the journal and drops the batch. A kill before 
 journal leaves a batch the next run drops (the rows are absent); after it, the next run
 moves the rest of the files in (the rows are whole). Spark's own commit into the table
 would make the files visible one by one with no record of which belong together.
+
+An overwrite (``insert_overwrite``) publishes its batch the same way, after setting aside
+what it replaces: the table's partition folders the batch has rows for (of an
+unpartitioned table, every file) move into ``<table>__zspark_replacing``, which is renamed
+``<table>__zspark_replaced`` once all have moved (the mark that none of the table's
+remaining files is old); only then do the batch's files move in, and the set-aside
+folder is deleted once the journal is cleared (the mark outlives it). A kill before the
+mark: the next run sets aside the rest (every file still in those places is old); after
+it: the rest of the batch moves in. The rows replaced are deleted only once all their
+successors are in and the overwrite is done.
 """
 
 from __future__ import annotations
@@ -39,8 +49,11 @@ from dbt.adapters.zspark.swap import (
 
 #: An append's rows, written whole before they move into the table (a session only).
 BATCH, BATCH_SUFFIX = "batch", "__zspark_batch"
-#: The table property that journals a batch moving into the table.
+#: The table property that journals a batch moving into the table; its value is how.
 BATCH_KEY = "zspark.batch.publishing"
+APPEND, OVERWRITE = "append", "overwrite"
+#: Where an overwrite sets aside what it replaces, before and after all of it is there.
+REPLACING_SUFFIX, REPLACED_SUFFIX = "__zspark_replacing", "__zspark_replaced"
 
 
 def version_names(table: str) -> dict[str, str]:
@@ -123,40 +136,83 @@ class TableVersions:
             raise LookupError(f"no location for {self.qualified(role)}")
         return spark_path(location).rstrip("/")
 
-    def publish_batch(self) -> int:
-        """Move the journaled batch's files into the table (those still in the batch),
-        register new partitions, clear the journal, drop the batch; the files moved."""
+    def publish_batch(self, mode: str) -> int:
+        """Move the journaled batch's files into the table (those still in the batch), an
+        ``OVERWRITE`` first setting aside what they replace; register new partitions,
+        clear the journal, drop the batch, delete what was set aside. The number of
+        files moved."""
         batch_at, table_at = self._location(BATCH), self._location(TABLE)
         moved = self.folders.files(batch_at)
+        replaced = self._replaced_folder()
+        # The mark outlives the journal: while it is absent, no file has moved in.
+        if mode == OVERWRITE and not self.folders.exists(replaced):
+            self._set_aside(batch_at, table_at, moved, replaced)
         for count, path in enumerate(moved, start=1):
             self.folders.move(path, table_at + path[len(batch_at):])
             if count == 1:
-                stop_point("append:publishing")
-        if any("/" in path[len(batch_at) + 1:] for path in moved):
+                stop_point(f"{mode}:publishing")
+        if self._partitioned():
             self.execute(f"alter table {self.qualified(TABLE)} recover partitions")
         self.execute(f"alter table {self.qualified(TABLE)} unset tblproperties if exists "
                      f"({sql_string(BATCH_KEY)})")
         self.execute(f"drop table if exists {self.qualified(BATCH)}")
+        if mode == OVERWRITE:
+            self.folders.delete(replaced)
         return len(moved)
 
-    def recover_batch(self, journaled: bool) -> str | None:
-        """Finish or undo an append a killed run left (``journaled``: the table's
-        properties name its batch); what was done, or None."""
-        if journaled:
+    def _replaced_folder(self) -> str:
+        return f"{self._schema_folder()}/{self.table.lower()}{REPLACED_SUFFIX}"
+
+    def _partitioned(self) -> bool:
+        return any(str(row[0]).startswith("# Partition Information")
+                   for row in self.fetch(f"describe table {self.qualified(TABLE)}"))
+
+    def _set_aside(self, batch_at: str, table_at: str, batch_files: list[str],
+                   replaced: str) -> None:
+        """Move what the batch replaces out of the table into the replacing folder, then
+        mark it complete by renaming that folder ``replaced``. Called only while no file
+        of the batch has moved in, so everything still in those places is the old rows."""
+        replacing = replaced[:-len(REPLACED_SUFFIX)] + REPLACING_SUFFIX
+        if self._partitioned():  # the leaf partition folders the batch has rows for
+            places = sorted({path[len(batch_at):].rsplit("/", 1)[0] for path in batch_files})
+            old = [table_at + place for place in places if self.folders.exists(table_at + place)]
+        else:
+            old = self.folders.files(table_at)
+        for count, path in enumerate(old, start=1):
+            self.folders.move(path, replacing + path[len(table_at):])
+            if count == 1:
+                stop_point("overwrite:set_aside")
+        if not self.folders.exists(replacing):  # nothing to replace: an empty mark
+            self.folders.make(replacing)
+        self.folders.move(replacing, replaced)
+
+    def recover_batch(self, journal: str | None) -> str | None:
+        """Finish or undo an append or overwrite a killed run left (``journal``: how the
+        table's properties name a batch being published, or None); what was done, or None."""
+        if journal is not None:
+            mode = OVERWRITE if journal == OVERWRITE else APPEND
             if self._listed(BATCH):
-                self.publish_batch()
-                return "an append stopped while its files moved into the table: the rest moved in"
+                self.publish_batch(mode)
+                return (f"an {mode} stopped while its files moved into the table: "
+                        + ("what it replaces is set aside and " if mode == OVERWRITE else "")
+                        + "the rest moved in")
             self.execute(f"alter table {self.qualified(TABLE)} unset tblproperties if exists "
                          f"({sql_string(BATCH_KEY)})")
             return None
+        done = []
         if self._listed(BATCH):
             self.execute(f"drop table if exists {self.qualified(BATCH)}")
-            return "an append that never reached the table: its batch is dropped"
-        folder = f"{self._schema_folder()}/{self.names[BATCH]}"
-        if self.folders.exists(folder):
-            self.folders.delete(folder)
-            return "files of an append's batch that was never registered are deleted"
-        return None
+            done.append("a batch that never reached the table: it is dropped")
+        else:
+            folder = f"{self._schema_folder()}/{self.names[BATCH]}"
+            if self.folders.exists(folder):
+                self.folders.delete(folder)
+                done.append("files of a batch that was never registered are deleted")
+        replaced = self._replaced_folder()
+        if self.folders.exists(replaced):
+            self.folders.delete(replaced)
+            done.append("the rows an overwrite replaced, left once it was done, are deleted")
+        return "; ".join(done) or None
 
     def swap(self, replaces: bool) -> None:
         """Make the next version the table (``replaces``: a table exists and becomes the

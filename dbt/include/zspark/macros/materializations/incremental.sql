@@ -2,7 +2,8 @@
   Incremental models. Unclustered ones are dbt-spark's. A clustered one is built like a
   clustered table on its first run and on --full-refresh (atomic swap, layout stored with
   the table, index); later runs key their new rows with the stored layout. insert_overwrite
-  writes them sorted in files of the table's size; append follows the re-clustering policy
+  writes them sorted in files of the table's size, replacing the partitions they fall in
+  (the whole table when it has none); append follows the re-clustering policy
   (recluster.py): insert them as a run of narrow pieces, or rewrite them with some pending
   runs (or the whole table) into the table's next version. The index follows either way.
 -#}
@@ -42,19 +43,22 @@
       {%- do adapter.zspark_finish_rewrite(model['name'], target_relation, staging) -%}
     {%- else -%}
       {%- set tmp_relation = this.incorporate(path={"identifier": this.identifier ~ '__dbt_tmp'}).include(database=false, schema=false) -%}
-      {%- if strategy == 'insert_overwrite' and config.get('partition_by') -%}
-        {%- call statement() -%} set spark.sql.sources.partitionOverwriteMode = DYNAMIC {%- endcall -%}
-      {%- endif -%}
       {%- call statement('create_tmp_relation') -%}
         {{ create_table_as(True, tmp_relation, step.sql) }}
       {%- endcall -%}
       {%- do process_schema_changes(incremental_validate_on_schema_change(config.get('on_schema_change'), default='ignore'), tmp_relation, existing_relation) -%}
-      {#- An append in a session writes a batch whose files then move into the table under
-          a journal (table_versions.py): a killed run leaves its rows whole or absent. -#}
-      {%- set batch = adapter.zspark_begin_batch(model['name'], target_relation) if strategy == 'append' else none -%}
-      {%- do zspark_write_statement(dbt_spark_get_incremental_sql(strategy, tmp_relation, batch or target_relation, batch or existing_relation, none, none)) -%}
+      {#- In a session the rows go into a batch whose files then move into the table
+          (in place of the partitions an overwrite replaces) under a journal
+          (table_versions.py): a killed run leaves them whole or absent. -#}
+      {%- set batch = adapter.zspark_begin_batch(model['name'], target_relation) -%}
       {%- if batch is not none -%}
-        {%- do adapter.zspark_publish_batch(model['name'], target_relation) -%}
+        {%- do zspark_write_statement(dbt_spark_get_incremental_sql('append', tmp_relation, batch, batch, none, none)) -%}
+        {%- do adapter.zspark_publish_batch(model['name'], target_relation, strategy) -%}
+      {%- else -%}
+        {%- if strategy == 'insert_overwrite' and config.get('partition_by') -%}
+          {%- call statement() -%} set spark.sql.sources.partitionOverwriteMode = DYNAMIC {%- endcall -%}
+        {%- endif -%}
+        {%- do zspark_write_statement(dbt_spark_get_incremental_sql(strategy, tmp_relation, target_relation, existing_relation, none, none)) -%}
       {%- endif -%}
       {%- set want_index = zconfig.zspark_index is none or zconfig.zspark_index -%}
       {%- do adapter.zspark_finish_increment(model['name'], target_relation, want_index, index_args.clustering, index_args.index_columns) -%}

@@ -1,0 +1,181 @@
+"""Publishing an append's or an overwrite's batch (table_versions.py) stopped before each of
+its steps (every folder change and statement), then recovered as the next run does: the
+table holds exactly its rows before or exactly its rows after, and nothing of the batch or
+of what it replaced is left behind. Recovery is itself stopped once, at a varying step.
+
+Real Spark, real folders; the stop is an exception raised in place of the step. Real
+processes killed with SIGKILL at the named steps are in test_kills.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from dbt.adapters.zspark.folders import SessionFolders
+from dbt.adapters.zspark.table_versions import (
+    APPEND,
+    BATCH_KEY,
+    OVERWRITE,
+    REPLACED_SUFFIX,
+    REPLACING_SUFFIX,
+    TableVersions,
+)
+
+pytestmark = pytest.mark.spark
+
+SCHEMA, TABLE = "zspark_batches", "published"
+OLD = [(i, i % 3) for i in range(30)]  # partitions 0, 1, 2
+NEW = [(100 + i, 1 + 2 * (i % 2)) for i in range(10)]  # partitions 1 and 3
+
+
+class StoppedError(Exception):
+    """Raised in place of the step a kill would have stopped before."""
+
+
+class StopAfter:
+    """Counts the steps of a publication; raises ``StoppedError`` in place of step ``left``."""
+
+    def __init__(self, left: int | None) -> None:
+        self.left = left
+
+    def step(self) -> None:
+        if self.left is not None:
+            if self.left == 0:
+                raise StoppedError
+            self.left -= 1
+
+
+class StoppingFolders(SessionFolders):
+    def __init__(self, spark: Any, stop: StopAfter) -> None:
+        super().__init__(spark)
+        self.stop = stop
+
+    def move(self, source: str, target: str) -> None:
+        self.stop.step()
+        super().move(source, target)
+
+    def delete(self, path: str) -> None:
+        self.stop.step()
+        super().delete(path)
+
+    def make(self, path: str) -> None:
+        self.stop.step()
+        super().make(path)
+
+
+def versions(spark: Any, stop: StopAfter) -> TableVersions:
+    def execute(sql: str) -> Any:
+        stop.step()
+        return spark.sql(sql)
+
+    return TableVersions(SCHEMA, TABLE, lambda sql: [tuple(r) for r in spark.sql(sql).collect()],
+                         execute, StoppingFolders(spark, stop))
+
+
+def written(spark: Any, partitioned: bool) -> str:
+    """The table with OLD's rows and its batch with NEW's, journaled; the schema's folder."""
+    spark.sql(f"create database if not exists {SCHEMA}")
+    for name in (TABLE, TABLE + "__zspark_batch"):
+        spark.sql(f"drop table if exists {SCHEMA}.{name}")
+    folder = spark.catalog.getDatabase(SCHEMA).locationUri.rstrip("/")
+    files = SessionFolders(spark)
+    for suffix in (REPLACING_SUFFIX, REPLACED_SUFFIX):
+        files.delete(f"{folder}/{TABLE}{suffix}")
+    spark.sql(f"create table {SCHEMA}.{TABLE} (id int, p int) using parquet"
+              + (" partitioned by (p)" if partitioned else ""))
+    spark.createDataFrame(OLD, "id int, p int").repartition(2).write.insertInto(
+        f"{SCHEMA}.{TABLE}")
+    spark.sql(f"create table {SCHEMA}.{TABLE}__zspark_batch like {SCHEMA}.{TABLE}")
+    spark.createDataFrame(NEW, "id int, p int").repartition(2).write.insertInto(
+        f"{SCHEMA}.{TABLE}__zspark_batch")
+    return folder
+
+
+def rows(spark: Any) -> list[tuple[int, int]]:
+    spark.catalog.refreshTable(f"{SCHEMA}.{TABLE}")
+    return sorted(tuple(r) for r in spark.table(f"{SCHEMA}.{TABLE}").collect())
+
+
+def expected(mode: str, partitioned: bool) -> list[tuple[int, int]]:
+    if mode == APPEND:
+        return sorted(OLD + NEW)
+    replaced = {p for _, p in NEW} if partitioned else {p for _, p in OLD}
+    return sorted([r for r in OLD if r[1] not in replaced] + NEW)
+
+
+def leftovers(spark: Any, folder: str) -> list[str]:
+    files = SessionFolders(spark)
+    found = [f"{folder}/{TABLE}{suffix}" for suffix in
+             ("__zspark_batch", REPLACING_SUFFIX, REPLACED_SUFFIX)
+             if files.exists(f"{folder}/{TABLE}{suffix}")]
+    if spark.catalog.tableExists(f"{SCHEMA}.{TABLE}__zspark_batch"):
+        found.append("the batch's table")
+    properties = {str(r[0]): str(r[1]) for r in
+                  spark.sql(f"show tblproperties {SCHEMA}.{TABLE}").collect()}
+    if BATCH_KEY in properties:
+        found.append("the journal")
+    return found
+
+
+def journal(spark: Any) -> str | None:
+    properties = {str(r[0]): str(r[1]) for r in
+                  spark.sql(f"show tblproperties {SCHEMA}.{TABLE}").collect()}
+    return properties.get(BATCH_KEY)
+
+
+def stopped_runs(run: Callable[[StopAfter], Any]) -> int:
+    """Run ``run`` stopped before its first, second, ... step until it completes; the
+    number of steps it has."""
+    steps = 0
+    while True:
+        try:
+            run(StopAfter(steps))
+        except StoppedError:
+            steps += 1
+            continue
+        return steps
+
+
+@pytest.mark.parametrize(("mode", "partitioned"), [
+    (OVERWRITE, True), (OVERWRITE, False), (APPEND, True)])
+def test_a_publication_stopped_at_any_step_recovers_to_all_or_nothing(
+        spark: Any, mode: str, partitioned: bool) -> None:
+    want = expected(mode, partitioned)
+    assert want != sorted(OLD)
+
+    stop_count = [0]
+
+    def publish(stop: StopAfter) -> None:
+        folder = written(spark, partitioned)
+        spark.sql(f"alter table {SCHEMA}.{TABLE} set tblproperties "
+                  f"('{BATCH_KEY}' = '{mode}')")
+        try:
+            versions(spark, stop).publish_batch(mode)
+        except StoppedError:
+            # The next run recovers, itself stopped at one of its first steps, and the
+            # one after it finishes.
+            with contextlib.suppress(StoppedError):
+                versions(spark, StopAfter(stop_count[0] % 3)).recover_batch(journal(spark))
+            stop_count[0] += 1
+            versions(spark, StopAfter(None)).recover_batch(journal(spark))
+            assert rows(spark) == want, f"stopped after {stop.left} steps"
+            assert leftovers(spark, folder) == []
+            raise
+        assert rows(spark) == want
+        assert leftovers(spark, folder) == []
+
+    steps = stopped_runs(publish)
+    # Set aside (overwrite), a move per file, and the statements that close it.
+    assert steps >= (5 if mode == OVERWRITE else 4)
+
+
+def test_a_batch_never_journaled_is_dropped_and_the_table_untouched(spark: Any) -> None:
+    folder = written(spark, partitioned=True)
+    done = versions(spark, StopAfter(None)).recover_batch(journal(spark))
+    assert done == "a batch that never reached the table: it is dropped"
+    assert rows(spark) == sorted(OLD)
+    assert leftovers(spark, folder) == []
