@@ -11,6 +11,7 @@ killed, the last step it logged and what the next run repaired.
 
     python -m bench.kills --rounds 20            # an embedded session
     python -m bench.kills --rounds 20 --thrift   # a local Spark Thrift Server
+    python -m bench.kills --rounds 20 --strategy insert_overwrite   # overwrites, not appends
 
 The test suite runs the same project with a kill at each named step
 (``tests/functional/test_kills.py``).
@@ -43,8 +44,30 @@ MODEL = "killed"
 #: index is written.
 REPAIRED_NAMES = {"build:written", "swap:begin", "swap:previous_renamed",
                   "swap:next_renamed", "rewrite:written", "rewrite:linked",
-                  "append:written", "append:publishing"}
+                  "append:written", "append:publishing", "overwrite:written",
+                  "overwrite:set_aside", "overwrite:publishing"}
 ROWS = "select id, cast(id % 13 as int) as a, concat('s', cast(id % 37 as string)) as s"
+
+MODELS = {
+    "append": f"""
+        {{{{ config(materialized='incremental', incremental_strategy='append',
+                    hilbert_by=['a', 's'], file_count=6,
+                    zspark_recluster=var('recluster', true)) }}}}
+        {ROWS} from range(0, {{{{ var('stop') }}}})
+        {{% if is_incremental() %}}
+          where id > (select coalesce(max(id), -1) from {{{{ this }}}})
+        {{% endif %}}
+    """,
+    # Each run rewrites the last partition it finds and adds the new ones.
+    "insert_overwrite": f"""
+        {{{{ config(materialized='incremental', incremental_strategy='insert_overwrite',
+                    partition_by=['b'], hilbert_by=['a', 's'], file_count=6) }}}}
+        {ROWS}, cast(id div 1000 as int) as b from range(0, {{{{ var('stop') }}}})
+        {{% if is_incremental() %}}
+          where id >= (select coalesce(max(b), 0) * 1000 from {{{{ this }}}})
+        {{% endif %}}
+    """,
+}
 
 FILES = {
     "dbt_project.yml": """
@@ -54,15 +77,6 @@ FILES = {
         profile: zspark_kills
         flags:
           send_anonymous_usage_stats: false
-    """,
-    f"models/{MODEL}.sql": f"""
-        {{{{ config(materialized='incremental', incremental_strategy='append',
-                    hilbert_by=['a', 's'], file_count=6,
-                    zspark_recluster=var('recluster', true)) }}}}
-        {ROWS} from range(0, {{{{ var('stop') }}}})
-        {{% if is_incremental() %}}
-          where id > (select coalesce(max(id), -1) from {{{{ this }}}})
-        {{% endif %}}
     """,
     "tests/rows_exact.sql": f"""
         select * from
@@ -100,14 +114,18 @@ def _expect(holds: bool, problem: str) -> None:
 
 class KilledProject:
     """The killed model's dbt project: an embedded session of its own (its own metastore:
-    a session's Derby metastore admits one process at a time), or a Thrift server."""
+    a session's Derby metastore admits one process at a time), or a Thrift server.
+    ``strategy``: the model appends (re-clustering as its policy says), or overwrites the
+    partitions its rows fall in (in a schema of its own, so both share a server)."""
 
-    def __init__(self, root: Path, thrift_port: int | None = None) -> None:
+    def __init__(self, root: Path, thrift_port: int | None = None,
+                 strategy: str = "append") -> None:
         self.root = root
         self.stop = 0
         self.last_kill = ""
-        self.warehouse = root / "session" / "warehouse" / f"{SCHEMA}.db"
-        for relative, text in FILES.items():
+        self.schema = SCHEMA if strategy == "append" else f"{SCHEMA}_{strategy}"
+        self.warehouse = root / "session" / "warehouse" / f"{self.schema}.db"
+        for relative, text in {**FILES, f"models/{MODEL}.sql": MODELS[strategy]}.items():
             path = root / relative
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(textwrap.dedent(text).lstrip())
@@ -117,7 +135,7 @@ class KilledProject:
                        "server_side_parameters:", '  spark.master: "local[2]"',
                        '  spark.sql.shuffle.partitions: "4"', "  spark.driver.memory: 1g"])
         profile = ["zspark_kills:", "  target: dev", "  outputs:", "    dev:",
-                   "      type: zspark", f"      schema: {SCHEMA}",
+                   "      type: zspark", f"      schema: {self.schema}",
                    *(f"      {line}" for line in connection)]
         (root / "profiles.yml").write_text("\n".join(profile) + "\n")
 
@@ -166,7 +184,7 @@ class KilledProject:
         self.last_kill = ""
 
     def recluster(self, full: bool = False) -> tuple[str, ...]:
-        relation = f"{SCHEMA}.{MODEL}"
+        relation = f"{self.schema}.{MODEL}"
         return ("run-operation", "zspark_recluster", "--args",
                 f"{{relation: {relation}, full: {str(full).lower()}}}")
 
@@ -229,6 +247,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=29)
     parser.add_argument("--check-every", type=int, default=5)
     parser.add_argument("--thrift", action="store_true")
+    parser.add_argument("--strategy", choices=sorted(MODELS), default="append",
+                        help="the incremental runs' strategy")
     parser.add_argument("--out", type=Path, default=REPO / "BENCHMARKS-kills.json")
     args = parser.parse_args(argv)
     progress = Progress()
@@ -244,16 +264,18 @@ def main(argv: list[str] | None = None) -> None:
                     f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true"}
         home.mkdir()
         with thrift_server(home, conf, env) as port:
-            figures = soak(KilledProject(root / "project", port), args.rounds, args.seed,
-                           args.check_every, progress)
+            figures = soak(KilledProject(root / "project", port, args.strategy),
+                           args.rounds, args.seed, args.check_every, progress)
     else:
-        figures = soak(KilledProject(root / "project"), args.rounds, args.seed,
-                       args.check_every, progress)
+        figures = soak(KilledProject(root / "project", strategy=args.strategy),
+                       args.rounds, args.seed, args.check_every, progress)
     figures["connection"] = "thrift" if args.thrift else "session"
+    figures["strategy"] = args.strategy
     figures["date"] = time.strftime("%Y-%m-%d %H:%M")
     progress(json.dumps(figures))
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
-    results[figures["connection"]] = figures
+    results[figures["connection"] + ("" if args.strategy == "append"
+                                     else f" {args.strategy}")] = figures
     args.out.write_text(json.dumps(results, indent=2) + "\n")
 
 

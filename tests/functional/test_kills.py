@@ -64,3 +64,21 @@ def test_kills_inside_swaps_appends_and_rewrites_in_a_session(
         # the checking build must.
         project.check_repair(result.stdout)
     project.build(project.stop + 1200)
+
+
+def test_kills_inside_an_overwrite_in_a_session(tmp_path_factory: pytest.TempPathFactory,
+                                                ) -> None:
+    """insert_overwrite of a partitioned clustered model killed before its batch is
+    journaled (dropped), once the first of its files moved in (the rest follow), and once
+    the first partition it replaces is set aside (the rest follow, then the batch); each
+    killed run repairs the kill before it; the checking build finds the rows exact. (In
+    this order no repair passes the next run's own stop point.)"""
+    project = KilledProject(tmp_path_factory.mktemp("overwrite"), strategy="insert_overwrite")
+    project.build(2600)
+    for count, step in enumerate(("overwrite:written", "overwrite:publishing",
+                                  "overwrite:set_aside"), start=1):
+        log = project.killed(step, "run", "--vars", f"{{stop: {project.stop + 300 * count}}}")
+        if count == 3:
+            assert "what it replaces is set aside and the rest moved in" in log
+    project.build(project.stop + 1200)
+    assert not (project.warehouse / f"{MODEL}__zspark_replaced").exists()
