@@ -559,6 +559,20 @@ def test_killed_runs_recover_over_thrift_with_the_server_up(
         killed.killed(step, "run", "--vars",
                       f"{{stop: {killed.stop + 300 * count}, recluster: false}}")
     killed.killed("swap:previous_renamed", *killed.recluster())  # a merge
-    for step in ("rewrite:written", "rewrite:linked", "swap:next_renamed"):
+    for step in ("rewrite:written", "rewrite:linked"):
         killed.killed(step, *killed.recluster(full=True))
     killed.build(killed.stop + 900)
+
+
+def test_a_killed_overwrite_over_thrift_is_finished_by_the_server(
+        thrift_port: int, tmp_path: Path) -> None:
+    """insert_overwrite over thrift is one statement the server runs: a client killed
+    once it has run (before the index) leaves the partitions replaced whole, and the next
+    run's index repair and the checking build find rows, index and scan exact."""
+    from bench.kills import KilledProject
+
+    killed = KilledProject(tmp_path, thrift_port=thrift_port, strategy="insert_overwrite")
+    killed.build(1500)
+    killed.killed("append:inserted", "run", "--vars", f"{{stop: {killed.stop + 700}}}")
+    log = killed.build(killed.stop + 1400)
+    assert "does not list exactly the files" in log
