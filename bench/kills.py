@@ -116,14 +116,15 @@ class KilledProject:
     """The killed model's dbt project: an embedded session of its own (its own metastore:
     a session's Derby metastore admits one process at a time), or a Thrift server.
     ``strategy``: the model appends (re-clustering as its policy says), or overwrites the
-    partitions its rows fall in (in a schema of its own, so both share a server)."""
+    partitions its rows fall in (in a schema of its own, so both share a server).
+    ``schema``: another schema (other projects on the same server)."""
 
     def __init__(self, root: Path, thrift_port: int | None = None,
-                 strategy: str = "append") -> None:
+                 strategy: str = "append", schema: str | None = None) -> None:
         self.root = root
         self.stop = 0
         self.last_kill = ""
-        self.schema = SCHEMA if strategy == "append" else f"{SCHEMA}_{strategy}"
+        self.schema = schema or (SCHEMA if strategy == "append" else f"{SCHEMA}_{strategy}")
         self.warehouse = root / "session" / "warehouse" / f"{self.schema}.db"
         for relative, text in {**FILES, f"models/{MODEL}.sql": MODELS[strategy]}.items():
             path = root / relative
@@ -139,22 +140,28 @@ class KilledProject:
                    *(f"      {line}" for line in connection)]
         (root / "profiles.yml").write_text("\n".join(profile) + "\n")
 
-    def dbt(self, *args: str, stop_at: str = "", kill_after: float | None = None,
-            ) -> subprocess.CompletedProcess[str]:
-        """A dbt process leading its own process group (its Spark driver is in it)."""
+    def start(self, *args: str, **environment: str) -> subprocess.Popen[str]:
+        """A dbt process leading its own process group (its Spark driver is in it), with
+        ``environment`` added to this one's."""
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1",
-               "ZSPARK_STOP_AT": stop_at}
+               **environment}
         command = [str(BIN / "dbt"), *args, "--project-dir", str(self.root),
                    "--profiles-dir", str(self.root)]
-        process = subprocess.Popen(command, cwd=self.root, env=env, text=True,
-                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
+        return subprocess.Popen(command, cwd=self.root, env=env, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+
+    def dbt(self, *args: str, stop_at: str = "", kill_after: float | None = None,
+            ) -> subprocess.CompletedProcess[str]:
+        """A dbt process run to its end, or killed with its group after ``kill_after``
+        seconds or at the step ``stop_at``."""
+        process = self.start(*args, ZSPARK_STOP_AT=stop_at)
         try:
             output, _ = process.communicate(timeout=kill_after or 600)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             output, _ = process.communicate()
-        return subprocess.CompletedProcess(command, process.returncode, output, "")
+        return subprocess.CompletedProcess(process.args, process.returncode, output, "")
 
     def build(self, stop: int) -> str:
         """A plain `dbt build` up to row ``stop``: recovery, the model, and its tests."""
@@ -254,16 +261,11 @@ def main(argv: list[str] | None = None) -> None:
     progress = Progress()
     root = Path(tempfile.mkdtemp(prefix="zspark_kills_"))
     if args.thrift:
-        from bench.servers import thrift_server
+        from bench.servers import own_metastore, thrift_server
 
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
         home = root / "server"
-        conf = {"spark.sql.warehouse.dir": str(home / "warehouse"),
-                "spark.driver.extraJavaOptions": f"-Dderby.system.home={home}",
-                "spark.hadoop.javax.jdo.option.ConnectionURL":
-                    f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true"}
-        home.mkdir()
-        with thrift_server(home, conf, env) as port:
+        with thrift_server(home, own_metastore(home), env) as port:
             figures = soak(KilledProject(root / "project", port, args.strategy),
                            args.rounds, args.seed, args.check_every, progress)
     else:

@@ -30,6 +30,14 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def own_metastore(home: Path) -> dict[str, str]:
+    """Settings giving a server a warehouse and a Derby metastore of its own in ``home``."""
+    return {"spark.sql.warehouse.dir": str(home / "warehouse"),
+            "spark.driver.extraJavaOptions": f"-Dderby.system.home={home}",
+            "spark.hadoop.javax.jdo.option.ConnectionURL":
+                f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true"}
+
+
 @contextmanager
 def thrift_server(home: Path, conf: Mapping[str, str], env: Mapping[str, str],
                   master: str = "local[2]", driver_memory: str = "1g",

@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from typing import Any
 import pytest
 from pyhive import hive  # dbt-spark[PyHive]: the thrift method's client
 
-from bench.servers import thrift_server
+from bench.servers import own_metastore, thrift_server
 
 pytestmark = pytest.mark.spark
 
@@ -62,11 +63,7 @@ def write_indexed_parquet(root: Path) -> None:
 @pytest.fixture(scope="module")
 def thrift_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     home = tmp_path_factory.mktemp("thrift_server")
-    conf = {"spark.sql.warehouse.dir": str(home / "warehouse"),
-            "spark.driver.extraJavaOptions": f"-Dderby.system.home={home}",
-            "spark.hadoop.javax.jdo.option.ConnectionURL":
-                f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true"}
-    with thrift_server(home, conf, SPARK_ENV) as port:
+    with thrift_server(home, own_metastore(home), SPARK_ENV) as port:
         yield port
 
 
@@ -576,3 +573,34 @@ def test_a_killed_overwrite_over_thrift_is_finished_by_the_server(
     killed.killed("append:inserted", "run", "--vars", f"{{stop: {killed.stop + 700}}}")
     log = killed.build(killed.stop + 1400)
     assert "does not list exactly the files" in log
+
+
+def test_a_second_run_of_a_model_fails_fast_while_another_process_writes_it(
+        thrift_port: int, tmp_path: Path) -> None:
+    """Two schedulers against one server: while one `dbt run` is inside its write (held
+    there at a pause point), a second run of the same model fails at once, before writing,
+    naming the process that holds the table; the first then finishes, and the rows are
+    exactly the first run's (the checking build)."""
+    from bench.kills import KilledProject
+
+    project = KilledProject(tmp_path / "project", thrift_port=thrift_port, schema="zspark_lock")
+    project.build(1000)
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    first = project.start("run", "--vars", "{stop: 1300, recluster: false}",
+                          ZSPARK_PAUSE_AT="append:inserted", ZSPARK_PAUSE_DIR=str(gate))
+    try:
+        deadline = time.monotonic() + 300
+        while not (gate / "reached").exists():
+            assert first.poll() is None, f"the first run ended early:\n{first.stdout}"
+            assert time.monotonic() < deadline, "the first run never reached its write"
+            time.sleep(0.5)
+        second = project.dbt("run", "--vars", "{stop: 1600, recluster: false}")
+        assert second.returncode == 1, second.stdout[-4000:]
+        assert "another run is writing zspark_lock.killed" in second.stdout
+        assert f"process {first.pid} on host" in second.stdout
+    finally:
+        (gate / "resume").touch()
+        output, _ = first.communicate(timeout=600)
+    assert first.returncode == 0, output[-4000:]
+    project.build(1300)  # rows exactly the first run's: the second wrote nothing

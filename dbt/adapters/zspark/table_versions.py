@@ -27,7 +27,7 @@ successors are in and the overwrite is done.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from dbt.adapters.zspark.folders import Folders
@@ -72,6 +72,7 @@ class TableVersions:
     fetch: Callable[[str], list[tuple[Any, ...]]]
     execute: Callable[[str], Any]
     folders: Folders
+    _schema_at: str | None = field(default=None, init=False, repr=False)
 
     @property
     def names(self) -> dict[str, str]:
@@ -86,8 +87,10 @@ class TableVersions:
                      if str(row[0]).strip() == key and row[1] is not None), None)
 
     def _schema_folder(self) -> str:
-        return spark_path(self._info(f"describe schema extended {self.schema}",
-                                     "Location") or "").rstrip("/")
+        if self._schema_at is None:  # asked once: it does not move
+            self._schema_at = spark_path(self._info(f"describe schema extended {self.schema}",
+                                                    "Location") or "").rstrip("/")
+        return self._schema_at
 
     def observe(self) -> SwapState:
         """What the metastore and the folders show for each of the three names."""
