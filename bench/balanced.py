@@ -1,14 +1,17 @@
 """The balanced layout beside the curves: seed 002's model built by `dbt run` as Hilbert,
 as Z-order and as balanced, each of the last two with equal weights and weighted by a
 declared workload (the `workload` config) of 80% `s_city` and 20% `c_city` point
-queries, on uniform, Zipf-skewed and correlated data.
+queries, on uniform, Zipf-skewed, correlated and heavy-hitter data (a few values holding
+most rows among many rare ones).
 
     python -m bench.balanced --rows 2000000 --files 1000   # writes BENCHMARKS-balanced.json
 
 Per layout and data: build seconds (dbt's execution time, the median of ``--repeats``
-builds), files, rows max/mean, the share of files a point query skips per column (values
-sampled from the source, bounds from the footers) against the share the build's log
-expected from its sample, the files each declared query and the workload read per query
+builds), files, rows max/mean, the share of files a point query skips per column under
+both query models (bounds from the footers): row-weighted (values drawn from the source's
+rows, a value as often as it occurs) against the share the build's log expected from its
+sample, and value-uniform (values drawn from the column's distinct values, each as
+likely) against the log's; the files each declared query and the workload read per query
 (expected and measured); a picture per data shape of every file's box over s_city x
 c_city (docs/img/balanced_boxes_<data>.png).
 """
@@ -37,7 +40,7 @@ from bench.common import (
     source_files,
     table_dir,
 )
-from bench.footers import distinct_sorted, sample_values
+from bench.footers import distinct_sorted, distinct_values, sample_values
 from bench.measure import Ranks, footer_report
 from bench.plots import boxes_chart
 
@@ -47,6 +50,8 @@ MODELS = {"hilbert": "lineorder_hilbert", "z": "lineorder_z",
 #: The workload the weighted models declare: share of point queries per column.
 WORKLOAD = {"s_city": 0.8, "c_city": 0.2}
 _EXPECTED = re.compile(r"zspark: (\w+): .*; expected skip from the sample: (.*)$")
+_BY_MODEL = re.compile(r"expected skip per column: rows-weighted .*; value-uniform (.*)$")
+_MODEL_OF = re.compile(r"zspark: (\w+): ")
 _CHOSEN = re.compile(r"zspark: (\w+): balanced layout: (kept the \w+ curve|\d+ groups)")
 
 
@@ -59,6 +64,21 @@ def expected_skips(lines: list[str]) -> dict[str, dict[str, float]]:
             found[match.group(1)] = {column: float(share.rstrip("%")) / 100 for column, share
                                      in (part.rsplit(" ", 1) for part in
                                          match.group(2).split(", "))}
+    return found
+
+
+def expected_value_uniform(lines: list[str]) -> dict[str, dict[str, float]]:
+    """Per balanced model, the value-uniform skip per column its build's log expected (on
+    the line after the row-weighted figures)."""
+    found, model = {}, None
+    for line in lines:
+        named = _MODEL_OF.search(line)
+        if named:
+            model = named.group(1)
+        match = _BY_MODEL.search(line.strip())
+        if match and model:
+            found[model] = {column: float(share.rstrip("%")) / 100 for column, share
+                            in (part.rsplit(" ", 1) for part in match.group(1).split(", "))}
     return found
 
 
@@ -82,7 +102,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--probes", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=1,
                         help="builds of each layout; the median time is reported")
-    parser.add_argument("--variants", nargs="+", default=["uniform", "zipf", "correlated"])
+    parser.add_argument("--variants", nargs="+",
+                        default=["uniform", "zipf", "correlated", "heavy"])
     parser.add_argument("--session-dir", type=Path, default=DEFAULT_SESSION_DIR / "balanced")
     parser.add_argument("--out", type=Path, default=REPO / "BENCHMARKS-balanced.json")
     parser.add_argument("--img-dir", type=Path, default=REPO / "docs" / "img")
@@ -110,9 +131,11 @@ def main(argv: list[str] | None = None) -> None:
                 runs[model].append(model_times(session_dir)[model])
         seconds = {model: statistics.median(times) for model, times in runs.items()}
         expected = expected_skips(lines)
+        expected_uniform = expected_value_uniform(lines)
         chosen = chosen_layouts(lines)
         sources = source_files(session_dir)
         probes = sample_values(sources, CLUSTER_COLUMNS, args.probes)
+        uniform_probes = distinct_values(sources, CLUSTER_COLUMNS, args.probes)
         ranks = Ranks(distinct_sorted(sources, "s_city"), distinct_sorted(sources, "c_city"))
         layouts: dict[str, Any] = {}
         boxes: dict[str, Any] = {}
@@ -120,20 +143,26 @@ def main(argv: list[str] | None = None) -> None:
             footer = footer_report(data_files(table_dir(session_dir, TARGET_SCHEMA, model)),
                                    CLUSTER_COLUMNS, probes, SEED_LITERALS, ranks)
             measured = files_read(footer["skip_sampled"], footer["files"])
+            by_value = footer_report(data_files(table_dir(session_dir, TARGET_SCHEMA, model)),
+                                     CLUSTER_COLUMNS, uniform_probes, SEED_LITERALS)
             layouts[layout] = {
                 "seconds": seconds[model], "seconds_runs": runs[model],
                 "chosen": chosen.get(model, "-"),
                 "files": footer["files"],
                 "rows_max_over_mean": footer["rows_max_over_mean"],
                 "skip": footer["skip_sampled"], "expected_skip": expected.get(model),
+                "skip_value_uniform": by_value["skip_sampled"],
+                "expected_skip_value_uniform": expected_uniform.get(model),
                 "files_read": measured,
                 "expected_files_read": files_read(expected[model], footer["files"])
                 if model in expected else None,
                 "workload_files_read": measured["workload"]}
             boxes[layout] = footer["boxes"]
             log(f"{variant} {layout}: {seconds[model]:.1f} s, {footer['files']} files, rows "
-                f"max/mean {footer['rows_max_over_mean']:.2f}, skip " + ", ".join(
+                f"max/mean {footer['rows_max_over_mean']:.2f}, skip row-weighted " + ", ".join(
                     f"{c} {100 * s:.2f}%" for c, s in footer["skip_sampled"].items())
+                + "; value-uniform " + ", ".join(
+                    f"{c} {100 * s:.2f}%" for c, s in by_value["skip_sampled"].items())
                 + f"; workload reads {measured['workload']:.1f} files per query")
         # Every file's box, with a point query on a sampled s_city value drawn over them.
         probe = probes["s_city"][0]

@@ -97,6 +97,20 @@ def sample_values(files: Sequence[str | Path], columns: Sequence[str], count: in
     return {c: taken.column(c).to_pylist() for c in columns}
 
 
+def distinct_values(files: Sequence[str | Path], columns: Sequence[str], count: int,
+                    seed: int = 2) -> dict[str, list[Any]]:
+    """``count`` values per column drawn from its distinct values, each as likely as any
+    other (the value-uniform point queries; :func:`sample_values` gives row-weighted ones)."""
+    rng = np.random.default_rng(seed)
+    drawn = {}
+    for column in columns:
+        values = distinct_sorted(files, column)
+        drawn[column] = [values[i] for i in
+                         np.sort(rng.choice(values.size, size=min(count, values.size),
+                                            replace=False))]
+    return drawn
+
+
 def distinct_sorted(files: Sequence[str | Path], column: str) -> np.ndarray:
     """All distinct values of a column in sort order (for ranks on plots)."""
     table = ds.dataset([str(f) for f in files], format="parquet").to_table(columns=[column])

@@ -9,7 +9,9 @@ values formatted like ``'MFGR#053072348'``; the seed's three literals all occur.
 Variants:
   uniform     every city and brand equally likely (SSB's own generator is uniform);
   zipf        popularity ~ 1/rank (log-uniform draw), popular values scattered in the alphabet;
-  correlated  c_city mostly near s_city, p_brand mostly from a block tied to s_city.
+  correlated  c_city mostly near s_city, p_brand mostly from a block tied to s_city;
+  heavy       per column, 10 values hold 80% of the rows, the other 20% spread evenly
+              over every value (a few heavy values among many rare ones).
 
     python -m bench.generate --rows 2000000 --variant uniform
 """
@@ -25,7 +27,9 @@ from bench.common import DEFAULT_SESSION_DIR, SOURCE_SCHEMA, SOURCE_TABLE, Progr
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-VARIANTS = ("uniform", "zipf", "correlated")
+VARIANTS = ("uniform", "zipf", "correlated", "heavy")
+#: The heavy variant: how many values hold the heavy share of a column's rows.
+HEAVY_VALUES, HEAVY_SHARE = 10, 0.8
 # Part of the stamp that --reuse compares: bump it when the generated data change.
 GENERATOR_VERSION = 2
 CITIES_PER_NATION = 201
@@ -69,6 +73,12 @@ def _zipf(seed: int, draw: int, count: int, scatter: int) -> str:
     return f"pmod({rank} * {scatter} + 17, {count})"
 
 
+def _heavy(seed: int, draw: int, count: int, scatter: int) -> str:
+    heavy = f"pmod({_int(seed, draw + 10, HEAVY_VALUES)} * {scatter} + 17, {count})"
+    return (f"case when {_uniform(seed, draw + 20)} < {HEAVY_SHARE} then {heavy} "
+            f"else {_int(seed, draw, count)} end")
+
+
 def _indexes(variant: str, seed: int) -> tuple[str, str, str]:
     """SQL of the supplier city, customer city and brand indexes of a row."""
     if variant == "uniform":
@@ -89,6 +99,10 @@ def _indexes(variant: str, seed: int) -> tuple[str, str, str]:
                  f"then {s_idx} * {block} + {_int(seed, 7, block)} "
                  f"else {_int(seed, 3, BRAND_COUNT)} end")
         return s_idx, c_idx, brand
+    if variant == "heavy":
+        return (_heavy(seed, 1, CITY_COUNT, CITY_SCATTER),
+                _heavy(seed, 2, CITY_COUNT, CITY_SCATTER),
+                _heavy(seed, 3, BRAND_COUNT, BRAND_SCATTER))
     raise ValueError(f"unknown variant {variant!r}; expected one of {', '.join(VARIANTS)}")
 
 

@@ -534,6 +534,7 @@ def balanced_section(results: dict[str, Any], report_dir: Path) -> list[str]:
     for variant, layouts in results["variants"].items():
         for layout, r in layouts.items():
             expected = r.get("expected_skip") or {}
+            uniform = r.get("expected_skip_value_uniform") or {}
             runs = r.get("seconds_runs", [])
             rows.append([variant, layout, r.get("chosen", "-"), f"{r['seconds']:.1f}" + (
                          f" ({' / '.join(f'{t:.1f}' for t in runs)})" if len(runs) > 1 else ""),
@@ -544,6 +545,9 @@ def balanced_section(results: dict[str, Any], report_dir: Path) -> list[str]:
                          *(f"{100 * s:.2f}" + (f" ({100 * expected[c]:.1f})"
                                                if c in expected else "")
                            for c, s in r["skip"].items()),
+                         *(f"{100 * s:.2f}" + (f" ({100 * uniform[c]:.1f})"
+                                               if c in uniform else "")
+                           for c, s in r.get("skip_value_uniform", {}).items()),
                          *(read(r, c) for c in queried), read(r, "workload")])
     pictures = []
     for variant, path in results.get("pictures", {}).items():
@@ -560,15 +564,19 @@ def balanced_section(results: dict[str, Any], report_dir: Path) -> list[str]:
             + (f", {config['repeats']} times in turn (*seconds*: the median, then every "
                "build's)" if config.get("repeats", 1) > 1 else "")
             + ". *Skip* is the share of files a point "
-            "query skips over values sampled per column, from the footers, with the share "
-            "the build's log expected from its "
-            "sample in parentheses; *files read* are per point query on that column and on "
-            "average over the workload, expected / measured. *Chosen* is what a balanced "
-            "build kept: its tree (groups of files) or, where its sample showed the curve "
-            "reading fewer files, the Hilbert curve.", "",
+            "query skips, from the footers, under two query models: *rows* over values "
+            "sampled from the rows (a value as often as it occurs), *values* over values "
+            "drawn from each column's distinct values (every value alike); in parentheses "
+            "the share the build's log expected from its sample; *files read* are per "
+            "point query on that column and on average over the workload, expected / "
+            "measured. *Chosen* is what a balanced build kept: its tree (groups of files) "
+            "or, where its sample showed the curve nearer the best under both query models, "
+            "the Hilbert curve.", "",
             *_table(["data", "layout", "chosen", "seconds", "vs Hilbert", "files",
                      "rows max/mean",
-                     *(f"{c} skip %" for c in columns),
+                     *(f"{c} skip % rows" for c in columns),
+                     *(f"{c} skip % values" for c in columns
+                       if "skip_value_uniform" in first),
                      *(f"`{c}` files read" for c in queried), "workload files read"], rows),
             "", *pictures]
 

@@ -166,6 +166,13 @@ def test_the_balanced_benchmark_reports_expected_and_measured_reads_per_declared
             # The sample holds every row: the estimate is within a file or two.
             assert figures["expected_files_read"][query] == pytest.approx(read, abs=2.5), \
                 (name, query)
+    # Both query models, measured on the footers and expected by the balanced builds' logs.
+    for name, figures in layouts.items():
+        assert set(figures["skip_value_uniform"]) == set(figures["skip"]), name
+    for name in ("balanced", "balanced, weighted"):
+        expected = layouts[name]["expected_skip_value_uniform"]
+        for column, skip in layouts[name]["skip_value_uniform"].items():
+            assert expected[column] == pytest.approx(skip, abs=0.08), (name, column)
     # Independent columns: both balanced builds keep their trees (the curves choose none).
     assert layouts["balanced"]["chosen"].endswith(" groups")
     assert layouts["balanced, weighted"]["chosen"].endswith(" groups")

@@ -74,16 +74,17 @@ columns_strategy = st.lists(
 @settings(max_examples=60, deadline=None)
 @given(cardinalities=columns_strategy, rows=st.integers(1, 3000), files=st.integers(1, 400),
        seed=st.integers(0, 2**16), weights=st.lists(st.floats(0.0, 5.0), min_size=4,
-                                                    max_size=4))
+                                                    max_size=4),
+       alpha=st.sampled_from(balanced.ALPHAS))
 def test_every_row_lands_in_exactly_one_group_and_the_tree_survives_storage(
         cardinalities: list[int], rows: int, files: int, seed: int,
-        weights: list[float]) -> None:
+        weights: list[float], alpha: float) -> None:
     rng = np.random.default_rng(seed)
     columns = [rng.integers(0, c, rows).astype(np.uint64) for c in cardinalities]
     chosen = weights[:len(columns)]
     if not any(chosen):
         chosen[0] = 1.0
-    tree = balanced.fit(columns, chosen, files)
+    tree = balanced.fit(columns, chosen, files, alpha)
     group = balanced.assign(tree, columns)
     assert group.shape == (rows,)
     assert group.min() >= 0
@@ -93,6 +94,7 @@ def test_every_row_lands_in_exactly_one_group_and_the_tree_survives_storage(
     assert balanced.assign(tree, fresh).max() < tree.groups
     stored = balanced.from_json(balanced.to_json(tree), ["uint64"] * len(columns))
     assert (balanced.assign(stored, fresh) == balanced.assign(tree, fresh)).all()
+    assert stored.alpha == alpha
     assert tree.groups <= max(1, math.ceil(1.1 * files))
 
 
@@ -177,7 +179,8 @@ def test_on_correlated_columns_the_layout_keeps_the_curve_that_reads_fewer_files
     tree, specs = _layout_fit([c[::10] for c in columns], files)
     assert tree.curve == "hilbert"
     assert tree.groups == 1
-    assert tree.compared["hilbert"] < tree.compared["tree"]
+    assert tree.compared["hilbert"].regret < tree.compared["tree"].regret
+    assert tree.compared["hilbert"].worse < tree.compared["tree"].worse
     stored = balanced.from_json(balanced.to_json(tree), ["uint64"] * 3)
     assert (stored.curve, stored.compared, stored.groups) == ("hilbert", tree.compared, 1)
 
@@ -200,4 +203,5 @@ def test_on_independent_columns_the_layout_keeps_its_tree() -> None:
     tree, _ = _layout_fit(columns, 1000)
     assert tree.curve is None
     assert tree.groups > 50
-    assert tree.compared["tree"] < tree.compared["hilbert"]
+    assert tree.compared["tree"].regret < tree.compared["hilbert"].regret
+    assert tree.compared["tree"].worse < tree.compared["hilbert"].worse

@@ -19,13 +19,34 @@ it) and its subtree's deeper columns get its files, and correlated columns adapt
 Where the columns are so correlated that a curve's files are narrower boxes than the
 tree's groups can be, the sample shows it, and the layout keeps the curve
 (:func:`keep_better`).
+
+Which values do point queries ask for? Two models are equally real. Row-weighted: a value
+as often as it occurs (the probes are sampled rows). Value-uniform: every distinct value
+of the column as often as any other (a dashboard listing every city). On a skewed column
+they part: cuts at equal rows put the rare values, most of the distinct ones, into ranges
+of many values, so under the second model most queries read those ranges' files. The
+layout keeps the candidate of least regret (:func:`judge`): under each model, the files a
+declared point query reads over the fewest any candidate reads; a candidate's regret is
+the larger of its two. Minimax, since nothing tells which model a table's users follow;
+of the regret rather than of the files read, since on a skewed column the row-weighted
+model reads more under every layout and would decide alone: a layout best under one model
+and far behind under the other loses to one near the best under both. Without a declared
+workload every column counts the same; with one (``cluster_weights``) each model's reads
+are weighed by it, so the workload's columns decide.
+
+The tree's cuts follow a blend of the two measures: equal quantiles of ``alpha`` times the
+row share plus ``1 - alpha`` times the distinct-value share (``alpha = 1``: equal rows).
+Files are still cut by rows within the groups (:func:`file_rows`), so uneven groups do not
+make uneven files. A build fits a few blends (:data:`ALPHAS`) and keeps the one, or the
+curve, of least regret (:func:`choose_layout`); the tree records what the choice saw
+(:attr:`Tree.compared`, :attr:`Tree.by_alpha`, :attr:`Tree.skips`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -36,6 +57,11 @@ WHOLE_FILES_MARGIN = 0.05
 MAX_FILE_SHARE = 1.25
 #: The fewest files the last column cuts a group into (unless the build has fewer).
 MIN_GROUP_FILES = 2
+#: The cut measures a build fits (the row share's part of the blend), equal rows first.
+ALPHAS = (1.0, 0.75, 0.5, 0.0)
+#: How much less regret (:func:`judge`) another blend must have to be kept over equal
+#: rows: on data without skew the blends differ by the sample's noise alone.
+ALPHA_MARGIN = 0.01
 
 
 def fan_outs(files: float, weights: Sequence[float], distinct: Sequence[int]) -> list[float]:
@@ -83,6 +109,55 @@ class Node:
         return sum(c.groups() for c in self.children) if self.children else 1
 
 
+@dataclass(frozen=True)
+class Skips:
+    """Per column, the expected share of files a point query skips under each query model:
+    ``rows`` (values asked as often as they occur) and ``values`` (each distinct value
+    asked once)."""
+
+    rows: list[float]
+    values: list[float]
+
+    def reads(self, weights: Sequence[float], files: int) -> tuple[float, float]:
+        """Files a declared point query reads on average under each model (rows, values).
+
+        >>> Skips([0.75, 0.5], [0.875, 0.25]).reads([1, 1], 8)
+        (3.0, 3.5)
+        """
+        return (expected_reads(self.rows, weights, files),
+                expected_reads(self.values, weights, files))
+
+    def describe(self, names: Sequence[str]) -> str:
+        """For the build's log.
+
+        >>> Skips([0.9, 0.8], [0.95, 0.7]).describe(["a", "b"])
+        'rows-weighted a 90.0%, b 80.0%; value-uniform a 95.0%, b 70.0%'
+        """
+        def shares(skips: list[float]) -> str:
+            return ", ".join(f"{n} {100 * s:.1f}%" for n, s in zip(names, skips, strict=True))
+
+        return f"rows-weighted {shares(self.rows)}; value-uniform {shares(self.values)}"
+
+
+@dataclass(frozen=True)
+class Judged:
+    """What the choice saw of a candidate: the files a declared point query reads under
+    each query model, and its regret (:func:`judge`; 1: the fewest of all under both)."""
+
+    rows: float
+    values: float
+    regret: float
+
+    @property
+    def worse(self) -> float:
+        """The files a declared point query reads under the worse model (for the log)."""
+        return max(self.rows, self.values)
+
+    def rounded(self) -> Judged:
+        """As recorded: files to a tenth, regret to a thousandth."""
+        return Judged(round(self.rows, 1), round(self.values, 1), round(self.regret, 3))
+
+
 @dataclass
 class Tree:
     """The fitted partition: nested cuts over ``levels`` columns, then one cut by rows."""
@@ -93,11 +168,18 @@ class Tree:
     fan_outs: list[list[int]]
     #: The columns (indices) in level order, the one cut by rows last (:func:`level_order`).
     order: tuple[int, ...]
-    #: A curve whose order the sample showed to read fewer files than the nested cuts
+    #: A curve whose order the sample showed to have less regret than the nested cuts
     #: (:func:`keep_better`): then the rows are one group, keyed and cut along the curve.
     curve: str | None = None
-    #: Expected files a declared point query reads, per candidate, as the choice saw them.
-    compared: dict[str, float] = field(default_factory=dict)
+    #: What the choice saw of the tree it weighed against the curve (``"tree"``), then of
+    #: the curve (its name).
+    compared: dict[str, Judged] = field(default_factory=dict)
+    #: The row share's part of the measure the cuts follow (1: equal rows).
+    alpha: float = 1.0
+    #: What the choice saw of each blend's tree.
+    by_alpha: dict[float, Judged] = field(default_factory=dict)
+    #: Expected skip per column and query model of the layout chosen (tree or curve).
+    skips: Skips | None = None
 
     @property
     def by_rows(self) -> int:
@@ -109,18 +191,35 @@ class Tree:
         return 1 if self.curve else self.root.groups()
 
 
-def _cut(values: np.ndarray, parts: int) -> np.ndarray:
-    """Cut values at ``parts`` equal quantiles; equal cuts collapse (a heavy value keeps a
-    range of its own)."""
+def _cut(values: np.ndarray, parts: int, measure: np.ndarray | None = None) -> np.ndarray:
+    """Cut values at ``parts`` equal quantiles of ``measure`` (each row's; default: one per
+    row); equal cuts collapse (a heavy value keeps a range of its own).
+
+    >>> skewed = np.array([0, 1, 2, 3, 4, 5, 5, 5, 5, 5, 5, 5])
+    >>> _cut(skewed, 2).tolist(), _cut(skewed, 2, _measure(skewed, 0.0)).tolist()
+    ([5], [3])
+    """
     if parts <= 1 or values.size == 0:
         return values[:0]
     distinct = np.unique(values)
     if distinct.size <= parts:  # a range per value
         return distinct[1:]
-    ordered = np.sort(values)
-    positions = (np.arange(1, parts, dtype=np.int64) * ordered.size) // parts
+    by_value = np.argsort(values, kind="stable")
+    ordered = values[by_value]
+    # Whole numbers per row unless blended, so equal rows cut exactly where they always did.
+    below = np.cumsum(np.ones(values.size) if measure is None else measure[by_value])
+    wanted = np.arange(1, parts) * below[-1] / parts
+    positions = np.minimum(np.searchsorted(below, wanted, side="right"), values.size - 1)
     cuts = np.unique(ordered[positions])
     return cuts[cuts > ordered[0]]  # a cut at the minimum would leave an empty first range
+
+
+def _measure(value_ids: np.ndarray, alpha: float) -> np.ndarray:
+    """Each row's part of the blend ``alpha * row share + (1 - alpha) * distinct-value
+    share`` of its rows (the rows of a value sharing that value's part), scaled so a row
+    weighs 1 on average."""
+    _, which, counts = np.unique(value_ids, return_inverse=True, return_counts=True)
+    return alpha + (1 - alpha) * value_ids.size / (counts.size * counts[which])
 
 
 def _whole_parts(budget: float, fan_out: float) -> int:
@@ -154,12 +253,17 @@ def level_order(weights: Sequence[float]) -> tuple[int, ...]:
             *(i for i, w in enumerate(weights) if w > 0))
 
 
-def fit(columns: Sequence[np.ndarray], weights: Sequence[float], files: int) -> Tree:
+def fit(columns: Sequence[np.ndarray], weights: Sequence[float], files: int,
+        alpha: float = 1.0, value_ids: Sequence[np.ndarray] | None = None) -> Tree:
     """Fit the tree on sample columns (comparable arrays: numbers, or strings of one
-    width; nulls already mapped below every value) for ``files`` files."""
+    width; nulls already mapped below every value) for ``files`` files, cutting at equal
+    quantiles of ``alpha`` times the row share plus ``1 - alpha`` times the distinct-value
+    share. ``value_ids`` tell each row's value where a column holds ranks (a rank may hold
+    several values); by default the column's own values."""
     if not columns:
         raise ValueError("the balanced layout needs at least one column")
     order = level_order(weights)
+    ids = [(columns if value_ids is None else value_ids)[i] for i in order]
     columns = [columns[i] for i in order]
     weights = [weights[i] for i in order]
     rows = len(columns[0])
@@ -176,7 +280,8 @@ def fit(columns: Sequence[np.ndarray], weights: Sequence[float], files: int) -> 
             # Groups of at least two files: a group the sample misjudged, or a heavy value
             # that cannot be split, then changes its files' sizes by a part, not a whole.
             parts = min(parts, max(1, math.floor(budget / MIN_GROUP_FILES)))
-        cuts = _cut(here[0], parts)
+        # The distinct values counted are this subtree's: its own queries' values.
+        cuts = _cut(here[0], parts, None if alpha == 1 else _measure(ids[level][index], alpha))
         per_level[level].append(len(cuts) + 1)
         child = np.searchsorted(cuts, here[0], side="right")
         return Node(cuts, [split(level + 1, index[child == k],
@@ -184,7 +289,7 @@ def fit(columns: Sequence[np.ndarray], weights: Sequence[float], files: int) -> 
                            for k in range(len(cuts) + 1)])
 
     root = split(0, np.arange(rows), float(files))
-    return Tree(root, levels, per_level, order)
+    return Tree(root, levels, per_level, order, alpha=alpha)
 
 
 def assign(tree: Tree, columns: Sequence[np.ndarray]) -> np.ndarray:
@@ -211,8 +316,14 @@ def to_json(tree: Tree) -> dict[str, Any]:
         return {"cuts": n.cuts.tolist(), "children": [node(c) for c in n.children]}
 
     return {"levels": tree.levels, "fan_outs": tree.fan_outs, "order": list(tree.order),
-            "root": node(tree.root),
-            **({"curve": tree.curve, "compared": tree.compared} if tree.curve else {})}
+            "root": node(tree.root), "alpha": tree.alpha,
+            **({"curve": tree.curve} if tree.curve else {}),
+            **({"compared": {k: asdict(j) for k, j in tree.compared.items()}}
+               if tree.compared else {}),
+            **({"by_alpha": {str(a): asdict(j) for a, j in tree.by_alpha.items()}}
+               if tree.by_alpha else {}),
+            **({"skips": {"rows": tree.skips.rows, "values": tree.skips.values}}
+               if tree.skips else {})}
 
 
 def from_json(data: dict[str, Any], kinds: Sequence[str]) -> Tree:
@@ -223,10 +334,23 @@ def from_json(data: dict[str, Any], kinds: Sequence[str]) -> Tree:
                     [node(c, level + 1) for c in n["children"]])
 
     levels = int(data["levels"])
-    # Trees stored before the level order was recorded kept the columns' own order.
+    # Trees stored before the level order (or the choice's figures) was recorded kept the
+    # columns' own order (and cut at equal rows). Figures of one number per candidate
+    # (row-weighted reads, the choice before both models counted) are not kept.
     order = tuple(int(i) for i in data.get("order", range(levels + 1)))
+    skips = data.get("skips")
+
+    def judged(figures: Any) -> Judged:
+        return Judged(float(figures["rows"]), float(figures["values"]),
+                      float(figures["regret"]))
+
     return Tree(node(data["root"], 0), levels, data["fan_outs"], order, data.get("curve"),
-                {str(k): float(v) for k, v in data.get("compared", {}).items()})
+                {str(k): judged(v) for k, v in data.get("compared", {}).items()
+                 if isinstance(v, dict)},
+                float(data.get("alpha", 1.0)),
+                {float(a): judged(v) for a, v in data.get("by_alpha", {}).items()},
+                None if skips is None else Skips([float(s) for s in skips["rows"]],
+                                                 [float(s) for s in skips["values"]]))
 
 
 def file_rows(group_rows: Sequence[float], files: int,
@@ -262,35 +386,46 @@ def file_rows(group_rows: Sequence[float], files: int,
     return min(low, cap)
 
 
-def expected_skip(columns: Sequence[np.ndarray], group: np.ndarray,
-                  rows_per_file: float, order: np.ndarray | None = None) -> list[float]:
-    """Per column, the share of files a point query on a sampled value skips, were the
-    sample rows (comparable arrays) written as the build writes all rows: each group sorted
-    by ``order`` (default: the last column) and cut every ``rows_per_file`` rows (scaled
-    to the sample)."""
+def expected_skips(columns: Sequence[np.ndarray], group: np.ndarray,
+                   rows_per_file: float, order: np.ndarray | None = None,
+                   value_ids: Sequence[np.ndarray] | None = None) -> Skips:
+    """Per column and query model, the share of files a point query skips, were the sample
+    rows (comparable arrays) written as the build writes all rows: each group sorted by
+    ``order`` (default: the last column) and cut every ``rows_per_file`` rows (scaled to
+    the sample). Row-weighted probes are the sample rows; value-uniform ones each distinct
+    value once (per ``value_ids`` where a column holds ranks of several values each)."""
     if group.size == 0:
-        return [0.0] * len(columns)
-    order = np.lexsort((columns[-1] if order is None else order, group))
-    grouped = group[order]
+        return Skips([0.0] * len(columns), [0.0] * len(columns))
+    by_file = np.lexsort((columns[-1] if order is None else order, group))
+    grouped = group[by_file]
     starts = np.r_[0, np.flatnonzero(np.diff(grouped)) + 1]
     within = np.arange(grouped.size) - np.repeat(starts, np.diff(np.r_[starts, grouped.size]))
     file = grouped * (grouped.size + 1) + within // max(rows_per_file, 1.0)
     firsts = np.r_[0, np.flatnonzero(np.diff(file)) + 1]
-    shares = []
-    for values in columns:
-        ordered = values[order]
-        low = np.minimum.reduceat(ordered, firsts)
-        high = np.maximum.reduceat(ordered, firsts)
-        probes = values[:: max(1, values.size // 1000)]
-        hit = np.zeros(probes.size)
-        for lo, hi in zip(low, high, strict=True):
-            hit += (probes >= lo) & (probes <= hi)
-        shares.append(float(1 - hit.mean() / low.size))
-    return shares
+    rows, values = [], []
+    for c, column in enumerate(columns):
+        in_files = column[by_file]
+        low = np.sort(np.minimum.reduceat(in_files, firsts))
+        high = np.sort(np.maximum.reduceat(in_files, firsts))
+        probes, which = np.unique(column, return_inverse=True)
+        # A probe reads the files starting at or below it, less those ending below it.
+        reads = (np.searchsorted(low, probes, side="right")
+                 - np.searchsorted(high, probes, side="left"))[which]
+        ids = column if value_ids is None else value_ids[c]
+        a_row_per_value = np.unique(ids, return_index=True)[1]
+        rows.append(float(1 - reads.mean() / low.size))
+        values.append(float(1 - reads[a_row_per_value].mean() / low.size))
+    return Skips(rows, values)
 
 
-#: How much fewer files the curve must read, per point query, to be kept over the tree:
-#: the sample's estimates carry noise, and the tree is the layout asked for.
+def expected_skip(columns: Sequence[np.ndarray], group: np.ndarray,
+                  rows_per_file: float, order: np.ndarray | None = None) -> list[float]:
+    """The row-weighted skips of :func:`expected_skips` (the build log's figures)."""
+    return expected_skips(columns, group, rows_per_file, order).rows
+
+
+#: How much less regret (:func:`judge`) the curve must have to be kept over the tree: the
+#: sample's estimates carry noise, and the tree is the layout asked for.
 CURVE_MARGIN = 0.02
 
 
@@ -305,25 +440,64 @@ def expected_reads(skips: Sequence[float], weights: Sequence[float], files: int)
     return sum(w * (1 - s) for w, s in zip(shares, skips, strict=True)) * files / sum(shares)
 
 
-def keep_better(tree: Tree, columns: Sequence[np.ndarray], weights: Sequence[float],
-                files: int, curve: str, curve_keys: np.ndarray) -> Tree:
-    """The fitted ``tree``, or the order of ``curve`` (its keys of the sample rows) when
-    the sample, written both ways, shows the curve reading clearly fewer files for the
-    declared point queries. Nested cuts beat the curves on independent columns; where
-    columns are correlated and the rows sit near a line, every curve file is a narrow box
-    on every column, while a group cut along one column spans its group on the others."""
-    rows = len(columns[0]) if columns else 0
-    if rows == 0 or tree.groups <= 1:
-        return tree
+def tree_skips(tree: Tree, columns: Sequence[np.ndarray], files: int,
+               value_ids: Sequence[np.ndarray] | None = None) -> Skips:
+    """:func:`expected_skips` of the sample written as the build writes ``tree``'s groups."""
     group = assign(tree, columns)
     counts = np.bincount(group, minlength=tree.groups)
-    tree_reads = expected_reads(expected_skip(
-        columns, group, file_rows(counts.tolist(), files), order=columns[tree.by_rows]),
-        weights, files)
-    curve_reads = expected_reads(expected_skip(
-        columns, np.zeros(rows, dtype=np.int64), rows / max(files, 1), order=curve_keys),
-        weights, files)
-    compared = {"tree": round(tree_reads, 1), curve: round(curve_reads, 1)}
-    if curve_reads < (1 - CURVE_MARGIN) * tree_reads:
-        return Tree(Node(columns[0][:0]), 0, [], tuple(range(len(columns))), curve, compared)
-    return replace(tree, compared=compared)
+    return expected_skips(columns, group, file_rows(counts.tolist(), files),
+                          order=columns[tree.by_rows], value_ids=value_ids)
+
+
+def judge(skips: Sequence[Skips], weights: Sequence[float], files: int) -> list[Judged]:
+    """Each candidate's files read per declared point query under both query models, and
+    its regret: the larger, over the models, of its reads over the fewest any candidate
+    reads under that model.
+
+    Fewest files under one model but three times the fewest under the other loses to
+    twice the fewest under both:
+
+    >>> best_for_rows, near_both = Skips([0.875], [0.25]), Skips([0.75], [0.75])
+    >>> [round(j.regret, 3) for j in judge([best_for_rows, near_both], [1], 8)]
+    [3.0, 2.0]
+    """
+    reads = [s.reads(weights, files) for s in skips]
+    # Every sampled value lies in some file: the fewest reads are above zero.
+    fewest = [min(r[m] for r in reads) for m in (0, 1)]
+    return [Judged(*r, max(r[m] / fewest[m] for m in (0, 1))) for r in reads]
+
+
+def keep_better(candidates: Sequence[Tree], columns: Sequence[np.ndarray],
+                weights: Sequence[float], files: int, curve: str, curve_keys: np.ndarray,
+                value_ids: Sequence[np.ndarray] | None = None) -> Tree:
+    """Of the fitted trees (one per blend, equal rows first) and the order of ``curve``
+    (its keys of the sample rows), written both ways from the sample, the one of least
+    regret (:func:`judge`, every tree and the curve judged together): of the trees the
+    first unless another is clearly less, then the curve if clearly less than that tree's.
+    Nested cuts beat the curves on independent columns; where columns are correlated and
+    the rows sit near a line, every curve file is a narrow box on every column, while a
+    group cut along one column spans its group on the others."""
+    rows = len(columns[0]) if columns else 0
+    if rows == 0 or all(tree.groups <= 1 for tree in candidates):
+        return candidates[0]
+    skips = [tree_skips(tree, columns, files, value_ids) for tree in candidates]
+    skips.append(expected_skips(columns, np.zeros(rows, dtype=np.int64), rows / max(files, 1),
+                                order=curve_keys, value_ids=value_ids))
+    *trees, of_curve = judge(skips, weights, files)
+    least = min(range(len(trees)), key=lambda i: trees[i].regret)
+    kept = least if trees[least].regret < (1 - ALPHA_MARGIN) * trees[0].regret else 0
+    by_alpha = {tree.alpha: j.rounded() for tree, j in zip(candidates, trees, strict=True)}
+    compared = {"tree": trees[kept].rounded(), curve: of_curve.rounded()}
+    if of_curve.regret < (1 - CURVE_MARGIN) * trees[kept].regret:
+        return Tree(Node(columns[0][:0]), 0, [], tuple(range(len(columns))), curve, compared,
+                    by_alpha=by_alpha, skips=skips[-1])
+    return replace(candidates[kept], compared=compared, by_alpha=by_alpha, skips=skips[kept])
+
+
+def choose_layout(columns: Sequence[np.ndarray], weights: Sequence[float], files: int,
+                  curve: str, curve_keys: np.ndarray,
+                  value_ids: Sequence[np.ndarray] | None = None) -> Tree:
+    """A build's layout: the tree fitted at each blend of :data:`ALPHAS`, or the curve,
+    whichever has the least regret (:func:`keep_better`)."""
+    trees = [fit(columns, weights, files, alpha, value_ids) for alpha in ALPHAS]
+    return keep_better(trees, columns, weights, files, curve, curve_keys, value_ids)

@@ -403,17 +403,25 @@ def describe_layout(keyed: KeyedPlan, plan: ClusteringPlan, sample: pd.DataFrame
         group = keys >> group_shift(plan.boundary_count)
     else:
         group = np.zeros(keys.size, dtype=np.int64)
-    expected = balanced.expected_skip(ranks, group, files_rows, order=keys)
+    # A balanced build also tells both query models apart (balanced.py): value-uniform
+    # probes are the values themselves, which a rank may merge.
+    value_ids = None if keyed.tree is None else [
+        pd.factorize(sample[s.name], use_na_sentinel=False)[0] for s in keyed.specs]
+    skips = balanced.expected_skips(ranks, group, files_rows, order=keys, value_ids=value_ids)
     how = (_describe_tree(keyed.tree, plan, weights, per_part=bool(keyed.parts))
            if keyed.tree is not None else _describe_bits(plan, weights, file_count))
+    # On a line of its own: bench/balanced.py reads the figures before it to the line's end.
+    by_model = ("" if keyed.tree is None else
+                f"\n  expected skip per column: {skips.describe(plan.columns)}")
     return (f"{how}; expected skip from the sample: "
             + ", ".join(f"{c} {100 * e:.1f}%" for c, e in
-                        zip(plan.columns, expected, strict=True)))
+                        zip(plan.columns, skips.rows, strict=True)) + by_model)
 
 
 def _describe_tree(tree: balanced.Tree, plan: ClusteringPlan, weights: Sequence[float],
                    per_part: bool) -> str:
-    compared = ", ".join(f"{name} {reads:g}" for name, reads in tree.compared.items())
+    # Each candidate's reads under the worse query model (the choice weighs its regret).
+    compared = ", ".join(f"{name} {judged.worse:g}" for name, judged in tree.compared.items())
     if tree.curve:
         return (f"balanced layout: kept the {tree.curve} curve, which the sample shows "
                 f"reading fewer files (expected files per point query: {compared})")

@@ -211,8 +211,11 @@ class BalancedLayout(Layout):
         ranks = boundary_ranks(columns, sample)
         curve_keys = LAYOUTS_BY_NAME[self.fallback].key_function(
             columns, "boundary", boundary_count)(*sample).to_numpy()
-        return balanced.keep_better(balanced.fit(ranks, weights, file_count), ranks, weights,
-                                    file_count, self.fallback, curve_keys)
+        # The values themselves, not their ranks: a rank holds many rare values, each a
+        # value a value-uniform query asks for (null one value too).
+        value_ids = [pd.factorize(values, use_na_sentinel=False)[0] for values in sample]
+        return balanced.choose_layout(ranks, weights, file_count, self.fallback, curve_keys,
+                                      value_ids)
 
     def key_function(self, columns: Sequence[ColumnSpec], curve_method: str,
                      boundary_count: int, tree: balanced.Tree | None = None,
