@@ -161,7 +161,7 @@ def _layout_fit(columns: list[np.ndarray], files: int) -> tuple[balanced.Tree, l
 def _reads(columns: list[np.ndarray], group: np.ndarray, rows_per_file: float,
            order: np.ndarray, files: int) -> float:
     """Files a point query reads on average over the columns, were all rows written so."""
-    skips = balanced.expected_skip(columns, group, rows_per_file, order=order)
+    skips = balanced.expected_skips(columns, group, rows_per_file, order=order).rows
     return balanced.expected_reads(skips, [1.0] * len(columns), files)
 
 

@@ -418,12 +418,6 @@ def expected_skips(columns: Sequence[np.ndarray], group: np.ndarray,
     return Skips(rows, values)
 
 
-def expected_skip(columns: Sequence[np.ndarray], group: np.ndarray,
-                  rows_per_file: float, order: np.ndarray | None = None) -> list[float]:
-    """The row-weighted skips of :func:`expected_skips` (the build log's figures)."""
-    return expected_skips(columns, group, rows_per_file, order).rows
-
-
 #: How much less regret (:func:`judge`) the curve must have to be kept over the tree: the
 #: sample's estimates carry noise, and the tree is the layout asked for.
 CURVE_MARGIN = 0.02

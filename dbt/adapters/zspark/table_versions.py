@@ -52,14 +52,18 @@ BATCH, BATCH_SUFFIX = "batch", "__zspark_batch"
 #: The table property that journals a batch moving into the table; its value is how.
 BATCH_KEY = "zspark.batch.publishing"
 APPEND, OVERWRITE = "append", "overwrite"
-#: Where an overwrite sets aside what it replaces, before and after all of it is there.
-REPLACING_SUFFIX, REPLACED_SUFFIX = "__zspark_replacing", "__zspark_replaced"
+#: Where an overwrite sets aside what it replaces, before and after all of it is there
+#: (folders only, never tables).
+REPLACING, REPLACING_SUFFIX = "replacing", "__zspark_replacing"
+REPLACED, REPLACED_SUFFIX = "replaced", "__zspark_replaced"
 
 
 def version_names(table: str) -> dict[str, str]:
-    """The names of a table's versions by role (``swap.ROLES``) and of an append's batch."""
+    """The names of a table's versions by role (``swap.ROLES``), of an append's batch and
+    of the folders an overwrite sets aside what it replaces in."""
     return {TABLE: table, NEXT: table + NEXT_SUFFIX, PREVIOUS: table + PREVIOUS_SUFFIX,
-            BATCH: table + BATCH_SUFFIX}
+            BATCH: table + BATCH_SUFFIX, REPLACING: table + REPLACING_SUFFIX,
+            REPLACED: table + REPLACED_SUFFIX}
 
 
 @dataclass
@@ -95,8 +99,9 @@ class TableVersions:
     def observe(self) -> SwapState:
         """What the metastore and the folders show for each of the three names."""
         names = self.names
+        pattern = "|".join(names[role] for role in ROLES)
         listed = {str(row[1]).lower() for row in self.fetch(
-            f"show tables in {self.schema} like {sql_string('|'.join(names.values()))}")}
+            f"show tables in {self.schema} like {sql_string(pattern)}")}
         schema_folder = self._schema_folder()
         places = {}
         for role in ROLES:
@@ -133,6 +138,10 @@ class TableVersions:
         return bool(self.fetch(f"show tables in {self.schema} like "
                                f"{sql_string(self.names[role])}"))
 
+    def _folder(self, role: str) -> str:
+        """Where the schema keeps ``role``'s files when no table names them."""
+        return f"{self._schema_folder()}/{self.names[role]}"
+
     def _location(self, role: str) -> str:
         location = self._info(f"describe table extended {self.qualified(role)}", "Location")
         if not location:
@@ -146,15 +155,16 @@ class TableVersions:
         files moved."""
         batch_at, table_at = self._location(BATCH), self._location(TABLE)
         moved = self.folders.files(batch_at)
-        replaced = self._replaced_folder()
+        replaced = self._folder(REPLACED)
+        partitioned = self._partitioned()
         # The mark outlives the journal: while it is absent, no file has moved in.
         if mode == OVERWRITE and not self.folders.exists(replaced):
-            self._set_aside(batch_at, table_at, moved, replaced)
+            self._set_aside(batch_at, table_at, moved, partitioned)
         for count, path in enumerate(moved, start=1):
             self.folders.move(path, table_at + path[len(batch_at):])
             if count == 1:
                 stop_point(f"{mode}:publishing")
-        if self._partitioned():
+        if partitioned:
             self.execute(f"alter table {self.qualified(TABLE)} recover partitions")
         self.execute(f"alter table {self.qualified(TABLE)} unset tblproperties if exists "
                      f"({sql_string(BATCH_KEY)})")
@@ -163,20 +173,17 @@ class TableVersions:
             self.folders.delete(replaced)
         return len(moved)
 
-    def _replaced_folder(self) -> str:
-        return f"{self._schema_folder()}/{self.table.lower()}{REPLACED_SUFFIX}"
-
     def _partitioned(self) -> bool:
         return any(str(row[0]).startswith("# Partition Information")
                    for row in self.fetch(f"describe table {self.qualified(TABLE)}"))
 
     def _set_aside(self, batch_at: str, table_at: str, batch_files: list[str],
-                   replaced: str) -> None:
+                   partitioned: bool) -> None:
         """Move what the batch replaces out of the table into the replacing folder, then
         mark it complete by renaming that folder ``replaced``. Called only while no file
         of the batch has moved in, so everything still in those places is the old rows."""
-        replacing = replaced[:-len(REPLACED_SUFFIX)] + REPLACING_SUFFIX
-        if self._partitioned():  # the leaf partition folders the batch has rows for
+        replacing = self._folder(REPLACING)
+        if partitioned:  # the leaf partition folders the batch has rows for
             places = sorted({path[len(batch_at):].rsplit("/", 1)[0] for path in batch_files})
             old = [table_at + place for place in places if self.folders.exists(table_at + place)]
         else:
@@ -187,7 +194,7 @@ class TableVersions:
                 stop_point("overwrite:set_aside")
         if not self.folders.exists(replacing):  # nothing to replace: an empty mark
             self.folders.make(replacing)
-        self.folders.move(replacing, replaced)
+        self.folders.move(replacing, self._folder(REPLACED))
 
     def recover_batch(self, journal: str | None) -> str | None:
         """Finish or undo an append or overwrite a killed run left (``journal``: how the
@@ -207,11 +214,11 @@ class TableVersions:
             self.execute(f"drop table if exists {self.qualified(BATCH)}")
             done.append("a batch that never reached the table: it is dropped")
         else:
-            folder = f"{self._schema_folder()}/{self.names[BATCH]}"
+            folder = self._folder(BATCH)
             if self.folders.exists(folder):
                 self.folders.delete(folder)
                 done.append("files of a batch that was never registered are deleted")
-        replaced = self._replaced_folder()
+        replaced = self._folder(REPLACED)
         if self.folders.exists(replaced):
             self.folders.delete(replaced)
             done.append("the rows an overwrite replaced, left once it was done, are deleted")
