@@ -214,9 +214,11 @@ def test_build_logs_files_rows_and_layout_depth(project: DbtProject) -> None:
     text = project.log_text()
     assert "logged: 4 files, 400 rows" in text
     found = re.search(r"layout: 4 files; id depth ([\d.]+) vs ([\d.]+) rebuilt \(([\d.]+)% "
-                      r"skipped\), overlaps ([\d.]+), overlap depth ([\d.]+); b depth ", text)
+                      r"skipped; ([\d.]+)% per distinct value\), overlaps ([\d.]+), "
+                      r"overlap depth ([\d.]+); b depth ", text)
     assert found is not None, text
-    depth, rebuilt, skipped, overlaps, overlap_depth = map(float, found.groups())
+    depth, rebuilt, skipped, per_value, overlaps, overlap_depth = map(float, found.groups())
+    assert per_value == pytest.approx(skipped, abs=1.5)  # ids are distinct: the models agree
     assert 1 <= depth <= 4
     assert 1 <= rebuilt <= 4
     assert skipped == pytest.approx(100 * (1 - depth / 4), abs=1.5)  # depth printed to 0.1

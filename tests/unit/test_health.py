@@ -67,3 +67,20 @@ def test_a_sorted_sample_cut_into_groups_gives_narrow_rebuild_bounds() -> None:
     assert health.columns[1].depth > 9  # every group spans almost all of b
     assert health.pending_share == 0.25
     assert "25.0% of rows written since the last full clustering" in health.describe()
+
+
+def test_a_popular_value_weighs_by_its_rows_in_one_model_and_once_in_the_other() -> None:
+    """Value 0 holds most rows and fills eight of ten files; 100 rare values share the
+    other two. A query asked as often as values occur mostly reads the eight; a query on
+    any distinct value mostly reads one."""
+    bounds = pd.DataFrame({"min": [0] * 8 + [1, 51], "max": [0] * 8 + [50, 100]}, dtype=object)
+    probes = pd.DataFrame({"a": [0] * 900 + list(range(1, 101))}, dtype=object)
+    health = layout_health({"a": bounds}, probes, None, rows=1000, pending_rows=0)
+    column = health.columns[0]
+    assert column.depth == pytest.approx((900 * 8 + 100) / 1000)
+    assert column.value_depth == pytest.approx((8 + 100) / 101)
+    assert column.value_skip_share == pytest.approx(1 - (8 + 100) / 101 / 10)
+    assert column.value_skip_share > 0.85 > 0.4 > column.skip_share
+    assert f"({column.skip_share:.1%} skipped; {column.value_skip_share:.1%} per distinct " \
+           "value)" in health.describe()
+    assert health.table()[0]["value_skip_share"] == round(column.value_skip_share, 4)

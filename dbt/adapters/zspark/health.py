@@ -3,9 +3,11 @@
 Per clustering column:
 
 - ``depth``: the files whose [min, max] holds a point value drawn from the data, averaged
-  over the values (what a point query opens); ``rebuild_depth`` the same for a full rebuild
-  into as many files, estimated by cutting a sample sorted by the layout's key into that
-  many groups of equal rows.
+  over the values (what a point query opens, values asked as often as they occur);
+  ``value_depth`` the same with each distinct sampled value asked once (every value as
+  likely to be asked as any other, as a dashboard listing every city); ``rebuild_depth``
+  the same for a full rebuild into as many files, estimated by cutting a sample sorted by
+  the layout's key into that many groups of equal rows.
 - ``average_overlaps`` and ``average_depth`` as Snowflake defines them for micro-partitions:
   the number of other files whose range overlaps a file's range, averaged over the files;
   and the overlap depth of a file (the most files covering any one value of its range,
@@ -47,11 +49,17 @@ class ColumnHealth:
     rebuild_depth: float | None
     average_overlaps: float
     average_depth: float
+    value_depth: float
 
     @property
     def skip_share(self) -> float:
-        """Share of the files a point query on this column skips."""
+        """Share of the files a point query on this column skips (row-weighted)."""
         return 1 - self.depth / self.files if self.files else 0.0
+
+    @property
+    def value_skip_share(self) -> float:
+        """Share of the files a point query on a distinct value skips (value-uniform)."""
+        return 1 - self.value_depth / self.files if self.files else 0.0
 
     @property
     def rebuild_skip_share(self) -> float | None:
@@ -79,8 +87,8 @@ class LayoutHealth:
             rebuild = ("" if c.rebuild_depth is None
                        else f" vs {c.rebuild_depth:.1f} rebuilt")
             parts.append(f"{c.column} depth {c.depth:.1f}{rebuild} ({c.skip_share:.1%} "
-                         f"skipped), overlaps {c.average_overlaps:.1f}, "
-                         f"overlap depth {c.average_depth:.1f}")
+                         f"skipped; {c.value_skip_share:.1%} per distinct value), "
+                         f"overlaps {c.average_overlaps:.1f}, overlap depth {c.average_depth:.1f}")
         return (f"{self.files} files; " + "; ".join(parts)
                 + f"; {self.pending_share:.1%} of rows written since the last full clustering")
 
@@ -90,6 +98,7 @@ class LayoutHealth:
             "column": c.column, "files": c.files, "depth": round(c.depth, 2),
             "rebuild_depth": None if c.rebuild_depth is None else round(c.rebuild_depth, 2),
             "skip_share": round(c.skip_share, 4),
+            "value_skip_share": round(c.value_skip_share, 4),
             "rebuild_skip_share": (None if c.rebuild_skip_share is None
                                    else round(c.rebuild_skip_share, 4)),
             "average_overlaps": round(c.average_overlaps, 2),
@@ -187,5 +196,6 @@ def layout_health(bounds: dict[str, pd.DataFrame], probes: pd.DataFrame,
         columns.append(ColumnHealth(
             column=column, files=files, depth=point_depth(file_bounds, probe),
             rebuild_depth=None if rebuilt is None else point_depth(rebuilt[column], probe),
-            average_overlaps=overlaps, average_depth=depth))
+            average_overlaps=overlaps, average_depth=depth,
+            value_depth=point_depth(file_bounds, probe.drop_duplicates())))
     return LayoutHealth(tuple(columns), files, rows, pending_rows)

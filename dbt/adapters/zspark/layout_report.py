@@ -12,8 +12,8 @@ import pandas as pd
 
 from dbt.adapters.zspark.health import LayoutHealth
 
-_HEADERS = ("column", "files", "depth", "rebuild_depth", "skip_share", "rebuild_skip_share",
-            "average_overlaps", "average_depth")
+_HEADERS = ("column", "files", "depth", "rebuild_depth", "skip_share", "value_skip_share",
+            "rebuild_skip_share", "average_overlaps", "average_depth")
 
 
 def health_table(health: LayoutHealth) -> str:
