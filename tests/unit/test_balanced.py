@@ -75,16 +75,17 @@ columns_strategy = st.lists(
 @given(cardinalities=columns_strategy, rows=st.integers(1, 3000), files=st.integers(1, 400),
        seed=st.integers(0, 2**16), weights=st.lists(st.floats(0.0, 5.0), min_size=4,
                                                     max_size=4),
-       alpha=st.sampled_from(balanced.ALPHAS))
+       blend=st.sampled_from(balanced.BLENDS))
 def test_every_row_lands_in_exactly_one_group_and_the_tree_survives_storage(
         cardinalities: list[int], rows: int, files: int, seed: int,
-        weights: list[float], alpha: float) -> None:
+        weights: list[float], blend: tuple[float, float]) -> None:
     rng = np.random.default_rng(seed)
     columns = [rng.integers(0, c, rows).astype(np.uint64) for c in cardinalities]
     chosen = weights[:len(columns)]
     if not any(chosen):
         chosen[0] = 1.0
-    tree = balanced.fit(columns, chosen, files, alpha)
+    alpha, tilt = blend
+    tree = balanced.fit(columns, chosen, files, alpha, tilt=tilt)
     group = balanced.assign(tree, columns)
     assert group.shape == (rows,)
     assert group.min() >= 0
@@ -94,7 +95,7 @@ def test_every_row_lands_in_exactly_one_group_and_the_tree_survives_storage(
     assert balanced.assign(tree, fresh).max() < tree.groups
     stored = balanced.from_json(balanced.to_json(tree), ["uint64"] * len(columns))
     assert (balanced.assign(stored, fresh) == balanced.assign(tree, fresh)).all()
-    assert stored.alpha == alpha
+    assert (stored.alpha, stored.tilt) == blend
     assert tree.groups <= max(1, math.ceil(1.1 * files))
 
 

@@ -24,22 +24,29 @@ Which values do point queries ask for? Two models are equally real. Row-weighted
 as often as it occurs (the probes are sampled rows). Value-uniform: every distinct value
 of the column as often as any other (a dashboard listing every city). On a skewed column
 they part: cuts at equal rows put the rare values, most of the distinct ones, into ranges
-of many values, so under the second model most queries read those ranges' files. The
-layout keeps the candidate of least regret (:func:`judge`): under each model, the files a
-declared point query reads over the fewest any candidate reads; a candidate's regret is
-the larger of its two. Minimax, since nothing tells which model a table's users follow;
-of the regret rather than of the files read, since on a skewed column the row-weighted
-model reads more under every layout and would decide alone: a layout best under one model
-and far behind under the other loses to one near the best under both. Without a declared
-workload every column counts the same; with one (``cluster_weights``) each model's reads
-are weighed by it, so the workload's columns decide.
+of many values, so under the second model most queries read those ranges' files.
+
+Without a declared workload the layout promises no loss against the curve: it keeps, of
+the trees that skip at least the curve's share on every column under both models (as the
+sample shows, within a file per query), the one of least regret (:func:`judge`): under
+each model, the files a point query reads over the fewest any candidate reads; a
+candidate's regret is the larger of its two. Minimax, since nothing tells which model a table's users follow; of the regret
+rather than of the files read, since on a skewed column the row-weighted model reads more
+under every layout and would decide alone. Where no tree is that safe, it keeps the
+curve. With a declared workload (``cluster_weights``) each model's reads are weighed by
+it and the candidate of least regret is kept, tree or curve: the workload's columns
+decide.
 
 The tree's cuts follow a blend of the two measures: equal quantiles of ``alpha`` times the
 row share plus ``1 - alpha`` times the distinct-value share (``alpha = 1``: equal rows).
 Files are still cut by rows within the groups (:func:`file_rows`), so uneven groups do not
-make uneven files. A build fits a few blends (:data:`ALPHAS`) and keeps the one, or the
-curve, of least regret (:func:`choose_layout`); the tree records what the choice saw
-(:attr:`Tree.compared`, :attr:`Tree.by_alpha`, :attr:`Tree.skips`).
+make uneven files. The column cut by rows within the groups has no cuts to blend; what
+it can have is more of the fan-out: a ``tilt`` above 1 weighs it that much more, so the
+tree makes fewer, larger groups, each cut finer along it (a value holding many rows, or
+one of many rare values, then sits in fewer of every group's files). A build fits the
+blends of :data:`BLENDS` and keeps one, or the curve (:func:`choose_layout`); the tree
+records what the choice saw (:attr:`Tree.compared`, :attr:`Tree.by_blend`,
+:attr:`Tree.skips`).
 """
 
 from __future__ import annotations
@@ -59,8 +66,12 @@ MAX_FILE_SHARE = 1.25
 MIN_GROUP_FILES = 2
 #: The cut measures a build fits (the row share's part of the blend), equal rows first.
 ALPHAS = (1.0, 0.75, 0.5, 0.0)
-#: How much less regret (:func:`judge`) another blend must have to be kept over equal
-#: rows: on data without skew the blends differ by the sample's noise alone.
+#: How much more the fan-outs weigh the column cut by rows, as declared first.
+TILTS = (1.0, 1.5, 2.0)
+#: Every (alpha, tilt) a build fits a tree for; the first cuts at equal rows, as declared.
+BLENDS = tuple((alpha, tilt) for tilt in TILTS for alpha in ALPHAS)
+#: How much less regret (:func:`judge`) another blend must have to be kept over the
+#: first: on data without skew the blends differ by the sample's noise alone.
 ALPHA_MARGIN = 0.01
 
 
@@ -176,10 +187,12 @@ class Tree:
     compared: dict[str, Judged] = field(default_factory=dict)
     #: The row share's part of the measure the cuts follow (1: equal rows).
     alpha: float = 1.0
-    #: What the choice saw of each blend's tree.
-    by_alpha: dict[float, Judged] = field(default_factory=dict)
+    #: What the choice saw of each blend's tree, by (alpha, tilt).
+    by_blend: dict[tuple[float, float], Judged] = field(default_factory=dict)
     #: Expected skip per column and query model of the layout chosen (tree or curve).
     skips: Skips | None = None
+    #: How much more the fan-outs weighed the column cut by rows than declared.
+    tilt: float = 1.0
 
     @property
     def by_rows(self) -> int:
@@ -254,11 +267,13 @@ def level_order(weights: Sequence[float]) -> tuple[int, ...]:
 
 
 def fit(columns: Sequence[np.ndarray], weights: Sequence[float], files: int,
-        alpha: float = 1.0, value_ids: Sequence[np.ndarray] | None = None) -> Tree:
+        alpha: float = 1.0, value_ids: Sequence[np.ndarray] | None = None,
+        tilt: float = 1.0) -> Tree:
     """Fit the tree on sample columns (comparable arrays: numbers, or strings of one
     width; nulls already mapped below every value) for ``files`` files, cutting at equal
     quantiles of ``alpha`` times the row share plus ``1 - alpha`` times the distinct-value
-    share. ``value_ids`` tell each row's value where a column holds ranks (a rank may hold
+    share, the column cut by rows weighing ``tilt`` times its weight in the fan-outs.
+    ``value_ids`` tell each row's value where a column holds ranks (a rank may hold
     several values); by default the column's own values."""
     if not columns:
         raise ValueError("the balanced layout needs at least one column")
@@ -266,6 +281,7 @@ def fit(columns: Sequence[np.ndarray], weights: Sequence[float], files: int,
     ids = [(columns if value_ids is None else value_ids)[i] for i in order]
     columns = [columns[i] for i in order]
     weights = [weights[i] for i in order]
+    weights[-1] *= tilt
     rows = len(columns[0])
     levels = len(columns) - 1
     per_level: list[list[int]] = [[] for _ in range(levels)]
@@ -289,7 +305,7 @@ def fit(columns: Sequence[np.ndarray], weights: Sequence[float], files: int,
                            for k in range(len(cuts) + 1)])
 
     root = split(0, np.arange(rows), float(files))
-    return Tree(root, levels, per_level, order, alpha=alpha)
+    return Tree(root, levels, per_level, order, alpha=alpha, tilt=tilt)
 
 
 def assign(tree: Tree, columns: Sequence[np.ndarray]) -> np.ndarray:
@@ -316,12 +332,12 @@ def to_json(tree: Tree) -> dict[str, Any]:
         return {"cuts": n.cuts.tolist(), "children": [node(c) for c in n.children]}
 
     return {"levels": tree.levels, "fan_outs": tree.fan_outs, "order": list(tree.order),
-            "root": node(tree.root), "alpha": tree.alpha,
+            "root": node(tree.root), "alpha": tree.alpha, "tilt": tree.tilt,
             **({"curve": tree.curve} if tree.curve else {}),
             **({"compared": {k: asdict(j) for k, j in tree.compared.items()}}
                if tree.compared else {}),
-            **({"by_alpha": {str(a): asdict(j) for a, j in tree.by_alpha.items()}}
-               if tree.by_alpha else {}),
+            **({"by_blend": {f"{a}/{t}": asdict(j) for (a, t), j in tree.by_blend.items()}}
+               if tree.by_blend else {}),
             **({"skips": {"rows": tree.skips.rows, "values": tree.skips.values}}
                if tree.skips else {})}
 
@@ -344,13 +360,18 @@ def from_json(data: dict[str, Any], kinds: Sequence[str]) -> Tree:
         return Judged(float(figures["rows"]), float(figures["values"]),
                       float(figures["regret"]))
 
+    # Trees stored before the tilt was fitted weighed their blends by alpha alone.
+    blends = {(float(a), 1.0): v for a, v in data.get("by_alpha", {}).items()}
+    blends.update({(float(k.split("/")[0]), float(k.split("/")[1])): v
+                   for k, v in data.get("by_blend", {}).items()})
     return Tree(node(data["root"], 0), levels, data["fan_outs"], order, data.get("curve"),
                 {str(k): judged(v) for k, v in data.get("compared", {}).items()
                  if isinstance(v, dict)},
                 float(data.get("alpha", 1.0)),
-                {float(a): judged(v) for a, v in data.get("by_alpha", {}).items()},
+                {blend: judged(v) for blend, v in blends.items()},
                 None if skips is None else Skips([float(s) for s in skips["rows"]],
-                                                 [float(s) for s in skips["values"]]))
+                                                 [float(s) for s in skips["values"]]),
+                float(data.get("tilt", 1.0)))
 
 
 def file_rows(group_rows: Sequence[float], files: int,
@@ -418,6 +439,11 @@ def expected_skips(columns: Sequence[np.ndarray], group: np.ndarray,
     return Skips(rows, values)
 
 
+#: How many more files per point query on a column a tree may read than the curve and
+#: still count as no worse (:func:`no_less`): less than a sample tells apart, and at
+#: 1000 files a tenth of a point of skip.
+NO_LOSS_FILES = 1.0
+
 #: How much less regret (:func:`judge`) the curve must have to be kept over the tree: the
 #: sample's estimates carry noise, and the tree is the layout asked for.
 CURVE_MARGIN = 0.02
@@ -461,16 +487,34 @@ def judge(skips: Sequence[Skips], weights: Sequence[float], files: int) -> list[
     return [Judged(*r, max(r[m] / fewest[m] for m in (0, 1))) for r in reads]
 
 
+def no_less(skips: Skips, than: Skips, files: int) -> bool:
+    """Whether ``skips`` are at least ``than`` on every column under both query models, but
+    for :data:`NO_LOSS_FILES` (of ``files``).
+
+    >>> no_less(Skips([0.9, 0.9], [0.9, 0.8]), Skips([0.8, 0.8], [0.8, 0.8]), 100)
+    True
+    >>> no_less(Skips([0.9, 0.9], [0.9, 0.78]), Skips([0.8, 0.8], [0.8, 0.8]), 100)
+    False
+    """
+    pairs = [*zip(skips.rows, than.rows, strict=True),
+             *zip(skips.values, than.values, strict=True)]
+    return all((theirs - mine) * files <= NO_LOSS_FILES + 1e-9 for mine, theirs in pairs)
+
+
 def keep_better(candidates: Sequence[Tree], columns: Sequence[np.ndarray],
                 weights: Sequence[float], files: int, curve: str, curve_keys: np.ndarray,
                 value_ids: Sequence[np.ndarray] | None = None) -> Tree:
-    """Of the fitted trees (one per blend, equal rows first) and the order of ``curve``
-    (its keys of the sample rows), written both ways from the sample, the one of least
-    regret (:func:`judge`, every tree and the curve judged together): of the trees the
-    first unless another is clearly less, then the curve if clearly less than that tree's.
-    Nested cuts beat the curves on independent columns; where columns are correlated and
-    the rows sit near a line, every curve file is a narrow box on every column, while a
-    group cut along one column spans its group on the others."""
+    """Of the fitted trees (one per blend, the first as declared) and the order of
+    ``curve`` (its keys of the sample rows), written every way from the sample, the one
+    the objective keeps (module docstring). Without a workload (equal ``weights``): of the
+    trees skipping no less than the curve on every column under both models (within
+    :data:`NO_LOSS_FILES`), the one of
+    least regret (:func:`judge`), else the curve. With one: the tree of least regret,
+    then the curve if its regret is clearly less. Of the trees the first is kept unless
+    another's regret is clearly less. Nested cuts beat the curves on independent columns;
+    where columns are correlated and the rows sit near a line, every curve file is a
+    narrow box on every column, while a group cut along one column spans its group on the
+    others."""
     rows = len(columns[0]) if columns else 0
     if rows == 0 or all(tree.groups <= 1 for tree in candidates):
         return candidates[0]
@@ -478,20 +522,25 @@ def keep_better(candidates: Sequence[Tree], columns: Sequence[np.ndarray],
     skips.append(expected_skips(columns, np.zeros(rows, dtype=np.int64), rows / max(files, 1),
                                 order=curve_keys, value_ids=value_ids))
     *trees, of_curve = judge(skips, weights, files)
-    least = min(range(len(trees)), key=lambda i: trees[i].regret)
-    kept = least if trees[least].regret < (1 - ALPHA_MARGIN) * trees[0].regret else 0
-    by_alpha = {tree.alpha: j.rounded() for tree, j in zip(candidates, trees, strict=True)}
-    compared = {"tree": trees[kept].rounded(), curve: of_curve.rounded()}
-    if of_curve.regret < (1 - CURVE_MARGIN) * trees[kept].regret:
-        return Tree(Node(columns[0][:0]), 0, [], tuple(range(len(columns))), curve, compared,
-                    by_alpha=by_alpha, skips=skips[-1])
-    return replace(candidates[kept], compared=compared, by_alpha=by_alpha, skips=skips[kept])
+    by_blend = {(tree.alpha, tree.tilt): j.rounded()
+                for tree, j in zip(candidates, trees, strict=True)}
+    workload = len(set(weights)) > 1
+    allowed = [i for i in range(len(trees)) if workload or no_less(skips[i], skips[-1], files)]
+    least = min(allowed or range(len(trees)), key=lambda i: trees[i].regret)
+    if 0 in allowed and trees[least].regret >= (1 - ALPHA_MARGIN) * trees[0].regret:
+        least = 0
+    compared = {"tree": trees[least].rounded(), curve: of_curve.rounded()}
+    if allowed and (not workload or of_curve.regret >= (1 - CURVE_MARGIN) * trees[least].regret):
+        return replace(candidates[least], compared=compared, by_blend=by_blend,
+                       skips=skips[least])
+    return Tree(Node(columns[0][:0]), 0, [], tuple(range(len(columns))), curve, compared,
+                by_blend=by_blend, skips=skips[-1])
 
 
 def choose_layout(columns: Sequence[np.ndarray], weights: Sequence[float], files: int,
                   curve: str, curve_keys: np.ndarray,
                   value_ids: Sequence[np.ndarray] | None = None) -> Tree:
-    """A build's layout: the tree fitted at each blend of :data:`ALPHAS`, or the curve,
-    whichever has the least regret (:func:`keep_better`)."""
-    trees = [fit(columns, weights, files, alpha, value_ids) for alpha in ALPHAS]
+    """A build's layout: the tree fitted at each blend of :data:`BLENDS`, or the curve, as
+    the objective keeps (:func:`keep_better`)."""
+    trees = [fit(columns, weights, files, alpha, value_ids, tilt) for alpha, tilt in BLENDS]
     return keep_better(trees, columns, weights, files, curve, curve_keys, value_ids)

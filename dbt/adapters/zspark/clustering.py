@@ -423,8 +423,10 @@ def _describe_tree(tree: balanced.Tree, plan: ClusteringPlan, weights: Sequence[
     # Each candidate's reads under the worse query model (the choice weighs its regret).
     compared = ", ".join(f"{name} {judged.worse:g}" for name, judged in tree.compared.items())
     if tree.curve:
-        return (f"balanced layout: kept the {tree.curve} curve, which the sample shows "
-                f"reading fewer files (expected files per point query: {compared})")
+        why = ("which the sample shows reading fewer files" if len(set(weights)) > 1 else
+               "as no tree skips as many files on every column under both query models")
+        return (f"balanced layout: kept the {tree.curve} curve, {why} (expected files per "
+                f"point query: {compared})")
     levels = [plan.columns[i] for i in tree.order]
     fans = [f"{c} {min(f)}-{max(f)}" if min(f) != max(f) else f"{c} {f[0]}"
             for c, f in zip(levels, tree.fan_outs, strict=False) if f]
