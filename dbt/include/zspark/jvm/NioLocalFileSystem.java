@@ -26,6 +26,12 @@ public class NioLocalFileSystem extends RawLocalFileSystem {
     PosixFilePermission.OWNER_EXECUTE, PosixFilePermission.OWNER_WRITE,
     PosixFilePermission.OWNER_READ};
 
+  /** Iceberg asks a table's file system for its scheme; Hadoop's raw local one has none. */
+  @Override
+  public String getScheme() {
+    return "file";
+  }
+
   @Override
   public void setPermission(Path path, FsPermission permission) throws IOException {
     short mode = permission.toShort();
