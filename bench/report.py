@@ -570,8 +570,8 @@ def balanced_section(results: dict[str, Any], report_dir: Path) -> list[str]:
             "the share the build's log expected from its sample; *files read* are per "
             "point query on that column and on average over the workload, expected / "
             "measured. *Chosen* is what a balanced build kept: its tree (groups of files) "
-            "or, where its sample showed the curve nearer the best under both query models, "
-            "the Hilbert curve.", "",
+            "or, where its sample showed no tree skipping as much as the curve on every "
+            "column under both query models, the Hilbert curve.", "",
             *_table(["data", "layout", "chosen", "seconds", "vs Hilbert", "files",
                      "rows max/mean",
                      *(f"{c} skip % rows" for c in columns),

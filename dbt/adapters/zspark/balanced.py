@@ -30,12 +30,12 @@ Without a declared workload the layout promises no loss against the curve: it ke
 the trees that skip at least the curve's share on every column under both models (as the
 sample shows, within a file per query), the one of least regret (:func:`judge`): under
 each model, the files a point query reads over the fewest any candidate reads; a
-candidate's regret is the larger of its two. Minimax, since nothing tells which model a table's users follow; of the regret
-rather than of the files read, since on a skewed column the row-weighted model reads more
-under every layout and would decide alone. Where no tree is that safe, it keeps the
-curve. With a declared workload (``cluster_weights``) each model's reads are weighed by
-it and the candidate of least regret is kept, tree or curve: the workload's columns
-decide.
+candidate's regret is the larger of its two. Minimax, since nothing tells which model a
+table's users follow; of the regret rather than of the files read, since on a skewed
+column the row-weighted model reads more under every layout and would decide alone.
+Where no tree is that safe, it keeps the curve. With a declared workload
+(``cluster_weights``) each model's reads are weighed by it and the candidate of least
+regret is kept, tree or curve: the workload's columns decide.
 
 The tree's cuts follow a blend of the two measures: equal quantiles of ``alpha`` times the
 row share plus ``1 - alpha`` times the distinct-value share (``alpha = 1``: equal rows).
