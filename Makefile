@@ -16,6 +16,16 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	touch $@
 
+# Delta Lake's and Iceberg's jars for `table_format:` sessions, fetched once with Maven
+# (table_formats.py lists them); without them a session asks Spark to fetch the packages.
+FORMAT_JARS := dbt/include/zspark/jars/.fetched
+$(FORMAT_JARS): dbt/adapters/zspark/table_formats.py $(VENV)/.installed
+	@if command -v mvn >/dev/null; then \
+	  for artifact in $$($(PY) -m dbt.adapters.zspark.table_formats); do \
+	    mvn -q dependency:copy -Dartifact=$$artifact -DoutputDirectory=$(@D) || exit 1; \
+	  done && touch $@; \
+	else echo "no Maven (mvn): table_format sessions fetch their jars through Spark"; fi
+
 # zspark's local file system for embedded Spark (no `chmod` process per file written). A
 # machine without a JDK keeps Hadoop's own: slower writes, same files.
 JAR := dbt/include/zspark/jvm/zspark-localfs.jar
@@ -26,7 +36,7 @@ $(JAR): dbt/include/zspark/jvm/NioLocalFileSystem.java $(VENV)/.installed
 	  jar cf $@ -C "$$classes" . && rm -rf "$$classes"; \
 	else echo "no JDK (javac, jar): embedded Spark keeps Hadoop's RawLocalFileSystem"; fi
 
-setup: $(VENV)/.installed $(JAR)
+setup: $(VENV)/.installed $(JAR) $(FORMAT_JARS)
 
 lint: setup
 	$(VENV)/bin/ruff check .

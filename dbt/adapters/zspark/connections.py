@@ -4,7 +4,8 @@ Every dbt-spark connection method is accepted unchanged. For ``method: session``
 embedded Spark gets sensible defaults before it starts: warehouse, metastore and derby
 files live under ``session_dir`` instead of the working directory, Python UDF workers run
 the interpreter that runs dbt (or the profile's ``spark.pyspark.python``), and timestamps
-are written with usable Parquet statistics.
+are written with usable Parquet statistics. ``table_format: delta`` (or ``iceberg``) adds
+what the session needs to write that format (``table_formats.py``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from dbt.adapters.spark.connections import (
     SparkConnectionMethod,
     SparkCredentials,
 )
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.zspark.table_formats import TableFormatError, with_table_format
 
 DEFAULT_SESSION_DIR = ".zspark"
 #: The profile setting (in ``server_side_parameters``) naming the executors' Python.
@@ -92,9 +96,11 @@ def with_session_defaults(settings: dict[str, Any], session_dir: str) -> dict[st
 
 @dataclass
 class ZSparkCredentials(SparkCredentials):
-    """dbt-spark credentials plus where an embedded session keeps its files."""
+    """dbt-spark credentials plus where an embedded session keeps its files and the
+    table format it writes besides Parquet."""
 
     session_dir: str = DEFAULT_SESSION_DIR
+    table_format: str | None = None
 
     @classmethod
     def __pre_deserialize__(cls, data: Any) -> Any:
@@ -106,9 +112,17 @@ class ZSparkCredentials(SparkCredentials):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.table_format is not None and self.method != SparkConnectionMethod.SESSION:
+            raise DbtRuntimeError(
+                f"profile: 'table_format' sets up an embedded session (method: session); "
+                f"this target uses method: {self.method}, whose Spark is configured where "
+                f"it runs. Leave 'table_format' out.")
         if self.method == SparkConnectionMethod.SESSION:
-            self.server_side_parameters = with_session_defaults(self.server_side_parameters,
-                                                                self.session_dir)
+            try:
+                parameters = with_table_format(self.server_side_parameters, self.table_format)
+            except TableFormatError as error:
+                raise DbtRuntimeError(str(error)) from error
+            self.server_side_parameters = with_session_defaults(parameters, self.session_dir)
 
     @property
     def type(self) -> str:
@@ -116,7 +130,7 @@ class ZSparkCredentials(SparkCredentials):
 
     def _connection_keys(self) -> tuple[str, ...]:
         return ("host", "port", "cluster", "endpoint", "schema", "organization", "method",
-                "session_dir")
+                "session_dir", "table_format")
 
 
 class ZSparkConnectionManager(SparkConnectionManager):

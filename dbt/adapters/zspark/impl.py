@@ -158,6 +158,33 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
 
     # -- clustered builds ---------------------------------------------------------------
     @available
+    def zspark_check_file_format(self, model: str, file_format: str, clustered: bool,
+                                 materialized: str) -> bool:
+        """Refuse, before anything is written, a ``file_format`` this Spark cannot write or
+        zspark cannot cluster. True when the format commits on its own (Delta, Iceberg,
+        Hudi): dbt-spark's own build then replaces the table in one commit of the format,
+        keeping its history, where a rename would leave its files behind."""
+        from dbt.adapters.zspark.table_formats import (
+            commits_on_its_own,
+            unwritable_format_error,
+        )
+
+        # Spark answers SET for a static setting too, in a session and over thrift.
+        value = next((str(row[1]) for row in self._fetch("set spark.sql.extensions")
+                      if row[1] is not None), "")
+        problem = unwritable_format_error(model, file_format,
+                                          None if value.startswith("<undefined") else value)
+        if problem is not None:
+            raise DbtRuntimeError(problem)
+        if clustered and file_format != "parquet":
+            raise DbtRuntimeError(
+                f"Model '{model}': config 'file_format' is '{file_format}' on a clustered "
+                f"{materialized} model. Allowed: 'parquet'. zspark does not cluster "
+                f"{file_format} tables yet; without zorder_by, hilbert_by, linear_by and "
+                f"balanced_by the model builds unclustered.")
+        return commits_on_its_own(file_format)
+
+    @available
     def zspark_check_config(self, model: str, config: dict[str, Any],
                             materialized: str) -> bool:
         """Check config values that need no schema; True when the model asks for clustering."""

@@ -76,12 +76,9 @@ class IncrementalMethods(metaclass=AdapterMeta):
     get_columns_in_relation: Callable[[Any], list[Any]]
 
     @available
-    def zspark_check_incremental(self, model: str, file_format: str, strategy: str) -> None:
-        """Clustered incremental models write Parquet with append or insert_overwrite."""
-        if file_format != "parquet":
-            raise DbtRuntimeError(
-                f"Model '{model}': config 'file_format' is '{file_format}' on a clustered "
-                f"incremental model. Allowed: 'parquet'.")
+    def zspark_check_incremental(self, model: str, strategy: str) -> None:
+        """Clustered incremental models (Parquet: ``zspark_check_file_format``) append or
+        insert_overwrite."""
         if strategy not in INCREMENTAL_STRATEGIES:
             raise DbtRuntimeError(
                 f"Model '{model}': config 'incremental_strategy' is '{strategy}' on a "

@@ -10,14 +10,16 @@
 {% materialization incremental, adapter='zspark', supported_languages=['sql', 'python'] -%}
   {%- set zconfig = zspark_model_config() -%}
   {%- set language = model['language'] -%}
+  {%- set clustered = adapter.zspark_check_config(model['name'], zconfig, 'incremental' if language == 'sql' else 'python') -%}
+  {%- do adapter.zspark_check_file_format(model['name'], config.get('file_format', default='parquet'), clustered, 'incremental') -%}
   {%- do adapter.zspark_begin(model['name'], this) -%}
-  {%- if not adapter.zspark_check_config(model['name'], zconfig, 'incremental' if language == 'sql' else 'python') -%}
+  {%- if not clustered -%}
     {{ return(materialization_incremental_spark()) }}
   {%- endif -%}
 
   {%- set file_format = dbt_spark_validate_get_file_format(config.get('file_format', default='parquet')) -%}
   {%- set strategy = dbt_spark_validate_get_incremental_strategy(config.get('incremental_strategy') or 'append', file_format) -%}
-  {%- do adapter.zspark_check_incremental(model['name'], file_format, strategy) -%}
+  {%- do adapter.zspark_check_incremental(model['name'], strategy) -%}
   {%- set grant_config = config.get('grants') -%}
   {%- set existing_relation = load_relation(this) -%}
 

@@ -6,6 +6,12 @@
   table stores its layout in its own properties and gets its file-stats index right after.
 -#}
 {% materialization table, adapter='zspark', supported_languages=['sql', 'python'] %}
+  {%- set clustered = adapter.zspark_check_config(model['name'], zspark_model_config(),
+                                                  'table' if model['language'] == 'sql' else 'python') -%}
+  {%- if adapter.zspark_check_file_format(model['name'], config.get('file_format', default='parquet'), clustered, 'table') -%}
+    {#- Delta, Iceberg, Hudi: replaced in one commit of the format, by dbt-spark. -#}
+    {{ return(materialization_table_spark()) }}
+  {%- endif -%}
   {%- set grant_config = config.get('grants') -%}
   {%- do adapter.zspark_begin(model['name'], this) -%}
   {%- set old_relation = adapter.get_relation(database=database, schema=schema, identifier=model['alias']) -%}

@@ -1,0 +1,178 @@
+"""Delta Lake and Iceberg models through the adapter, each in a dbt process of its own
+(the format's jars load when a JVM starts): a profile's ``table_format`` sets the session
+up, or the formats' standard Spark settings alone do; unclustered models of both formats
+build, rebuild (the format's own commit: history kept) and merge; what cannot work is
+refused by name before anything is written."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dbt.adapters.zspark.table_formats import DELTA, ICEBERG, JARS_DIR
+from tests.functional.dbt_project import DbtProject
+
+SCHEMA = "zspark_formats"
+QUERY_MACRO = """
+{% macro zs_query(sql) %}
+  {%- set rows = [] -%}
+  {%- for row in run_query(sql).rows -%}{%- do rows.append(row.values() | list) -%}{%- endfor -%}
+  {{ log('ZS_ROWS ' ~ tojson(rows), info=True) }}
+{% endmacro %}
+"""
+
+
+@dataclass
+class FormatProject:
+    """A dbt project whose every command runs in a new dbt process."""
+
+    root: Path
+    session_dir: Path
+
+    def write(self, relative: str, text: str) -> None:
+        path = self.root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip())
+
+    def dbt(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(Path(sys.executable).parent / "dbt"), *args, "--project-dir", str(self.root),
+             "--profiles-dir", str(self.root)],
+            cwd=self.root, capture_output=True, text=True, timeout=600,
+            env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+
+    def statuses(self) -> dict[str, tuple[str, str]]:
+        """Each model of the last run: its status and message."""
+        results = json.loads((self.root / "target" / "run_results.json").read_text())
+        return {r["unique_id"].rsplit(".", 1)[1]: (r["status"], r.get("message") or "")
+                for r in results["results"]}
+
+    def query(self, sql: str) -> list[list[Any]]:
+        done = self.dbt("run-operation", "zs_query", "--args", json.dumps({"sql": sql}))
+        assert done.returncode == 0, done.stdout[-3000:]
+        line = next(line for line in done.stdout.splitlines() if "ZS_ROWS " in line)
+        rows: list[list[Any]] = json.loads(line.split("ZS_ROWS ", 1)[1])
+        return rows
+
+
+def _project(root: Path, session_dir: Path, profile: str, file_format: str) -> FormatProject:
+    project = FormatProject(root, session_dir)
+    project.write("dbt_project.yml", """
+        name: zspark_formats
+        version: "1.0"
+        config-version: 2
+        profile: zspark_formats
+        flags:
+          send_anonymous_usage_stats: false
+    """)
+    project.write("profiles.yml", f"""
+        zspark_formats:
+          target: dev
+          outputs:
+            dev:
+              type: zspark
+              method: session
+              schema: {SCHEMA}
+              session_dir: {session_dir}
+              {profile}
+    """)
+    project.write("macros/query.sql", QUERY_MACRO)
+    project.write("models/f_table.sql", f"""
+        {{{{ config(materialized='table', file_format='{file_format}') }}}}
+        select id, id % 7 as b from range({{{{ var('n') }}}})
+    """)
+    project.write("models/f_merge.sql", f"""
+        {{{{ config(materialized='incremental', file_format='{file_format}',
+                    incremental_strategy='merge', unique_key='id') }}}}
+        select id, {{{{ var('v') }}}} as v from range({{{{ var('lo') }}}}, {{{{ var('hi') }}}})
+    """)
+    project.write("models/f_clustered.sql", f"""
+        {{{{ config(materialized='table', file_format='{file_format}', hilbert_by=['id', 'b'],
+                    file_count=4) }}}}
+        select id, id % 7 as b from range(100)
+    """)
+    return project
+
+
+def _builds_rebuilds_and_merges(project: FormatProject, file_format: str) -> None:
+    """Two runs: the table rebuilt with other rows, the merge updating and adding; the
+    clustered model refused by name in the first, nothing of it written."""
+    first = project.dbt("run", "--vars", "{n: 100, lo: 0, hi: 50, v: 0}")
+    statuses = project.statuses()
+    assert statuses["f_table"][0] == "success", first.stdout[-3000:]
+    assert statuses["f_merge"][0] == "success", first.stdout[-3000:]
+    assert statuses["f_clustered"][0] == "error"
+    assert (f"Model 'f_clustered': config 'file_format' is '{file_format}' on a clustered "
+            f"table model. Allowed: 'parquet'.") in statuses["f_clustered"][1]
+    second = project.dbt("run", "--exclude", "f_clustered", "--vars",
+                         "{n: 60, lo: 25, hi: 75, v: 1}")
+    assert second.returncode == 0, second.stdout[-3000:]
+    assert project.query(f"select count(*), sum(id) from {SCHEMA}.f_table") == [[60, 1770]]
+    assert project.query(f"select count(*), sum(v), sum(id) from {SCHEMA}.f_merge") == \
+        [[75, 50, sum(range(75))]]
+    assert project.query(f"show tables in {SCHEMA} like 'f_clustered*'") == []
+
+
+@pytest.fixture(scope="module")
+def jars() -> None:
+    for table_format in (DELTA, ICEBERG):
+        assert table_format.jar_files(), (
+            f"{table_format.name} jars missing in {JARS_DIR}: `make setup` fetches them")
+
+
+@pytest.mark.usefixtures("jars")
+def test_a_delta_profile_builds_rebuilds_and_merges_keeping_the_tables_history(
+        tmp_path: Path) -> None:
+    """``table_format: delta``: the rebuilt table is a new version of the same Delta
+    table (read back here by delta-rs, another engine): time travel to the first build
+    gives its 100 rows."""
+    from deltalake import DeltaTable
+
+    session_dir = tmp_path / "session"
+    project = _project(tmp_path / "project", session_dir, "table_format: delta", "delta")
+    _builds_rebuilds_and_merges(project, "delta")
+    table = DeltaTable(str(session_dir / "warehouse" / f"{SCHEMA}.db" / "f_table"))
+    assert table.version() >= 1
+    assert table.to_pyarrow_table().num_rows == 60
+    table.load_as_version(0)
+    assert table.to_pyarrow_table().num_rows == 100
+
+
+@pytest.mark.usefixtures("jars")
+def test_iceberg_by_its_standard_spark_settings_alone_builds_rebuilds_and_merges(
+        tmp_path: Path) -> None:
+    """No ``table_format`` line: the jar and Iceberg's own settings in
+    server_side_parameters. A rebuild is a new snapshot of the same table (it used to
+    rename a staging table whose files the next build deleted)."""
+    settings = {"spark.jars": ",".join(str(j) for j in ICEBERG.jar_files()),
+                **ICEBERG.settings}
+    lines = "\n".join(f"    {key}: \"{value}\"" for key, value in settings.items())
+    profile = "server_side_parameters:\n" + textwrap.indent(lines, " " * 14)
+    project = _project(tmp_path / "project", tmp_path / "session", profile, "iceberg")
+    _builds_rebuilds_and_merges(project, "iceberg")
+    snapshots = project.query(f"select count(*) from {SCHEMA}.f_table.snapshots")
+    assert snapshots[0][0] >= 2
+
+
+def test_a_model_whose_format_the_session_cannot_write_is_refused_before_writing(
+        project: DbtProject) -> None:
+    """The shared session has no Delta: the model fails naming its format and the
+    profile line that enables it, and no table of that name appears."""
+    project.write("models/formats/needs_delta.sql", """
+        {{ config(materialized='table', file_format='delta') }}
+        select 1 as id
+    """)
+    project.dbt("run", "--select", "needs_delta", expect_pass=False)
+    text = " ".join(project.log_text().split())
+    assert ("Model 'needs_delta': config 'file_format' is 'delta', which this session "
+            "cannot write") in text
+    assert "`table_format: delta`" in text
+    assert not project.spark.catalog.tableExists(project.table("needs_delta"))

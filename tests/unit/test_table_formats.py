@@ -1,0 +1,79 @@
+"""A profile's ``table_format``: the session settings it adds, and its refusals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.zspark.connections import ZSparkCredentials
+from dbt.adapters.zspark.table_formats import (
+    DELTA,
+    ICEBERG,
+    TableFormatError,
+    enabled_formats,
+    unwritable_format_error,
+    with_table_format,
+)
+
+
+def test_fetched_jars_are_used_else_spark_fetches_the_packages(tmp_path: Path) -> None:
+    assert DELTA.session_settings(tmp_path)["spark.jars.packages"] == \
+        "io.delta:delta-spark_4.1_2.13:4.4.0,io.delta:delta-storage:4.4.0"
+    for name in ("delta-spark_4.1_2.13-4.4.0.jar", "delta-storage-4.4.0.jar"):
+        (tmp_path / name).write_bytes(b"")
+    settings = DELTA.session_settings(tmp_path)
+    assert "spark.jars.packages" not in settings
+    assert settings["spark.jars"].split(",") == [
+        str(tmp_path / "delta-spark_4.1_2.13-4.4.0.jar"), str(tmp_path / "delta-storage-4.4.0.jar")]
+    assert settings["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
+
+
+def test_the_profiles_own_settings_win_and_its_jars_are_kept() -> None:
+    mine = {"spark.sql.catalog.spark_catalog.type": "hadoop", "spark.jars": "/opt/mine.jar",
+            "spark.jars.packages": "org.example:mine:1"}
+    merged = with_table_format(mine, "ICEBERG")
+    assert merged["spark.sql.catalog.spark_catalog.type"] == "hadoop"
+    assert merged["spark.sql.catalog.spark_catalog"] == ICEBERG.settings[
+        "spark.sql.catalog.spark_catalog"]
+    where = ICEBERG.session_settings()
+    key = "spark.jars" if "spark.jars" in where else "spark.jars.packages"
+    assert merged[key] == f"{mine[key]},{where[key]}"
+    assert with_table_format(mine, None) == mine
+
+
+def test_an_unknown_format_names_the_profile_line_and_what_is_allowed() -> None:
+    with pytest.raises(TableFormatError, match=r"'table_format' is 'hudi'\. Allowed: "
+                                               r"'delta' or 'iceberg'"):
+        with_table_format({}, "hudi")
+    with pytest.raises(DbtRuntimeError, match="'table_format' is 'orc'"):
+        ZSparkCredentials(method="session", host="localhost", schema="s", table_format="orc")
+
+
+def test_a_profile_line_for_a_session_is_refused_on_a_server() -> None:
+    with pytest.raises(DbtRuntimeError, match="this target uses method: thrift"):
+        ZSparkCredentials(method="thrift", host="localhost", port=10000, schema="s",
+                          table_format="delta")
+
+
+def test_a_session_profile_gets_the_formats_settings(tmp_path: Path) -> None:
+    credentials = ZSparkCredentials(method="session", host="localhost", schema="s",
+                                    session_dir=str(tmp_path), table_format="delta")
+    settings = credentials.server_side_parameters
+    assert settings["spark.sql.catalog.spark_catalog"] == DELTA.settings[
+        "spark.sql.catalog.spark_catalog"]
+    assert settings["spark.sql.warehouse.dir"] == str(tmp_path.resolve() / "warehouse")
+
+
+def test_a_session_writes_a_format_only_when_its_extension_is_set() -> None:
+    both = f"{DELTA.extension}, {ICEBERG.extension}"
+    assert enabled_formats(both) == ["delta", "iceberg"]
+    assert enabled_formats(None) == []
+    assert unwritable_format_error("m", "parquet", None) is None
+    assert unwritable_format_error("m", "delta", DELTA.extension) is None
+    problem = unwritable_format_error("m", "iceberg", DELTA.extension)
+    assert problem is not None
+    assert problem.startswith("Model 'm': config 'file_format' is 'iceberg', which this "
+                              "session cannot write")
+    assert "`table_format: iceberg`" in problem
