@@ -107,11 +107,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--session-dir", type=Path, default=DEFAULT_SESSION_DIR / "balanced")
     parser.add_argument("--out", type=Path, default=REPO / "BENCHMARKS-balanced.json")
     parser.add_argument("--img-dir", type=Path, default=REPO / "docs" / "img")
+    parser.add_argument("--one-process", action="store_true",
+                        help="build every layout in one dbt process: checks the benchmark "
+                             "sooner; its build times then share one warm JVM")
     args = parser.parse_args(argv)
     log = Progress()
     results: dict[str, Any] = {
         "config": {"rows": args.rows, "files": args.files, "workload": WORKLOAD,
-                   "repeats": args.repeats},
+                   "repeats": args.repeats, "one_process": args.one_process},
         "command": "python -m bench.balanced " + " ".join(sys.argv[1:] if argv is None
                                                            else argv),
         "variants": {}}
@@ -124,11 +127,15 @@ def main(argv: list[str] | None = None) -> None:
         # varies by a few seconds from run to run, the median of several does not.
         lines: list[str] = []
         runs: dict[str, list[float]] = {model: [] for model in MODELS.values()}
+        batches = ([list(MODELS.values())] if args.one_process
+                   else [[model] for model in MODELS.values()])
         for _ in range(args.repeats):
-            for model in MODELS.values():
-                run_dbt(["run", "-s", "lineorder_profile", model], session_dir, log,
+            for batch in batches:
+                run_dbt(["run", "-s", "lineorder_profile", *batch], session_dir, log,
                         {"file_count": args.files}, lines=lines)
-                runs[model].append(model_times(session_dir)[model])
+                times = model_times(session_dir)
+                for model in batch:
+                    runs[model].append(times[model])
         seconds = {model: statistics.median(times) for model, times in runs.items()}
         expected = expected_skips(lines)
         expected_uniform = expected_value_uniform(lines)

@@ -559,8 +559,10 @@ def balanced_section(results: dict[str, Any], report_dir: Path) -> list[str]:
             f"model on {config['rows']:,} rows and {config['files']} files per data shape, "
             "built by `dbt run` as Hilbert, as Z-order and as balanced, the last two also "
             f"weighted by a declared workload (the `workload` config) of {workload} point "
-            "queries; each layout is built by a dbt process of its own after the warm-up "
-            "model, so each pays the same start-up"
+            + ("queries; every layout is built by one dbt process (`--one-process`: its "
+               "times share a warm JVM)" if config.get("one_process") else
+               "queries; each layout is built by a dbt process of its own after the warm-up "
+               "model, so each pays the same start-up")
             + (f", {config['repeats']} times in turn (*seconds*: the median, then every "
                "build's)" if config.get("repeats", 1) > 1 else "")
             + ". *Skip* is the share of files a point "

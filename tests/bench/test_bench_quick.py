@@ -45,7 +45,7 @@ def bench_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, B
                                        "uniform", "--runs", "1", "--base-files", "20"]),
         "balanced": ("balanced.json", ["bench.balanced", "--rows", "20000", "--files", "40",
                                        "--variants", "uniform", "--probes", "100",
-                                       "--img-dir", "{dir}/img"]),
+                                       "--one-process", "--img-dir", "{dir}/img"]),
         "keys": ("keys.json", ["bench.keys", "--rows", "5000", "--repeat", "1"]),
     }
     runs = {}
