@@ -21,7 +21,7 @@ $(VENV)/.installed: pyproject.toml
 FORMAT_JARS := dbt/include/zspark/jars/.fetched
 $(FORMAT_JARS): dbt/adapters/zspark/table_formats.py $(VENV)/.installed
 	@if command -v mvn >/dev/null; then \
-	  for artifact in $$($(PY) -m dbt.adapters.zspark.table_formats); do \
+	  for artifact in $$($(PY) -c 'from dbt.adapters.zspark.table_formats import maven_packages; print(*maven_packages())'); do \
 	    mvn -q dependency:copy -Dartifact=$$artifact -DoutputDirectory=$(@D) || exit 1; \
 	  done && touch $@; \
 	else echo "no Maven (mvn): table_format sessions fetch their jars through Spark"; fi

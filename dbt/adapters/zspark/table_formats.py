@@ -13,13 +13,11 @@ when a session starts); without it, Spark's own package mechanism
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-#: Where ``make setup`` puts the formats' jars (``python -m dbt.adapters.zspark.table_formats``
-#: lists them).
+#: Where ``make setup`` puts the formats' jars (:func:`maven_packages`).
 JARS_DIR = Path(__file__).resolve().parents[2] / "include" / "zspark" / "jars"
 EXTENSIONS = "spark.sql.extensions"
 CATALOG = "spark.sql.catalog.spark_catalog"
@@ -141,10 +139,6 @@ def unwritable_format_error(model: str, file_format: str, extensions: str | None
             f"server_side_parameters.")
 
 
-def main() -> None:
-    """Print every format's Maven coordinates, one per line (``make setup`` fetches them)."""
-    print(os.linesep.join(p for f in TABLE_FORMATS.values() for p in f.packages))
-
-
-if __name__ == "__main__":
-    main()
+def maven_packages() -> list[str]:
+    """Every format's Maven coordinates (``make setup`` fetches them)."""
+    return [package for f in TABLE_FORMATS.values() for package in f.packages]
