@@ -97,6 +97,16 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
     def type(cls) -> str:
         return "zspark"
 
+    def _build_spark_relation_list(self, row_list: Any, relation_info_func: Any) -> list[Any]:
+        """dbt-spark's relations, each Iceberg table known as one (``table_formats``): it
+        reads the format from SHOW TABLE EXTENDED, which names Iceberg's tables 'hive', and
+        would drop such a table before its rebuild rather than replace it in one commit."""
+        from dbt.adapters.zspark.table_formats import names_an_iceberg_table
+
+        return [relation.incorporate(is_iceberg=True)
+                if names_an_iceberg_table(getattr(relation, "information", None)) else relation
+                for relation in super()._build_spark_relation_list(row_list, relation_info_func)]
+
     # -- session ---------------------------------------------------------------------
     def _is_session(self) -> bool:
         return bool(self.config.credentials.method == SparkConnectionMethod.SESSION)

@@ -93,6 +93,19 @@ def commits_on_its_own(file_format: str) -> bool:
     return file_format.lower() in COMMITTING_FORMATS
 
 
+def names_an_iceberg_table(information: str | None) -> bool:
+    r"""Whether SHOW TABLE EXTENDED's (or DESCRIBE's) information is an Iceberg table's: under
+    Iceberg's SparkSessionCatalog its provider reads 'hive', its properties tell.
+
+    >>> names_an_iceberg_table("Provider: hive\nTable Properties: [owner=me, table_type=ICEBERG]")
+    True
+    >>> names_an_iceberg_table("Provider: hive\nTable Properties: [owner=me]")
+    False
+    """
+    text = information or ""
+    return "Provider: iceberg" in text or "table_type=ICEBERG" in text
+
+
 class TableFormatError(ValueError):
     pass
 
