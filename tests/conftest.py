@@ -4,13 +4,34 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.bench.runs import BENCH_RUNS, start_bench_runs
+
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The benchmarks' checks last: their benchmarks run meanwhile."""
+    items.sort(key=lambda item: item.nodeid.startswith("tests/bench/"))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the benchmarks tests/bench checks now, to run beside every other test."""
+    if any(item.nodeid.startswith("tests/bench/") for item in session.items):
+        root = Path(tempfile.mkdtemp(prefix="zspark-benches-"))
+        session.config.stash[BENCH_RUNS] = start_bench_runs(root)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Stop the benchmarks of an interrupted suite."""
+    for run in session.config.stash.get(BENCH_RUNS, {}).values():
+        run.stop()
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

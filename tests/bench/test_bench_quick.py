@@ -5,66 +5,17 @@ of its report relies on: curve layouts skip files on every clustering column."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-@dataclass
-class BenchRun:
-    """A benchmark started in its own process; ``wait`` gives its output file's text."""
-
-    process: subprocess.Popen[bytes]
-    log: Path
-    out: Path
-
-    def wait(self) -> Path:
-        self.process.wait(timeout=1800)
-        tail = "\n".join(self.log.read_text(errors="replace").splitlines()[-40:])
-        assert self.process.returncode == 0, tail
-        return self.out
+from tests.bench.runs import BENCH_RUNS, BenchRun
 
 
 @pytest.fixture(scope="module")
-def bench_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, BenchRun]]:
-    """Every benchmark of this module at once, each on its own small table and metastore:
-    most of their time is single-threaded (a JVM and dbt starting, one driver planning),
-    so together they finish sooner on two cores than one after another."""
-    root = tmp_path_factory.mktemp("benches")
-    env = {**os.environ, "ZSPARK_DRIVER_MEMORY": "2g", "PYSPARK_PYTHON": sys.executable}
-    commands = {
-        "run": ("BENCHMARKS.md", ["bench.run", "--quick"]),
-        "pipeline": ("pipeline.json", ["bench.pipeline", "--rows", "20000", "--variants",
-                                       "uniform", "--runs", "1", "--base-files", "20"]),
-        "balanced": ("balanced.json", ["bench.balanced", "--rows", "20000", "--files", "40",
-                                       "--variants", "uniform", "--probes", "100",
-                                       "--one-process", "--img-dir", "{dir}/img"]),
-        "keys": ("keys.json", ["bench.keys", "--rows", "5000", "--repeat", "1"]),
-    }
-    runs = {}
-    for name, (out_name, args) in commands.items():
-        folder = root / name
-        folder.mkdir()
-        session = [] if name == "keys" else ["--session-dir", str(folder / "session")]
-        log = folder / "log.txt"
-        with log.open("wb") as sink:
-            process = subprocess.Popen(
-                [sys.executable, "-m", *(a.format(dir=folder) for a in args), *session,
-                 "--out", str(folder / out_name)],
-                cwd=REPO, env=env, stdout=sink, stderr=subprocess.STDOUT)
-        runs[name] = BenchRun(process, log, folder / out_name)
-    yield runs
-    for run in runs.values():
-        if run.process.poll() is None:
-            run.process.kill()
-            run.process.wait()
+def bench_runs(request: pytest.FixtureRequest) -> dict[str, BenchRun]:
+    """The benchmarks tests/conftest.py started once the suite was collected."""
+    return request.config.stash[BENCH_RUNS]
 
 
 @pytest.fixture(scope="module")
