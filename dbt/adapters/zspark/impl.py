@@ -175,17 +175,19 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         Hudi): dbt-spark's own build then replaces the table in one commit of the format,
         keeping its history, where a rename would leave its files behind."""
         from dbt.adapters.zspark.table_formats import (
+            TABLE_FORMATS,
             commits_on_its_own,
             unwritable_format_error,
         )
 
-        # Spark answers SET for a static setting too, in a session and over thrift.
-        value = next((str(row[1]) for row in self._fetch("set spark.sql.extensions")
-                      if row[1] is not None), "")
-        problem = unwritable_format_error(model, file_format,
-                                          None if value.startswith("<undefined") else value)
-        if problem is not None:
-            raise DbtRuntimeError(problem)
+        if file_format.lower() in TABLE_FORMATS:  # Parquet and the rest need no extension
+            # Spark answers SET for a static setting too, in a session and over thrift.
+            value = next((str(row[1]) for row in self._fetch("set spark.sql.extensions")
+                          if row[1] is not None), "")
+            problem = unwritable_format_error(
+                model, file_format, None if value.startswith("<undefined") else value)
+            if problem is not None:
+                raise DbtRuntimeError(problem)
         if clustered and file_format != "parquet":
             raise DbtRuntimeError(
                 f"Model '{model}': config 'file_format' is '{file_format}' on a clustered "

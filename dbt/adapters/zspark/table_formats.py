@@ -32,8 +32,11 @@ class TableFormat:
     name: str
     packages: tuple[str, ...]
     settings: Mapping[str, str]
-    #: The class whose presence in ``spark.sql.extensions`` shows a session enables it.
-    extension: str
+
+    @property
+    def extension(self) -> str:
+        """The class whose presence in ``spark.sql.extensions`` shows a session enables it."""
+        return self.settings[EXTENSIONS]
 
     def jar_files(self, folder: Path = JARS_DIR) -> list[Path]:
         """The fetched jar of every package, or an empty list when any is missing."""
@@ -55,7 +58,6 @@ DELTA = TableFormat(
     packages=("io.delta:delta-spark_4.1_2.13:4.4.0", "io.delta:delta-storage:4.4.0"),
     settings={EXTENSIONS: "io.delta.sql.DeltaSparkSessionExtension",
               CATALOG: "org.apache.spark.sql.delta.catalog.DeltaCatalog"},
-    extension="io.delta.sql.DeltaSparkSessionExtension",
 )
 
 ICEBERG = TableFormat(
@@ -73,7 +75,6 @@ ICEBERG = TableFormat(
         "spark.hadoop.hive.metastore.schema.verification": "false",
         "spark.hadoop.datanucleus.schema.autoCreateAll": "true",
     },
-    extension="org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
 )
 
 TABLE_FORMATS: dict[str, TableFormat] = {f.name: f for f in (DELTA, ICEBERG)}
