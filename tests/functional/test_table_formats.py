@@ -52,7 +52,7 @@ class FormatProject:
     def statuses(self) -> dict[str, tuple[str, str]]:
         """Each model of the last run: its status and message."""
         results = json.loads((self.root / "target" / "run_results.json").read_text())
-        return {r["unique_id"].rsplit(".", 1)[1]: (r["status"], r.get("message") or "")
+        return {r["unique_id"].split(".")[2]: (r["status"], r.get("message") or "")
                 for r in results["results"]}
 
     def query(self, sql: str) -> list[list[Any]]:
@@ -61,6 +61,23 @@ class FormatProject:
         line = next(line for line in done.stdout.splitlines() if "ZS_ROWS " in line)
         rows: list[list[Any]] = json.loads(line.split("ZS_ROWS ", 1)[1])
         return rows
+
+
+#: 40 characters every value of `s` shares: longer than Delta's and Iceberg's own cuts of
+#: string statistics (32 and 16 characters).
+PREFIX = "customer-account-region-segment-tag-000-"
+CLUSTERED_ROWS = f"""
+    select id, cast(id % 50 as int) as a,
+           concat('{PREFIX}', lpad(cast((id * 7) % 40 as string), 3, '0')) as s,
+           cast(id % 3 as int) as p
+    from range({{{{ var('rows') }}}})
+"""
+CLUSTERED = {
+    "c_hilbert": "hilbert_by=['a', 's'], file_count=16",
+    "c_zorder": "zorder_by=['a', 's'], partition_by=['p'], file_count=12",
+    "c_balanced": "balanced_by=['a', 's'], file_count=16",
+}
+POINTS = ("a = 17", f"s = '{PREFIX}017'")
 
 
 def _project(root: Path, session_dir: Path, profile: str, file_format: str) -> FormatProject:
@@ -94,31 +111,81 @@ def _project(root: Path, session_dir: Path, profile: str, file_format: str) -> F
                     incremental_strategy='merge', unique_key='id') }}}}
         select id, {{{{ var('v') }}}} as v from range({{{{ var('lo') }}}}, {{{{ var('hi') }}}})
     """)
-    project.write("models/f_clustered.sql", f"""
-        {{{{ config(materialized='table', file_format='{file_format}', hilbert_by=['id', 'b'],
-                    file_count=4) }}}}
+    project.write("models/f_clustered_increments.sql", f"""
+        {{{{ config(materialized='incremental', file_format='{file_format}',
+                    hilbert_by=['id', 'b'], file_count=4) }}}}
         select id, id % 7 as b from range(100)
+    """)
+    for name, clustering in CLUSTERED.items():
+        project.write(f"models/{name}.sql", f"""
+            {{{{ config(materialized='table', file_format='{file_format}', {clustering}) }}}}
+            {CLUSTERED_ROWS}
+        """)
+    # zspark_scan on a format table is a plain filter: the engine skips by the stats.
+    project.write("models/c_points.sql", f"""
+        select count(*) as n from {{{{ zspark_scan(ref('c_hilbert'), "{POINTS[1]}") }}}} t
+    """)
+    project.write("models/schema.yml", f"""
+        version: 2
+        models:
+          - name: c_hilbert
+            data_tests:
+              - skip_coverage:
+                  arguments:
+                    predicates: {json.dumps(list(POINTS))}
+                    min_skip_ratio: 0.5
     """)
     return project
 
 
 def _builds_rebuilds_and_merges(project: FormatProject, file_format: str) -> None:
-    """Two runs: the table rebuilt with other rows, the merge updating and adding; the
-    clustered model refused by name in the first, nothing of it written."""
-    first = project.dbt("run", "--vars", "{n: 100, lo: 0, hi: 50, v: 0}")
+    """Two runs: the tables rebuilt with other rows, the merge updating and adding, the
+    clustered tables built through the format's own writer and tested for skip coverage
+    on its statistics; the clustered incremental model refused by name in the first,
+    nothing of it written. Then a Spark of its own reads the tables: rows, and the files
+    a plain `where` opens on a point query of each clustering column."""
+    first = project.dbt("build", "--vars", "{n: 100, lo: 0, hi: 50, v: 0, rows: 4000}")
     statuses = project.statuses()
-    assert statuses["f_table"][0] == "success", first.stdout[-3000:]
-    assert statuses["f_merge"][0] == "success", first.stdout[-3000:]
-    assert statuses["f_clustered"][0] == "error"
-    assert (f"Model 'f_clustered': config 'file_format' is '{file_format}' on a clustered "
-            f"table model. Allowed: 'parquet'.") in statuses["f_clustered"][1]
-    second = project.dbt("run", "--exclude", "f_clustered", "--vars",
-                         "{n: 60, lo: 25, hi: 75, v: 1}")
-    assert second.returncode == 0, second.stdout[-3000:]
-    assert project.query(f"select count(*), sum(id) from {SCHEMA}.f_table") == [[60, 1770]]
-    assert project.query(f"select count(*), sum(v), sum(id) from {SCHEMA}.f_merge") == \
-        [[75, 50, sum(range(75))]]
-    assert project.query(f"show tables in {SCHEMA} like 'f_clustered*'") == []
+    for name in ("f_table", "f_merge", "c_points", *CLUSTERED):
+        assert statuses[name][0] == "success", first.stdout[-5000:]
+    assert [s for n, s in statuses.items() if n.startswith("skip_coverage")] == \
+        [("pass", "")], first.stdout[-5000:]
+    assert statuses["f_clustered_increments"][0] == "error"
+    assert (f"Model 'f_clustered_increments': config 'file_format' is '{file_format}' on a "
+            f"clustered incremental model. Allowed: 'parquet'.") in \
+        statuses["f_clustered_increments"][1]
+    log = " ".join(first.stdout.split())
+    assert f"c_hilbert: 16 files, 4000 rows, 4 columns indexed in its {file_format} " \
+        "statistics; layout:" in log, first.stdout[-5000:]
+    second = project.dbt("run", "--exclude", "f_clustered_increments", "--vars",
+                         "{n: 60, lo: 25, hi: 75, v: 1, rows: 3000}")
+    assert second.returncode == 0, second.stdout[-5000:]
+
+    queries = [f"select count(*), sum(id) from {SCHEMA}.f_table",
+               f"select count(*), sum(v), sum(id) from {SCHEMA}.f_merge",
+               f"show tables in {SCHEMA} like 'f_clustered*'",
+               f"select n from {SCHEMA}.c_points"]
+    for name in CLUSTERED:
+        queries += [f"select * from {SCHEMA}.{name}"]
+        queries += [f"select * from {SCHEMA}.{name} where {point}" for point in POINTS]
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.functional.format_scan", file_format,
+         str(project.session_dir), json.dumps(queries)],
+        capture_output=True, text=True, timeout=600, cwd=Path(__file__).parents[2],
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.split("FORMAT_SCAN ", 1)[1])
+    assert found[0][2] == ["60", "1770"]
+    assert found[1][2] == ["75", "50", str(sum(range(75)))]
+    assert found[2][0] == 0
+    assert found[3][2] == ["75"]
+    for i, name in enumerate(CLUSTERED):
+        (rows, files, _), *points = found[4 + 3 * i: 7 + 3 * i]
+        assert rows == 3000, name
+        # 3000 rows: `a` takes 50 values (60 rows each), `s` 40 (75 each); the engine
+        # skips, by the format's statistics, at least half of the files of every point.
+        assert [p[0] for p in points] == [60, 75], name
+        assert all(0 < p[1] <= files // 2 for p in points), (name, files, points)
 
 
 @pytest.fixture(scope="module")
@@ -139,11 +206,12 @@ def test_a_delta_profile_builds_rebuilds_and_merges_keeping_the_tables_history(
     session_dir = tmp_path / "session"
     project = _project(tmp_path / "project", session_dir, "table_format: delta", "delta")
     _builds_rebuilds_and_merges(project, "delta")
-    table = DeltaTable(str(session_dir / "warehouse" / f"{SCHEMA}.db" / "f_table"))
-    assert table.version() >= 1
-    assert table.to_pyarrow_table().num_rows == 60
-    table.load_as_version(0)
-    assert table.to_pyarrow_table().num_rows == 100
+    for name, rows in (("f_table", (100, 60)), ("c_hilbert", (4000, 3000))):
+        table = DeltaTable(str(session_dir / "warehouse" / f"{SCHEMA}.db" / name))
+        assert table.version() >= 1
+        assert table.to_pyarrow_table().num_rows == rows[1]
+        table.load_as_version(0)
+        assert table.to_pyarrow_table().num_rows == rows[0]
 
 
 @pytest.mark.usefixtures("jars")
@@ -158,10 +226,11 @@ def test_iceberg_by_its_standard_spark_settings_alone_builds_rebuilds_and_merges
     profile = "server_side_parameters:\n" + textwrap.indent(lines, " " * 14)
     project = _project(tmp_path / "project", tmp_path / "session", profile, "iceberg")
     _builds_rebuilds_and_merges(project, "iceberg")
-    # Every snapshot is kept, the first build's with its 100 rows: time travel reaches it.
-    records = project.query(f"select summary['total-records'] from {SCHEMA}.f_table.snapshots "
-                            f"order by committed_at")
-    assert [int(r[0]) for r in records] == [100, 60]
+    # Every snapshot is kept, the first build's rows with it: time travel reaches them.
+    for name, rows in (("f_table", [100, 60]), ("c_hilbert", [4000, 3000])):
+        records = project.query(f"select summary['total-records'] from {SCHEMA}.{name}"
+                                f".snapshots order by committed_at")
+        assert [int(r[0]) for r in records] == rows
 
 
 def test_a_model_whose_format_the_session_cannot_write_is_refused_before_writing(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import doctest
 import itertools
 import math
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -72,3 +73,29 @@ def test_the_owner_search_counts_the_cuts_at_or_below_each_key(cuts: list[int],
         lambda test, then, otherwise: (lambda key: then(key) if test(key) else otherwise(key)),
         lambda j: (lambda key: j))
     assert [owner(k) for k in keys] == [sum(c <= k for c in cuts) for k in keys]
+
+
+def test_a_balanced_spread_for_a_writer_without_row_cuts_gives_each_file_a_partition() -> None:
+    """Iceberg's writer cuts no files by rows: each file of each group is a shuffle
+    partition of its own, cut inside the group, so still no file holds two groups."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from dbt.adapters.zspark.clustering import _group_spread
+
+    shift = 10
+    rng = np.random.default_rng(3)
+    groups = rng.choice(4, size=4000, p=[0.55, 0.25, 0.15, 0.05])
+    keys = (groups << shift) + rng.integers(0, 1 << shift, size=4000)
+    tree: Any = SimpleNamespace(groups=4)
+    cut_by_rows = _group_spread(tree, keys, 40_000, 20, shift)
+    own = _group_spread(tree, keys, 40_000, 20, shift, file_per_partition=True)
+    assert own.rows_per_file is None
+    assert own.key_shift is None
+    cuts = [c[0] for c in own.cuts]
+    assert cuts == sorted(set(cuts))
+    assert {g << shift for g in range(1, 4)} <= set(cuts)  # every group starts a partition
+    assert own.partitions <= 20 + 4  # the files the row cut makes, one spare per group
+    per_file = np.bincount(np.searchsorted(cuts, keys, side="right"), minlength=own.partitions)
+    assert per_file.max() <= 1.5 * cut_by_rows.rows_per_file * 4000 / 40_000

@@ -77,3 +77,54 @@ def test_a_session_writes_a_format_only_when_its_extension_is_set() -> None:
     assert problem.startswith("Model 'm': config 'file_format' is 'iceberg', which this "
                               "session cannot write")
     assert "`table_format: iceberg`" in problem
+
+
+def test_the_format_modules_examples_hold() -> None:
+    import doctest
+
+    from dbt.adapters.zspark import formats
+    from dbt.adapters.zspark.formats import delta, iceberg
+
+    for module in (formats, delta, iceberg):
+        assert doctest.testmod(module).failed == 0, module.__name__
+
+
+def test_delta_bounds_are_dropped_or_widened_where_delta_cut_them() -> None:
+    """A string maximum as long as the cut may be a cut prefix (not a bound); timestamps
+    are kept to the millisecond, rounded down: the maximum is widened by one."""
+    import datetime as dt
+
+    from dbt.adapters.zspark.formats.delta import _bounds
+
+    stamp = dt.datetime(2026, 1, 2, 3, 4, 5, 6000)
+    listed = {"min.s": ["abc", "a" * 40], "max.s": ["abd", "b" * 40], "null_count.s": [0, 1],
+              "min.t": [stamp, None], "max.t": [stamp, None], "null_count.t": [0, 2],
+              "partition.p": [7, None]}
+    assert _bounds(listed, 0, "s", "string", False, 10, cut=40) == ["abc", "abd", 0]
+    assert _bounds(listed, 1, "s", "string", False, 10, cut=40) == ["a" * 40, None, 1]
+    assert _bounds(listed, 1, "s", "string", False, 10, cut=64) == ["a" * 40, "b" * 40, 1]
+    assert _bounds(listed, 0, "t", "timestamp", False, 10, cut=32) == \
+        [stamp, stamp + dt.timedelta(milliseconds=1), 0]
+    assert _bounds(listed, 0, "p", "int", True, 10, cut=32) == [7, 7, 0]
+    assert _bounds(listed, 1, "p", "int", True, 10, cut=32) == [None, None, 10]
+    assert _bounds(listed, 0, "gone", "int", False, 10, cut=32) == [None, None, None]
+
+
+def test_stats_cover_the_clustering_columns_first_then_as_configured() -> None:
+    from dbt.adapters.zspark.formats import stats_columns, string_stats_length
+    from dbt.adapters.zspark.formats.delta import DeltaTable
+    from dbt.adapters.zspark.formats.iceberg import IcebergTable
+
+    schema = {f"c{i}": "int" for i in range(40)} | {"late": "string", "tags": "array<string>"}
+    columns = stats_columns(schema, ["late"], None)
+    assert columns[0] == ("late", "string")
+    assert len(columns) == 33
+    assert stats_columns(schema, ["late"], ["c39", "tags"]) == [("late", "string"),
+                                                               ("c39", "int")]
+    length = string_stats_length(45)
+    assert DeltaTable().stats_properties([("late", "string"), ("c39", "int")], length) == {
+        "delta.dataSkippingStatsColumns": "`late`,`c39`", "zspark.string_stats_length": "46"}
+    assert DeltaTable().write_settings(length) == {
+        "spark.databricks.io.skipping.stringPrefixLength": "46"}
+    assert IcebergTable().stats_properties([("late", "string")], length) == {
+        "write.distribution-mode": "none", "write.metadata.metrics.column.late": "full"}

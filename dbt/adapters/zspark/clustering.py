@@ -352,13 +352,14 @@ def plan_keys(plan: ClusteringPlan, sampled: InputSample, stored: StoredLayout |
         sample_keys, strict=True)] if parts else [(k,) for k in sample_keys]
     if tree is not None and not tree.curve and not pieces and not parts:
         spread = _group_spread(tree, np.asarray(sample_keys, dtype=np.int64), rows,
-                               file_count, group_shift(plan.boundary_count))
+                               file_count, group_shift(plan.boundary_count),
+                               file_per_partition)
     elif pieces:
         spread = piece_spread(positions, rows, file_count, cores, sampled.input_bytes,
                               len(sampled.partitions), file_per_partition)
     else:
-        spread = spread_files(positions, rows, file_count,
-                              shuffle_partitions(file_count, cores, sampled.input_bytes))
+        spread = spread_files(positions, rows, file_count, file_count if file_per_partition
+                              else shuffle_partitions(file_count, cores, sampled.input_bytes))
     order = [*(quote(p) for p in plan.partition_by), quote(KEY_COLUMN),
              *(quote(c) for c in plan.layout.tie_break(plan.columns, tree))]
     layout = stored or StoredLayout.of_build(
@@ -372,16 +373,32 @@ def plan_keys(plan: ClusteringPlan, sampled: InputSample, stored: StoredLayout |
 
 
 def _group_spread(tree: balanced.Tree, sample_keys: np.ndarray, rows: int, file_count: int,
-                  shift: int) -> FileSpread:
+                  shift: int, file_per_partition: bool = False) -> FileSpread:
     """A balanced layout's shuffle: a partition per group (cut points at each group's
-    first key), each cut every ``rows_per_file`` rows, so no file holds two groups."""
-    counts = np.bincount(sample_keys >> shift, minlength=tree.groups)
+    first key), each cut every ``rows_per_file`` rows, so no file holds two groups.
+
+    With ``file_per_partition`` (a table writer that cuts no files by rows) each group's
+    files are shuffle partitions of their own instead, cut at the group's sample quantiles.
+    """
+    groups = sample_keys >> shift
+    counts = np.bincount(groups, minlength=tree.groups)
     share = rows / max(sample_keys.size, 1)
-    return FileSpread(partitions=tree.groups,
-                      cuts=tuple((g << shift,) for g in range(1, tree.groups)),
-                      rows_per_file=balanced.file_rows((counts * share).tolist(), file_count,
-                                                       counts.tolist()),
-                      key_shift=shift)
+    rows_per_file = balanced.file_rows((counts * share).tolist(), file_count, counts.tolist())
+    if not file_per_partition:
+        return FileSpread(partitions=tree.groups,
+                          cuts=tuple((g << shift,) for g in range(1, tree.groups)),
+                          rows_per_file=rows_per_file, key_shift=shift)
+    cuts: list[tuple[int]] = []
+    for group in range(tree.groups):
+        if group:
+            cuts.append((group << shift,))
+        keys = np.sort(sample_keys[groups == group])
+        files = max(1, math.ceil(keys.size * share / rows_per_file))
+        for j in range(1, files):
+            cut = int(keys[j * keys.size // files])
+            if cut > (cuts[-1][0] if cuts else 0):
+                cuts.append((cut,))
+    return FileSpread(partitions=len(cuts) + 1, cuts=tuple(cuts), rows_per_file=None)
 
 
 def describe_layout(keyed: KeyedPlan, plan: ClusteringPlan, sample: pd.DataFrame,

@@ -19,6 +19,12 @@ from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.zspark.connections import ZSparkConnectionManager
+from dbt.adapters.zspark.formats import (
+    format_table,
+    longest_string,
+    stats_columns,
+    string_stats_length,
+)
 from dbt.adapters.zspark.health import LayoutSample
 from dbt.adapters.zspark.incremental import PROBES, IncrementalMethods, _Rewrite
 from dbt.adapters.zspark.layout_state import (
@@ -40,6 +46,14 @@ from dbt.adapters.zspark.swap import (
 from dbt.adapters.zspark.table_versions import APPEND, BATCH, BATCH_KEY, OVERWRITE
 
 logger = AdapterLogger("zspark")
+
+
+@dataclass(frozen=True)
+class _Typed:
+    """A column and its Spark type, as the index's columns are described."""
+
+    name: str
+    data_type: str
 
 #: In the names of the tables a build stages and backs up (``<name>__zspark_new``).
 LEFTOVER_MARK = "__zspark_"
@@ -82,6 +96,9 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         self._timings: dict[str, dict[str, float]] = {}
         # Layouts of this run's full builds, as table properties of the CREATE TABLE.
         self._layout_properties: dict[str, dict[str, str]] = {}
+        # Session settings around this run's writes of Delta and Iceberg tables (their
+        # statistics' string cut).
+        self._write_settings: dict[str, dict[str, str]] = {}
         # Re-clusterings between their plan and their swap, and each incremental run's
         # strategy.
         self._rewrites: dict[str, _Rewrite] = {}
@@ -188,13 +205,27 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
                 model, file_format, None if value.startswith("<undefined") else value)
             if problem is not None:
                 raise DbtRuntimeError(problem)
-        if clustered and file_format != "parquet":
+        if clustered:
+            self._check_clustered_format(model, file_format.lower(), materialized)
+        return commits_on_its_own(file_format)
+
+    def _check_clustered_format(self, model: str, file_format: str, materialized: str) -> None:
+        from dbt.adapters.zspark.formats import CLUSTERED_FORMATS
+
+        allowed = CLUSTERED_FORMATS if materialized == "table" else ("parquet",)
+        problem = None
+        if file_format not in allowed:
+            problem = (f"Allowed: {', '.join(repr(f) for f in allowed)}. zspark does not "
+                       f"cluster {materialized} models of {file_format} tables yet")
+        elif file_format != "parquet" and not self._is_session():
+            problem = (f"Allowed over `method: {self.config.credentials.method}`: 'parquet'. "
+                       f"Clustered {file_format} tables are built with `method: session` "
+                       f"for now")
+        if problem is not None:
             raise DbtRuntimeError(
                 f"Model '{model}': config 'file_format' is '{file_format}' on a clustered "
-                f"{materialized} model. Allowed: 'parquet'. zspark does not cluster "
-                f"{file_format} tables yet; without zorder_by, hilbert_by, linear_by and "
-                f"balanced_by the model builds unclustered.")
-        return commits_on_its_own(file_format)
+                f"{materialized} model. {problem}; without zorder_by, hilbert_by, linear_by "
+                f"and balanced_by the model builds unclustered.")
 
     @available
     def zspark_check_config(self, model: str, config: dict[str, Any],
@@ -207,9 +238,10 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
 
     @available
     def zspark_build_sql(self, model: str, relation: Any, config: dict[str, Any],
-                         sql: str, previous: Any = None) -> str:
+                         sql: str, previous: Any = None, file_format: str = "parquet") -> str:
         """The SELECT a table build writes: clustered, spread into files, or ``sql`` as is.
-        ``previous`` is the table the build replaces, if any.
+        ``previous`` is the table the build replaces, if any; a Delta or Iceberg table
+        (``file_format``) gets the table properties that keep statistics on its columns.
 
         Every check happens here, before the materialization writes anything.
         """
@@ -242,12 +274,23 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         )
         # Two passes (a session) or three (thrift): sample and count, then the write.
         sampled = self._sample(spark, plan, sql, schema, last_rows)
+        written_as = format_table(file_format)
         prepared = self._keyed(spark, plan, sql, sampled, None,
                                plan.resolve_file_count(sampled.input_bytes), schema,
-                               pieces=False, file_per_partition=False)
+                               pieces=False, file_per_partition=written_as is not None
+                               and not written_as.cuts_files_by_rows)
         self._keep(relation, plan, prepared, new_layout=True)
         assert prepared.layout is not None
         self._layout_properties[plan.model] = prepared.layout.to_properties()
+        if written_as is not None:
+            # A partition column's value is in the table's metadata (Delta refuses stats).
+            partitions = {c.lower() for c in plan.partition_by}
+            columns = [c for c in stats_columns(schema, plan.columns, config.get("index_columns"))
+                       if c[0].lower() not in partitions]
+            length = string_stats_length(longest_string(sampled.sample, plan.columns))
+            self._layout_properties[plan.model].update(
+                written_as.stats_properties(columns, length))
+            self._write_settings[plan.model] = written_as.write_settings(length)
         return prepared.select_sql
 
     def _rows_last_built(self, previous: Any) -> int | None:
@@ -295,9 +338,12 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         the table: a table option would override it in every later write (pieces, merges).
         """
         rows = self._file_rows.pop(model, None)
-        if not rows:
+        settings = self._write_settings.pop(model, {})
+        if rows:
+            settings[FILE_ROWS_SETTING] = str(int(rows))
+        if not settings:
             return self.execute(sql)[0]
-        return self._execute_with({FILE_ROWS_SETTING: str(int(rows))}, sql)
+        return self._execute_with(settings, sql)
 
     def _execute_with(self, settings: dict[str, str], sql: str) -> Any:
         """Run ``sql`` with session ``settings``, restored afterwards."""
@@ -723,11 +769,11 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         self._lap(target, "index")
         return self._log_index(None, target, index, summary)
 
-    def _log_index(self, spark: Any, relation: Any, index: Any,
-                   summary: Any) -> dict[str, Any]:
+    def _log_index(self, spark: Any, relation: Any, index: Any, summary: Any,
+                   held_in: str | None = None) -> dict[str, Any]:
         message = (
             f"zspark: {relation.identifier}: {summary.files} files, {summary.rows} rows, "
-            f"{len(summary.columns)} columns indexed in {index.identifier}"
+            f"{len(summary.columns)} columns indexed in {held_in or index.identifier}"
         )
         sample = self._samples.pop(str(relation).lower(), None)
         if sample is not None and summary.files:
@@ -745,6 +791,42 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
                 f"{step} {timings.get(step, 0.0):.1f}" for step in steps)
         logger.info(message)
         return {"files": summary.files, "rows": summary.rows, "columns": summary.columns}
+
+    @available
+    def zspark_log_format_stats(self, model: str, relation: Any, file_format: str) -> None:
+        """After a clustered Delta or Iceberg build: its files and rows, and the layout
+        figures, from the format's own statistics (the table's index)."""
+        from pyspark.sql import functions as sf
+
+        from dbt.adapters.zspark.index import IndexSummary
+
+        spark = self._spark(model, "reading a table format's statistics")
+        self._lap(relation, "write")
+        view, columns = self._format_files(spark, relation, file_format)
+        totals = spark.table(view).agg(sf.count(sf.lit(1)), sf.sum("row_count")).first()
+        summary = IndexSummary(view, int(totals[0]), int(totals[1] or 0),
+                               [name for name, _ in columns])
+        self._lap(relation, "index")
+        self._log_index(spark, relation, view, summary, held_in=f"its {file_format} statistics")
+
+    def _format_files(self, spark: Any, relation: Any, file_format: str,
+                      every_column: bool = False) -> tuple[str, list[tuple[str, str]]]:
+        """A temporary view of a Delta or Iceberg table's live files, one ``__zindex``
+        file row each from the format's statistics, and the columns it bounds: those a
+        clustered build keeps statistics on, or with ``every_column`` all it can bound."""
+        from dbt.adapters.zspark.clustering import model_schema
+        from dbt.adapters.zspark.formats import stats_columns
+        from dbt.adapters.zspark.udfs import udf_name
+
+        written_as = format_table(file_format)
+        assert written_as is not None
+        schema = model_schema(spark, f"select * from {relation}")
+        stored = StoredLayout.from_properties(self._table_properties(relation))
+        clustering = list(stored.columns) if stored is not None else []
+        columns = stats_columns(schema, clustering, list(schema) if every_column else None)
+        view = f"zspark_files_{udf_name(str(relation)).removeprefix('zspark_key_')}"
+        written_as.active_files(spark, str(relation), columns).createOrReplaceTempView(view)
+        return view, columns
 
     def _layout_health(self, spark: Any, relation: Any, index: Any,
                        sample: LayoutSample) -> tuple[Any, Any]:
@@ -836,17 +918,34 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         except pruning.PredicateError as error:
             raise DbtRuntimeError(str(error)) from error
 
+    def _format_of(self, relation: Any) -> str | None:
+        """'delta' or 'iceberg' when ``relation`` is a table of that format."""
+        from dbt.adapters.zspark.formats import format_of
+
+        try:
+            return format_of(self._table_properties(relation))
+        except DbtRuntimeError:  # not a table (yet)
+            return None
+
     def _index_relation(self, relation: Any) -> Any:
         return relation.incorporate(path={"identifier": self.zspark_index_name(relation)})
 
     def _skipped_files(self, relation: Any,
                        predicates: list[str]) -> tuple[int, list[list[FileKey]]]:
-        """(indexed files, per predicate the files it provably cannot match) from the index;
-        the index's and the table's columns are read once for all predicates."""
-        index = self._index_relation(relation)
-        columns = self.get_columns_in_relation(index)
-        if not columns:
-            raise LookupError(f"no index table {index}")
+        """(indexed files, per predicate the files it provably cannot match) from the index
+        (a Delta or Iceberg table's: its own statistics); the index's and the table's
+        columns are read once for all predicates."""
+        file_format = self._format_of(relation)
+        if file_format is not None:
+            spark = self._spark(str(relation), f"reading {file_format} statistics")
+            index, _ = self._format_files(spark, relation, file_format, every_column=True)
+            columns = [_Typed(f.name, f.dataType.simpleString())
+                       for f in spark.table(index).schema.fields]
+        else:
+            index = self._index_relation(relation)
+            columns = self.get_columns_in_relation(index)
+            if not columns:
+                raise LookupError(f"no index table {index}")
         declared = {c.name: c.data_type for c in self.get_columns_in_relation(relation)}
         files = 0
         skipped: list[list[FileKey]] = []
@@ -872,6 +971,9 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         built are always read, and indexed files that are gone simply match nothing.
         """
         self.zspark_check_predicate(predicate)
+        if self._format_of(relation) is not None:
+            # Every engine skips a Delta or Iceberg table's files by its own statistics.
+            return scan_sql(str(relation), predicate, [])
         try:
             skipped = self._skipped_files(relation, [predicate])[1][0]
         except (LookupError, DbtRuntimeError) as error:

@@ -37,15 +37,16 @@
 
 
 {#- The CREATE TABLE statement of a build, written into `relation` (the staging table). -#}
-{% macro zspark_create_table(relation, select_sql, language='sql') %}
-  {{ return(adapter.dispatch('zspark_create_table', 'zspark')(relation, select_sql, language)) }}
+{% macro zspark_create_table(relation, select_sql, language='sql', replace=false) %}
+  {{ return(adapter.dispatch('zspark_create_table', 'zspark')(relation, select_sql, language, replace)) }}
 {% endmacro %}
 
-{% macro default__zspark_create_table(relation, select_sql, language) %}
+{#- `replace`: the format's own `create or replace` (Delta, Iceberg), one commit. -#}
+{% macro default__zspark_create_table(relation, select_sql, language, replace=false) %}
   {%- if language == 'python' -%}
     {{ py_write_table(compiled_code=select_sql, target_relation=relation) }}
   {%- else -%}
-    create table {{ relation }}
+    create {{ 'or replace ' if replace }}table {{ relation }}
     {{ file_format_clause() }}
     {{ zspark_properties_clause('options') }}
     {{ zspark_properties_clause('tblproperties', adapter.zspark_layout_properties(model['name'])) }}

@@ -8,9 +8,14 @@
 {% materialization table, adapter='zspark', supported_languages=['sql', 'python'] %}
   {%- set clustered = adapter.zspark_check_config(model['name'], zspark_model_config(),
                                                   'table' if model['language'] == 'sql' else 'python') -%}
-  {%- if adapter.zspark_check_file_format(model['name'], config.get('file_format', default='parquet'), clustered, 'table') -%}
-    {#- Delta, Iceberg, Hudi: replaced in one commit of the format, by dbt-spark. -#}
-    {{ return(materialization_table_spark()) }}
+  {%- set file_format = config.get('file_format', default='parquet') -%}
+  {%- if adapter.zspark_check_file_format(model['name'], file_format, clustered, 'table') -%}
+    {#- Delta, Iceberg, Hudi: replaced in one commit of the format (history kept), by
+        dbt-spark, or clustered by zspark through the format's own writer. -#}
+    {%- if not clustered -%}
+      {{ return(materialization_table_spark()) }}
+    {%- endif -%}
+    {{ return(zspark_build_format_table(file_format)) }}
   {%- endif -%}
   {%- set grant_config = config.get('grants') -%}
   {%- do adapter.zspark_begin(model['name'], this) -%}
@@ -33,13 +38,13 @@
 
 {#- Everything a table build checks and samples before it writes anything; `previous` is
     the table it replaces (its stored layout tells the sample how many rows to expect). -#}
-{% macro zspark_prepare_table_build(materialized, previous=none) %}
+{% macro zspark_prepare_table_build(materialized, previous=none, file_format='parquet') %}
   {%- set language = model['language'] -%}
   {%- set zconfig = zspark_model_config() -%}
   {%- set target_relation = api.Relation.create(identifier=model['alias'], schema=schema,
                                                 database=database, type='table') -%}
   {%- if language == 'sql' -%}
-    {%- set build_sql = adapter.zspark_build_sql(model['name'], target_relation, zconfig, compiled_code, previous) -%}
+    {%- set build_sql = adapter.zspark_build_sql(model['name'], target_relation, zconfig, compiled_code, previous, file_format) -%}
     {%- set clustered = adapter.zspark_check_config(model['name'], zconfig, materialized) -%}
   {%- else -%}
     {%- do adapter.zspark_check_config(model['name'], zconfig, 'python') -%}
@@ -77,4 +82,33 @@
   {%- if build.want_index -%}
     {%- do adapter.zspark_publish_index(staging_relation, target_relation, index_args.clustering, index_args.index_columns) -%}
   {%- endif -%}
+{% endmacro %}
+
+
+{#- A clustered Delta or Iceberg table: the clustered rows replace the table in one commit
+    of the format (`create or replace`: readers see the old rows or the new, and its
+    history keeps the old); the format's own statistics are its index, no `__zindex`. -#}
+{% macro zspark_build_format_table(file_format) %}
+  {%- set grant_config = config.get('grants') -%}
+  {%- set old_relation = adapter.get_relation(database=database, schema=schema, identifier=model['alias']) -%}
+  {%- set build = zspark_prepare_table_build('table', old_relation, file_format) -%}
+
+  {{ run_hooks(pre_hooks) }}
+  {%- set same_format = old_relation is not none and ((old_relation.is_delta and file_format == 'delta')
+                                                      or (old_relation.is_iceberg and file_format == 'iceberg')) -%}
+  {%- if old_relation is not none and not same_format -%}
+    {#- A view, or a table of another format, cannot be replaced by this one. -#}
+    {{ adapter.drop_relation(old_relation) }}
+  {%- endif -%}
+  {%- do zspark_write_statement(zspark_create_table(build.target, build.sql, replace=true)) -%}
+  {%- do adapter.zspark_log_format_stats(model['name'], build.target, file_format) -%}
+
+  {% set should_revoke = should_revoke(old_relation, full_refresh_mode=True) %}
+  {% do apply_grants(build.target, grant_config, should_revoke) %}
+  {% do persist_docs(build.target, model) %}
+  {% do persist_constraints(build.target, model) %}
+
+  {{ run_hooks(post_hooks) }}
+
+  {{ return({'relations': [build.target]}) }}
 {% endmacro %}

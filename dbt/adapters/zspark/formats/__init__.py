@@ -1,0 +1,132 @@
+"""Clustered tables of the formats that keep their own log: Delta Lake and Iceberg.
+
+A clustered build of such a table writes the same keyed, sorted and cut rows as a Parquet
+build, but through the format's own writer in one ``create or replace`` commit (history
+kept, no staging table and rename), and the format's own per-file statistics are its
+index: every engine that reads the table skips files by them, and zspark reads them back
+for ``skip_coverage`` and the layout figures instead of writing a ``__zindex`` table.
+
+Each format is a module behind :class:`FormatTable`: what its writer needs to cut files
+and keep statistics that prune, and its active files with their statistics in the shape
+of a ``__zindex`` file row (``file_path``, ``file_size``, ``file_mtime``, ``row_group``,
+``row_count`` and per column ``<c>__min``, ``<c>__max``, ``<c>__nulls``, ``<c>__nans``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from pyspark.sql import DataFrame, SparkSession
+
+#: An indexed column and its Spark type (``("s_city", "string")``).
+TypedColumn = tuple[str, str]
+#: A string column's statistics keep at least this many characters (both formats' default
+#: cut is shorter: Delta's 32, Iceberg's 16).
+MIN_STRING_STATS = 32
+#: ... and at most this many, however long the sampled values: stats live in the log.
+MAX_STRING_STATS = 256
+
+
+class FormatTable(Protocol):
+    """What a clustered build and the skip figures ask of a table format."""
+
+    name: str
+    #: Whether the writer cuts a shuffle partition into files of ``maxRecordsPerFile``
+    #: rows; a format whose writer does not gets a shuffle partition per file.
+    cuts_files_by_rows: bool
+
+    def stats_properties(self, columns: Sequence[TypedColumn],
+                         string_length: int) -> dict[str, str]:
+        """Table properties that make the format keep statistics on ``columns``, strings
+        to ``string_length`` characters."""
+        ...
+
+    def write_settings(self, string_length: int) -> dict[str, str]:
+        """Session settings around the write for the same (none when the table's
+        properties say it all)."""
+        ...
+
+    def active_files(self, spark: SparkSession, table: str,
+                     columns: Sequence[TypedColumn]) -> DataFrame:
+        """The table's live data files, one ``__zindex``-shaped row each (see above),
+        every bound one the file's rows provably lie within (else NULL: unknown)."""
+        ...
+
+
+def string_stats_length(longest: int) -> int:
+    """Characters a string column's statistics keep so that sampled values of ``longest``
+    characters are kept whole.
+
+    >>> string_stats_length(10), string_stats_length(45), string_stats_length(10_000)
+    (32, 46, 256)
+    """
+    return max(MIN_STRING_STATS, min(MAX_STRING_STATS, longest + 1))
+
+
+def stats_columns(schema: Mapping[str, str], clustering: Sequence[str],
+                  configured: Sequence[str] | str | None) -> list[TypedColumn]:
+    """The columns a clustered Delta or Iceberg table keeps statistics on, as a Parquet
+    build indexes them: the clustering columns, then ``index_columns`` or the first 32
+    columns of a type with bounds (top-level columns: the formats' nested statistics are
+    not read back).
+
+    >>> stats_columns({"a": "int", "m": "map<int,int>", "s": "string"}, ["s"], None)
+    [('s', 'string'), ('a', 'int')]
+    """
+    from dbt.adapters.zspark.index import DEFAULT_INDEXED_COLUMNS, INDEXABLE
+
+    typed = {name.lower(): (name, spark_type) for name, spark_type in schema.items()
+             if spark_type.split("(")[0] in INDEXABLE}
+    if isinstance(configured, str):
+        configured = [configured]
+    extra = (list(configured) if configured is not None
+             else [name for name, _ in list(typed.values())[:DEFAULT_INDEXED_COLUMNS]])
+    wanted = [typed[c.lower()] for c in [*clustering, *extra] if c.lower() in typed]
+    return list(dict.fromkeys(wanted))
+
+
+def longest_string(sample: pd.DataFrame, columns: Sequence[str]) -> int:
+    """Characters of the longest sampled string of ``columns`` (0 without strings)."""
+    longest = 0
+    for column in columns:
+        values: Any = sample.get(column)
+        if values is not None and values.dtype == object:
+            lengths = values.dropna().map(lambda v: len(v) if isinstance(v, str) else 0)
+            longest = max(longest, int(lengths.max()) if len(lengths) else 0)
+    return longest
+
+
+def format_of(properties: Mapping[str, str]) -> str | None:
+    """'delta' or 'iceberg' for a table of that format (read from its properties, as
+    ``SHOW TBLPROPERTIES`` gives them), else None.
+
+    >>> format_of({"delta.minReaderVersion": "1"}), format_of({"format": "iceberg/parquet"})
+    ('delta', 'iceberg')
+    >>> format_of({"zspark.layout": "hilbert"}) is None
+    True
+    """
+    # Iceberg's catalog gives its own properties ('format', 'provider'); a metastore's
+    # view of the same table has 'table_type'.
+    if (str(properties.get("table_type", "")).upper() == "ICEBERG"
+            or str(properties.get("provider", "")).lower() == "iceberg"
+            or str(properties.get("format", "")).lower().startswith("iceberg/")):
+        return "iceberg"
+    if any(key.startswith("delta.") for key in properties):
+        return "delta"
+    return None
+
+
+def format_table(file_format: str) -> FormatTable | None:
+    """The clustered-table module of ``file_format``; None for Parquet (``__zindex``)."""
+    from dbt.adapters.zspark.formats.delta import DeltaTable
+    from dbt.adapters.zspark.formats.iceberg import IcebergTable
+
+    found: dict[str, FormatTable] = {"delta": DeltaTable(), "iceberg": IcebergTable()}
+    return found.get(file_format.lower())
+
+
+#: The formats zspark clusters (Parquet first: its own files and ``__zindex``).
+CLUSTERED_FORMATS = ("parquet", "delta", "iceberg")

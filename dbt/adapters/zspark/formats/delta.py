@@ -1,0 +1,97 @@
+"""Delta Lake: files cut by Spark's ``maxRecordsPerFile`` (its writer is Spark's file
+writer), statistics in the table's ``_delta_log``, read back by delta-rs.
+
+Delta keeps min/max/null counts for the columns ``delta.dataSkippingStatsColumns`` names
+(by default the first 32) and cuts strings to the session's
+``spark.databricks.io.skipping.stringPrefixLength`` characters (32): a cut maximum is no
+longer a bound a value provably lies under, and timestamps are kept to the millisecond.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from dbt.adapters.zspark.formats import TypedColumn
+from dbt.adapters.zspark.pruning import stat_column
+from dbt.adapters.zspark.sqltext import quote
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+STATS_COLUMNS = "delta.dataSkippingStatsColumns"
+STRING_PREFIX = "spark.databricks.io.skipping.stringPrefixLength"
+#: Where a clustered build records the string cut it wrote statistics with.
+STRING_STATS_PROPERTY = "zspark.string_stats_length"
+DEFAULT_STRING_PREFIX = 32
+_TIMESTAMPS = ("timestamp", "timestamp_ntz")
+
+
+class DeltaTable:
+    name = "delta"
+    cuts_files_by_rows = True
+
+    def stats_properties(self, columns: Sequence[TypedColumn],
+                         string_length: int) -> dict[str, str]:
+        return {STATS_COLUMNS: ",".join(quote(name) for name, _ in columns),
+                STRING_STATS_PROPERTY: str(string_length)}
+
+    def write_settings(self, string_length: int) -> dict[str, str]:
+        return {STRING_PREFIX: str(string_length)}
+
+    def active_files(self, spark: SparkSession, table: str,
+                     columns: Sequence[TypedColumn]) -> DataFrame:
+        import deltalake
+        import pyarrow as pa
+
+        detail = spark.sql(f"describe detail {table}").collect()[0]
+        properties = {str(k): str(v) for k, v in (detail["properties"] or {}).items()}
+        cut = int(properties.get(STRING_STATS_PROPERTY, DEFAULT_STRING_PREFIX))
+        partitioned = {str(c).lower() for c in detail["partitionColumns"] or []}
+        actions = pa.table(deltalake.DeltaTable(local_path(str(detail["location"])))
+                           .get_add_actions(flatten=True))
+        base = str(detail["location"]).rstrip("/")
+        listed = {name: actions.column(name).to_pylist() for name in actions.column_names}
+        rows = []
+        for i, path in enumerate(listed["path"]):
+            count = listed["num_records"][i]
+            row: list[Any] = [f"{base}/{path}", listed["size_bytes"][i],
+                              listed["modification_time"][i], None, count]
+            for name, spark_type in columns:
+                row += _bounds(listed, i, name, spark_type, name.lower() in partitioned,
+                               count, cut)
+            rows.append(tuple(row))
+        schema = ", ".join(
+            ["file_path string", "file_size bigint", "file_mtime bigint", "row_group int",
+             "row_count bigint"]
+            + [f"{quote(stat_column(name, stat))} {t if stat != 'nulls' else 'bigint'}"
+               for name, t in columns for stat in ("min", "max", "nulls")])
+        return spark.createDataFrame(rows, schema)
+
+
+def _bounds(listed: dict[str, list[Any]], i: int, name: str, spark_type: str,
+            partition: bool, count: int | None, cut: int) -> list[Any]:
+    """[min, max, nulls] of column ``name`` in file ``i``, each None when not provable."""
+    if partition:
+        value = (listed.get(f"partition.{name}") or [None] * (i + 1))[i]
+        return [value, value, 0 if value is not None else count]
+    low = (listed.get(f"min.{name}") or [None] * (i + 1))[i]
+    high = (listed.get(f"max.{name}") or [None] * (i + 1))[i]
+    nulls = (listed.get(f"null_count.{name}") or [None] * (i + 1))[i]
+    if isinstance(high, str) and len(high) >= cut:
+        high = None  # possibly cut to the prefix (plus a tie-breaker): no longer a bound
+    if spark_type in _TIMESTAMPS and isinstance(high, dt.datetime):
+        high = high + dt.timedelta(milliseconds=1)  # kept to the millisecond, rounded down
+    return [low, high, nulls]
+
+
+def local_path(location: str) -> str:
+    """A table location as delta-rs opens it (``file:/x`` is the local ``/x``).
+
+    >>> local_path("file:/tmp/w/t"), local_path("file:///tmp/w/t"), local_path("s3://b/t")
+    ('/tmp/w/t', '/tmp/w/t', 's3://b/t')
+    """
+    if location.startswith("file:"):
+        return "/" + location.removeprefix("file:").lstrip("/")
+    return location

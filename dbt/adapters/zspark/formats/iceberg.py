@@ -1,0 +1,66 @@
+"""Apache Iceberg: a file per shuffle partition (its writer rolls files by size, not
+rows), statistics in the table's manifests, read back through its ``data_files``
+metadata table (plain SQL, so it works over thrift as well).
+
+Iceberg keeps bounds for the first 100 columns, strings cut to 16 characters (a cut upper
+bound is rounded up, so it stays a bound); ``write.metadata.metrics.column.<c>`` set to
+``full`` keeps a column's values whole. Its writer is asked for no shuffle of its own
+(``write.distribution-mode``), which would undo the build's range partitioning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from dbt.adapters.zspark.formats import TypedColumn
+from dbt.adapters.zspark.pruning import stat_column
+from dbt.adapters.zspark.sqltext import quote
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+METRICS = "write.metadata.metrics.column."
+_FLOATS = ("float", "double")
+
+
+class IcebergTable:
+    name = "iceberg"
+    cuts_files_by_rows = False
+
+    def stats_properties(self, columns: Sequence[TypedColumn],
+                         string_length: int) -> dict[str, str]:
+        # `full` rather than truncate(n): a column's bounds then never depend on the
+        # sample's guess of its longest value.
+        return {"write.distribution-mode": "none",
+                **{f"{METRICS}{name}": "full" for name, _ in columns}}
+
+    def write_settings(self, string_length: int) -> dict[str, str]:
+        return {}
+
+    def active_files(self, spark: SparkSession, table: str,
+                     columns: Sequence[TypedColumn]) -> DataFrame:
+        return spark.sql(active_files_sql(table, columns))
+
+
+def active_files_sql(table: str, columns: Sequence[TypedColumn]) -> str:
+    """The ``__zindex``-shaped rows of an Iceberg table's data files.
+
+    >>> print(active_files_sql("db.t", [("x", "double")]))  # doctest: +NORMALIZE_WHITESPACE
+    select file_path, file_size_in_bytes as file_size, cast(0 as bigint) as file_mtime,
+    cast(null as int) as row_group, record_count as row_count,
+    readable_metrics.`x`.lower_bound as `x__min`, readable_metrics.`x`.upper_bound as `x__max`,
+    readable_metrics.`x`.null_value_count as `x__nulls`,
+    readable_metrics.`x`.nan_value_count as `x__nans` from db.t.data_files
+    """
+    picked = []
+    for name, spark_type in columns:
+        metrics = f"readable_metrics.{quote(name)}"
+        picked += [f"{metrics}.lower_bound as {quote(stat_column(name, 'min'))}",
+                   f"{metrics}.upper_bound as {quote(stat_column(name, 'max'))}",
+                   f"{metrics}.null_value_count as {quote(stat_column(name, 'nulls'))}"]
+        if spark_type in _FLOATS:
+            picked.append(f"{metrics}.nan_value_count as {quote(stat_column(name, 'nans'))}")
+    return ("select file_path, file_size_in_bytes as file_size, "
+            "cast(0 as bigint) as file_mtime, cast(null as int) as row_group, "
+            "record_count as row_count, " + ", ".join(picked) + f" from {table}.data_files")
