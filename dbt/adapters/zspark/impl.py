@@ -770,7 +770,9 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         return self._log_index(None, target, index, summary)
 
     def _log_index(self, spark: Any, relation: Any, index: Any, summary: Any,
-                   held_in: str | None = None) -> dict[str, Any]:
+                   held_in: str | None = None, just_built: bool = False) -> dict[str, Any]:
+        """Log a table's files, rows and layout figures (``just_built``: by a commit that
+        replaced every file, so none is pending re-clustering)."""
         message = (
             f"zspark: {relation.identifier}: {summary.files} files, {summary.rows} rows, "
             f"{len(summary.columns)} columns indexed in {held_in or index.identifier}"
@@ -778,7 +780,7 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         sample = self._samples.pop(str(relation).lower(), None)
         if sample is not None and summary.files:
             try:
-                health, _ = self._layout_health(spark, relation, index, sample)
+                health, _ = self._layout_health(spark, relation, index, sample, just_built)
                 message += "; layout: " + health.describe()
             except Exception as error:  # the figures inform; they never fail a build
                 logger.warning(f"zspark: {relation.identifier}: layout figures unavailable "
@@ -807,7 +809,8 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         summary = IndexSummary(view, int(totals[0]), int(totals[1] or 0),
                                [name for name, _ in columns])
         self._lap(relation, "index")
-        self._log_index(spark, relation, view, summary, held_in=f"its {file_format} statistics")
+        self._log_index(spark, relation, view, summary, held_in=f"its {file_format} statistics",
+                        just_built=True)
 
     def _format_files(self, spark: Any, relation: Any, file_format: str,
                       every_column: bool = False) -> tuple[str, list[tuple[str, str]]]:
@@ -828,8 +831,8 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         written_as.active_files(spark, str(relation), columns).createOrReplaceTempView(view)
         return view, columns
 
-    def _layout_health(self, spark: Any, relation: Any, index: Any,
-                       sample: LayoutSample) -> tuple[Any, Any]:
+    def _layout_health(self, spark: Any, relation: Any, index: Any, sample: LayoutSample,
+                       just_built: bool = False) -> tuple[Any, Any]:
         """Depth and overlaps per clustering column from the index, probed with a sample of
         the rows, against a rebuild estimated from the same sample; and the index's files
         (path, rows and each column's bounds as ``<column>.min`` / ``<column>.max``)."""
@@ -851,8 +854,9 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         rebuilt = rebuild_bounds(sample.rows, sample.partitions, np.asarray(sample.keys),
                                  sample.columns, len(files))
         rows = [int(r) for r in files["row_count"]]
-        pending = pending_rows(list(zip(map(str, files["file_path"]), rows, strict=True)),
-                               self._table_properties(relation))
+        pending = 0 if just_built else pending_rows(
+            list(zip(map(str, files["file_path"]), rows, strict=True)),
+            self._table_properties(relation))
         health = layout_health(bounds, sample.rows.head(PROBES), rebuilt, sum(rows), pending)
         return health, files
 
