@@ -142,3 +142,31 @@ def time_sql(spark: Any, sql: str, repetitions: int) -> float:
         spark.sql(sql).collect()
         seconds.append(time.perf_counter() - started)
     return statistics.median(seconds)
+
+
+#: Scan metrics that count the data files a scan opened: Spark's file scans, Iceberg's.
+OPENED_METRICS = ("numFiles", "resultDataFiles")
+
+
+def files_opened(frame: Any) -> int:
+    """Data files the scans of an executed DataFrame opened (file sources and Iceberg's
+    batch scans), through AQE's wrappers."""
+    opened = 0
+
+    def walk(node: Any) -> None:
+        nonlocal opened
+        name = node.nodeName()
+        if name.startswith("AdaptiveSparkPlan"):
+            walk(node.executedPlan())
+            return
+        if "QueryStage" in name:
+            walk(node.plan())
+            return
+        if "Scan" in name:
+            opened += sum(_metric(node, m) for m in OPENED_METRICS)
+        children = node.children().iterator()
+        while children.hasNext():
+            walk(children.next())
+
+    walk(frame._jdf.queryExecution().executedPlan())
+    return opened

@@ -12,34 +12,9 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from bench.measure import files_opened
 from dbt.adapters.zspark.connections import with_session_defaults
 from dbt.adapters.zspark.table_formats import with_table_format
-
-#: Scan metrics that count the data files a scan opened (Spark's file scans; Iceberg's).
-OPENED = ("numFiles", "resultDataFiles")
-
-
-def opened_files(frame: Any) -> int:
-    opened = 0
-
-    def walk(node: Any) -> None:
-        nonlocal opened
-        name = node.nodeName()
-        if name.startswith("AdaptiveSparkPlan"):
-            walk(node.executedPlan())
-            return
-        if "QueryStage" in name:
-            walk(node.plan())
-            return
-        metrics = node.metrics()
-        if "Scan" in name:
-            opened += sum(int(metrics.apply(m).value()) for m in OPENED if metrics.contains(m))
-        children = node.children().iterator()
-        while children.hasNext():
-            walk(children.next())
-
-    walk(frame._jdf.queryExecution().executedPlan())
-    return opened
 
 
 def main(table_format: str, session_dir: str, queries: list[str]) -> list[list[Any]]:
@@ -53,7 +28,7 @@ def main(table_format: str, session_dir: str, queries: list[str]) -> list[list[A
         frame = spark.sql(sql)
         rows = frame.collect()
         first = [str(v) if v is not None else None for v in rows[0]] if rows else []
-        found.append([len(rows), opened_files(frame), first])
+        found.append([len(rows), files_opened(frame), first])
     spark.stop()
     return found
 

@@ -1,0 +1,286 @@
+"""zspark's clustered Delta and Iceberg tables beside the formats' own clustering, on seed
+002's data, each format in one run of the same Spark:
+
+- zspark Hilbert and balanced tables (``dbt run``, `file_format` of the format, the
+  profile's ``table_format``), time from dbt's ``execution_time`` (sampling, write and
+  reading the statistics back);
+- Delta: a plain write then ``OPTIMIZE ... ZORDER BY``, and liquid clustering
+  (``CLUSTER BY`` then ``OPTIMIZE``); Iceberg: a plain write then ``rewrite_data_files``
+  with the ``zorder`` and the ``sort`` strategies; time is the write plus the rewrite,
+  in a warmed-up Spark;
+- per table: files, file size and rows max/mean, the share of files a point query skips
+  per clustering column counted from the format's own statistics (values drawn from the
+  rows), and the files Spark opens for the seed's three queries as a plain ``where``
+  (its scan metrics), with the rows checked against the source.
+
+    python -m bench.formats --rows 2000000 --files 1000     # BENCHMARKS-formats.json
+
+Each format runs in a session directory of its own: a dbt process builds zspark's
+tables, then a Spark process of its own (the metastore is a single-process Derby) builds
+the peers and measures every table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import (
+    CLUSTER_COLUMNS,
+    REPO,
+    SEED_LITERALS,
+    SOURCE_SCHEMA,
+    SOURCE_TABLE,
+    Progress,
+    generate_in_subprocess,
+    seed_query,
+    session_env,
+    source_files,
+)
+
+SCHEMA = "bench_formats"
+FORMATS = ("delta", "iceberg")
+ZSPARK_MODELS = {"zspark hilbert": "zs_hilbert", "zspark balanced": "zs_balanced"}
+PEERS = {"delta": {"delta zorder": "delta_zorder", "delta liquid": "delta_liquid"},
+         "iceberg": {"iceberg zorder": "iceberg_zorder", "iceberg sort": "iceberg_sort"}}
+DEFAULT_OUT = REPO / "BENCHMARKS-formats.json"
+
+
+def write_project(root: Path, session_dir: Path, table_format: str, files: int) -> None:
+    """A dbt project whose models build zspark's clustered tables of ``table_format``
+    from the source table (after a warm-up model that reads it once)."""
+    def put(relative: str, text: str) -> None:
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip())
+
+    put("dbt_project.yml", """
+        name: zspark_bench_formats
+        version: "1.0"
+        config-version: 2
+        profile: zspark_bench_formats
+        flags:
+          send_anonymous_usage_stats: false
+    """)
+    put("profiles.yml", f"""
+        zspark_bench_formats:
+          target: dev
+          outputs:
+            dev:
+              type: zspark
+              method: session
+              schema: {SCHEMA}
+              session_dir: {session_dir}
+              table_format: {table_format}
+              server_side_parameters:
+                spark.driver.memory: 6g
+    """)
+    put("models/warmup.sql", f"""
+        {{{{ config(materialized='table') }}}}
+        select count(*) as n, sum(lo_revenue) as revenue from {SOURCE_SCHEMA}.{SOURCE_TABLE}
+    """)
+    columns = list(CLUSTER_COLUMNS)
+    for name, key in (("zs_hilbert", "hilbert_by"), ("zs_balanced", "balanced_by")):
+        put(f"models/{name}.sql", f"""
+            -- depends_on: {{{{ ref('warmup') }}}}
+            {{{{ config(materialized='table', file_format='{table_format}',
+                        {key}={columns}, file_count={files}) }}}}
+            select * from {SOURCE_SCHEMA}.{SOURCE_TABLE}
+        """)
+
+
+def build_zspark(root: Path, session_dir: Path, log: Progress) -> dict[str, float]:
+    """``dbt run`` of the project; seconds per model (dbt's ``execution_time``)."""
+    log(f"dbt run ({root})")
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "dbt"), "run", "--project-dir", str(root),
+         "--profiles-dir", str(root)], cwd=root, capture_output=True, text=True,
+        env={**session_env(session_dir), "DBT_TARGET_PATH": str(root / "target"),
+             "DBT_LOG_PATH": str(root / "logs")})
+    for line in done.stdout.splitlines():
+        if "zspark:" in line and ("files," in line or "writing" in line):
+            print("           " + line.strip(), flush=True)
+    if done.returncode != 0:
+        raise RuntimeError("dbt run failed:\n" + "\n".join(done.stdout.splitlines()[-40:]))
+    results = json.loads((root / "target" / "run_results.json").read_text())["results"]
+    return {r["unique_id"].rsplit(".", 1)[-1]: float(r["execution_time"]) for r in results}
+
+
+def measure_format(table_format: str, session_dir: Path, files: int, probes: int,
+                   out: Path) -> None:
+    """In this process: the peers' builds, then every table measured (``out``: JSON)."""
+    from pyspark.sql import SparkSession
+
+    from bench.footers import FileBounds, sample_values, skip_share
+    from bench.measure import files_opened
+    from dbt.adapters.zspark.connections import with_session_defaults
+    from dbt.adapters.zspark.formats import format_table
+    from dbt.adapters.zspark.table_formats import with_table_format
+
+    log = Progress()
+    builder = SparkSession.builder.appName(f"zspark-bench-{table_format}").master("local[2]")
+    settings = with_session_defaults(
+        with_table_format({"spark.driver.memory": "6g"}, table_format), str(session_dir))
+    for key, value in settings.items():
+        builder = builder.config(key, str(value))
+    spark = builder.enableHiveSupport().getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    source = f"{SOURCE_SCHEMA}.{SOURCE_TABLE}"
+    spark.sql(f"select count(*), sum(lo_revenue) from {source}").collect()  # warm up
+    source_bytes = sum(f.stat().st_size for f in source_files(session_dir))
+    target_bytes = max(1, source_bytes // files)
+
+    seconds = {}
+    for label, table in PEERS[table_format].items():
+        log(f"{label}: write and cluster ({table})")
+        spark.sql(f"drop table if exists {SCHEMA}.{table}")
+        started = time.perf_counter()
+        for statement in peer_statements(label, f"{SCHEMA}.{table}", source, files,
+                                         target_bytes):
+            spark.sql(statement).collect()
+        seconds[label] = time.perf_counter() - started
+        log(f"{label}: {seconds[label]:.1f}s")
+
+    written_as = format_table(table_format)
+    assert written_as is not None
+    values = sample_values(source_files(session_dir), list(CLUSTER_COLUMNS), probes)
+    expected = {c: sorted(spark.sql(seed_query(source, c)).collect()) for c in CLUSTER_COLUMNS}
+    tables = {**ZSPARK_MODELS, **PEERS[table_format]}
+    measured: dict[str, Any] = {}
+    for label, table in tables.items():
+        name = f"{SCHEMA}.{table}"
+        typed = [(c, "string") for c in CLUSTER_COLUMNS]
+        stats: Any = written_as.active_files(spark, name, typed).toPandas()
+        bounds = FileBounds(
+            list(stats["file_path"]), stats["row_count"].to_numpy(),
+            stats["file_size"].to_numpy(),
+            {c: [None if v is None else v for v in stats[f"{c}__min"]] for c in CLUSTER_COLUMNS},
+            {c: [None if v is None else v for v in stats[f"{c}__max"]] for c in CLUSTER_COLUMNS})
+        queries = {}
+        for column in CLUSTER_COLUMNS:
+            frame = spark.sql(seed_query(name, column))
+            rows = frame.collect()
+            queries[column] = {"files_read": files_opened(frame),
+                               "exact_rows": sorted(rows) == expected[column]}
+        sizes, rows_per_file = bounds.sizes, bounds.rows
+        measured[label] = {
+            "files": bounds.files,
+            "rows": int(rows_per_file.sum()),
+            "bytes": int(sizes.sum()),
+            "size_max_over_mean": float(sizes.max() / sizes.mean()),
+            "rows_max_over_mean": float(rows_per_file.max() / rows_per_file.mean()),
+            "skip": {c: skip_share(bounds, c, values[c]) for c in CLUSTER_COLUMNS},
+            "seed_queries": queries,
+            "seconds": seconds.get(label),
+        }
+        log(f"{label}: {measured[label]['files']} files, skip " + " / ".join(
+            f"{100 * measured[label]['skip'][c]:.1f}" for c in CLUSTER_COLUMNS)
+            + ", files read " + " / ".join(str(q["files_read"]) for q in queries.values()))
+    spark.stop()
+    out.write_text(json.dumps(measured, indent=2, default=str))
+
+
+def peer_statements(label: str, table: str, source: str, files: int,
+                    target_bytes: int) -> list[str]:
+    """The statements that write ``source`` and cluster it the peer's way."""
+    columns = ", ".join(CLUSTER_COLUMNS)
+    plain = f"select /*+ REPARTITION({files}) */ * from {source}"
+    if label == "delta zorder":
+        return [f"set spark.databricks.delta.optimize.maxFileSize = {target_bytes}",
+                f"create table {table} using delta as {plain}",
+                f"optimize {table} zorder by ({columns})"]
+    if label == "delta liquid":
+        return [f"set spark.databricks.delta.optimize.maxFileSize = {target_bytes}",
+                f"create table {table} using delta cluster by ({columns}) as {plain}",
+                f"optimize {table}"]
+    order = f"zorder({columns})" if label == "iceberg zorder" else ", ".join(
+        f"{c} asc nulls first" for c in CLUSTER_COLUMNS)
+    return [f"create table {table} using iceberg as {plain}",
+            f"call spark_catalog.system.rewrite_data_files(table => '{table}', "
+            f"strategy => 'sort', sort_order => '{order}', options => map("
+            f"'rewrite-all', 'true', 'target-file-size-bytes', '{target_bytes}'))"]
+
+
+def bar(table_format: str, measured: dict[str, Any], files: int) -> list[str]:
+    """The issue's bar, checked on one format's figures: one line per condition."""
+    zs = measured["zspark hilbert"]
+    peer = measured[f"{table_format} zorder"]
+    worst_zs, worst_peer = min(zs["skip"].values()), min(peer["skip"].values())
+    mean_zs = sum(zs["skip"].values()) / len(zs["skip"])
+    mean_peer = sum(peer["skip"].values()) / len(peer["skip"])
+    most_read = max(q["files_read"] for q in zs["seed_queries"].values())
+    return [
+        f"hilbert skips >= 87% on every column: {100 * worst_zs:.1f}% worst "
+        f"({'ok' if worst_zs >= 0.87 else 'MISSED'})",
+        f"hilbert >= {table_format} zorder on its worst column: {100 * worst_zs:.1f} vs "
+        f"{100 * worst_peer:.1f} ({'ok' if worst_zs >= worst_peer else 'MISSED'})",
+        f"hilbert >= {table_format} zorder on the mean: {100 * mean_zs:.1f} vs "
+        f"{100 * mean_peer:.1f} ({'ok' if mean_zs >= mean_peer else 'MISSED'})",
+        f"a plain where reads <= 16% of files: {most_read} of {zs['files']} at most "
+        f"({'ok' if most_read <= 0.16 * zs['files'] else 'MISSED'})",
+        "exact rows on every query: " + ("ok" if all(
+            q["exact_rows"] for m in measured.values() for q in m["seed_queries"].values())
+            else "MISSED"),
+        f"build no longer than the peer's write plus z-order: {zs['seconds']:.1f}s vs "
+        f"{peer['seconds']:.1f}s ({'ok' if zs['seconds'] <= peer['seconds'] else 'MISSED'})",
+    ]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=2_000_000)
+    parser.add_argument("--files", type=int, default=1000)
+    parser.add_argument("--probes", type=int, default=300)
+    parser.add_argument("--formats", default=",".join(FORMATS))
+    parser.add_argument("--work-dir", type=Path, default=REPO / ".bench-formats")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--measure", help=argparse.SUPPRESS)  # the per-format process
+    parser.add_argument("--session-dir", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--measured", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.measure:
+        measure_format(args.measure, args.session_dir, args.files, args.probes,
+                       args.measured)
+        return
+
+    log = Progress()
+    report: dict[str, Any] = {"rows": args.rows, "files": args.files, "probes": args.probes,
+                              "seed_literals": SEED_LITERALS, "formats": {}}
+    for table_format in args.formats.split(","):
+        session_dir = (args.work_dir / table_format).resolve()
+        generate_in_subprocess(args.rows, "uniform", session_dir, log)
+        project = session_dir / "project"
+        write_project(project, session_dir, table_format, args.files)
+        times = build_zspark(project, session_dir, log)
+        measured_path = session_dir / "measured.json"
+        log(f"{table_format}: peers and measurements (a Spark of their own)")
+        done = subprocess.run(
+            [sys.executable, "-m", "bench.formats", "--measure", table_format,
+             "--session-dir", str(session_dir), "--files", str(args.files),
+             "--probes", str(args.probes), "--measured", str(measured_path)],
+            cwd=REPO, env={**session_env(session_dir),
+                           "PYTHONPATH": os.pathsep.join(
+                               filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))})
+        if done.returncode != 0:
+            raise RuntimeError(f"{table_format}: measuring failed (exit {done.returncode})")
+        measured = json.loads(measured_path.read_text())
+        for label, model in ZSPARK_MODELS.items():
+            measured[label]["seconds"] = times[model]
+        report["formats"][table_format] = {"tables": measured,
+                                           "bar": bar(table_format, measured, args.files)}
+        for line in report["formats"][table_format]["bar"]:
+            log(f"{table_format}: {line}")
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    log(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
