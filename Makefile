@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup demo test bench bench-keys bench-scale bench-pipeline bench-thrift bench-balanced bench-kills bench-quick bench-report lint
+.PHONY: setup demo test bench bench-formats bench-keys bench-scale bench-pipeline bench-thrift bench-balanced bench-kills bench-quick bench-report lint
 
 # Scale of `make bench` (seed 002: 1000 files).
 ROWS ?= 2000000
@@ -64,6 +64,11 @@ bench-pipeline: setup
 # The Hilbert build over a Spark Thrift Server (SQL keys and index) beside the session build.
 bench-thrift: setup
 	$(PY) -m bench.thrift
+
+# zspark's Delta and Iceberg tables beside the formats' own clustering (about 20 minutes).
+bench-formats: setup
+	$(PY) -m bench.formats --rows $(ROWS) --files $(FILES)
+	$(PY) -m bench.report BENCHMARKS.json --out BENCHMARKS.md
 
 # Hilbert beside the balanced layout (equal and weighted) on uniform, Zipf and correlated data.
 bench-balanced: setup

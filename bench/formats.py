@@ -44,6 +44,7 @@ from bench.common import (
     session_env,
     source_files,
 )
+from bench.plots import skip_chart
 
 SCHEMA = "bench_formats"
 FORMATS = ("delta", "iceberg")
@@ -51,6 +52,7 @@ ZSPARK_MODELS = {"zspark hilbert": "zs_hilbert", "zspark balanced": "zs_balanced
 PEERS = {"delta": {"delta zorder": "delta_zorder", "delta liquid": "delta_liquid"},
          "iceberg": {"iceberg zorder": "iceberg_zorder", "iceberg sort": "iceberg_sort"}}
 DEFAULT_OUT = REPO / "BENCHMARKS-formats.json"
+IMG_DIR = REPO / "docs" / "img"
 
 
 def write_project(root: Path, session_dir: Path, table_format: str, files: int) -> None:
@@ -233,6 +235,18 @@ def bar(table_format: str, measured: dict[str, Any], files: int) -> list[str]:
     ]
 
 
+def draw_pictures(report: dict[str, Any]) -> None:
+    """A bar chart per format of the skip per column of every table (docs/img)."""
+    for table_format, found in report["formats"].items():
+        picture = IMG_DIR / f"formats_skip_{table_format}.png"
+        picture.parent.mkdir(parents=True, exist_ok=True)
+        skip_chart(picture, {label: m["skip"] for label, m in found["tables"].items()}, {},
+                   CLUSTER_COLUMNS, f"{table_format}: files skipped by a point query, from "
+                   f"the format's statistics ({report['rows']:,} rows, {report['files']} "
+                   "files asked)")
+        report.setdefault("pictures", {})[table_format] = str(picture.relative_to(REPO))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -253,7 +267,8 @@ def main(argv: list[str] | None = None) -> None:
 
     log = Progress()
     report: dict[str, Any] = {"rows": args.rows, "files": args.files, "probes": args.probes,
-                              "seed_literals": SEED_LITERALS, "formats": {}}
+                              "date": time.strftime("%Y-%m-%d %H:%M"),
+                              "seed_literals": SEED_LITERALS, "formats": {}, "pictures": {}}
     for table_format in args.formats.split(","):
         session_dir = (args.work_dir / table_format).resolve()
         generate_in_subprocess(args.rows, "uniform", session_dir, log)
@@ -276,6 +291,7 @@ def main(argv: list[str] | None = None) -> None:
             measured[label]["seconds"] = times[model]
         report["formats"][table_format] = {"tables": measured,
                                            "bar": bar(table_format, measured, args.files)}
+        draw_pictures(report)
         for line in report["formats"][table_format]["bar"]:
             log(f"{table_format}: {line}")
     args.out.write_text(json.dumps(report, indent=2) + "\n")

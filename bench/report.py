@@ -264,6 +264,9 @@ def render(results: dict[str, Any], out: Path, img_dir: Path) -> None:
     balanced_json = out.parent / "BENCHMARKS-balanced.json"
     if balanced_json.exists():
         lines += balanced_section(json.loads(balanced_json.read_text()), out.parent)
+    formats_json = out.parent / "BENCHMARKS-formats.json"
+    if formats_json.exists():
+        lines += formats_section(json.loads(formats_json.read_text()), out.parent)
 
     tests = results.get("tests", [])
     if tests:
@@ -596,3 +599,43 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def formats_section(results: dict[str, Any], report_dir: Path) -> list[str]:
+    """The "Delta Lake and Iceberg tables" section from ``python -m bench.formats``."""
+    lines = ["## Delta Lake and Iceberg tables", "",
+             f"Produced by `make bench-formats` (`python -m bench.formats --rows "
+             f"{results['rows']} --files {results['files']}`, {results.get('date', '')}): "
+             "seed 002's table written as each format by zspark (`dbt run`, Hilbert and "
+             "balanced on s_city, c_city, p_brand, `file_count` as below) and by the "
+             "format's own clustering (a plain write of the same rows into as many files, "
+             "then Delta's `OPTIMIZE ... ZORDER BY` or liquid `CLUSTER BY` + `OPTIMIZE`, "
+             "Iceberg's `rewrite_data_files` with `zorder(...)` or a sort order, each at the "
+             "file size of the source bytes over the file count). Skip: the share of files a "
+             f"point query skips, over {results['probes']} values drawn from the rows, "
+             "counted from the format's own statistics. Files read: Spark's files-read "
+             "metric for the seed's three queries as a plain `where` (Iceberg's "
+             "`resultDataFiles`), rows checked against the source. Seconds: to a clustered "
+             "table (zspark: dbt's execution time, sampling, write and reading the "
+             "statistics back, after a warm-up model; peers: the write plus the rewrite in "
+             "a warmed-up Spark).", ""]
+    for table_format, found in results["formats"].items():
+        rows = []
+        for label, m in found["tables"].items():
+            queries = m["seed_queries"].values()
+            rows.append([label, str(m["files"]), f"{m['size_max_over_mean']:.2f}",
+                         f"{m['rows_max_over_mean']:.2f}",
+                         *(f"{100 * v:.1f}" for v in m["skip"].values()),
+                         " / ".join(str(q["files_read"]) for q in queries),
+                         "yes" if all(q["exact_rows"] for q in queries) else "NO",
+                         f"{m['seconds']:.1f}"])
+        columns = list(next(iter(found["tables"].values()))["skip"])
+        lines += [f"### {table_format}", ""]
+        lines += _table(["table", "files", "size max/mean", "rows max/mean",
+                         *(f"skip {c} %" for c in columns), "files read (seed queries)",
+                         "exact rows", "seconds"], rows)
+        lines += ["", "The bar:", ""] + [f"- {line}" for line in found["bar"]] + [""]
+        picture = results.get("pictures", {}).get(table_format)  # relative to the report
+        if picture and (report_dir / picture).exists():
+            lines += [f"![skip per column, {table_format}]({picture})", ""]
+    return lines
