@@ -41,7 +41,7 @@ def skip_chart(path: Path, ours: Mapping[str, Mapping[str, float]],
         seed_x = [x for x, layout in zip(xs, layouts, strict=True) if layout in seed]
         seed_y = [seed[layout][column] for layout in layouts if layout in seed]
         ax.scatter(seed_x, seed_y, marker="_", s=260, linewidths=2.5, color="black", zorder=3,
-                   label="seed 002 (533M rows, 1000 files)" if j == 0 else None)
+                   label="seed 002 (533M rows, 1000 files)" if j == 0 and seed else None)
     ax.set_xticks(range(len(layouts)), [LABELS.get(layout, layout) for layout in layouts])
     ax.set_ylabel("files skipped by a point query (%)")
     ax.set_ylim(0, 112)
