@@ -78,6 +78,8 @@ CLUSTERED = {
     "c_balanced": "balanced_by=['a', 's'], file_count=16",
 }
 POINTS = ("a = 17", f"s = '{PREFIX}017'")
+#: 40 columns, clustered on the last: past Delta's default of statistics on the first 32.
+WIDE = ", ".join(f"cast(id % {i + 2} as int) as w{i}" for i in range(39))
 
 
 def _project(root: Path, session_dir: Path, profile: str, file_format: str) -> FormatProject:
@@ -121,6 +123,11 @@ def _project(root: Path, session_dir: Path, profile: str, file_format: str) -> F
             {{{{ config(materialized='table', file_format='{file_format}', {clustering}) }}}}
             {CLUSTERED_ROWS}
         """)
+    project.write("models/c_wide.sql", f"""
+        {{{{ config(materialized='table', file_format='{file_format}', hilbert_by=['w_last'],
+                    file_count=8) }}}}
+        select {WIDE}, cast(id % 40 as int) as w_last from range({{{{ var('rows') }}}})
+    """)
     # zspark_scan on a format table is a plain filter: the engine skips by the stats.
     project.write("models/c_points.sql", f"""
         select count(*) as n from {{{{ zspark_scan(ref('c_hilbert'), "{POINTS[1]}") }}}} t
@@ -146,7 +153,7 @@ def _builds_rebuilds_and_merges(project: FormatProject, file_format: str) -> Non
     a plain `where` opens on a point query of each clustering column."""
     first = project.dbt("build", "--vars", "{n: 100, lo: 0, hi: 50, v: 0, rows: 4000}")
     statuses = project.statuses()
-    for name in ("f_table", "f_merge", "c_points", *CLUSTERED):
+    for name in ("f_table", "f_merge", "c_points", "c_wide", *CLUSTERED):
         assert statuses[name][0] == "success", first.stdout[-5000:]
     assert [s for n, s in statuses.items() if n.startswith("skip_coverage")] == \
         [("pass", "")], first.stdout[-5000:]
@@ -164,7 +171,8 @@ def _builds_rebuilds_and_merges(project: FormatProject, file_format: str) -> Non
     queries = [f"select count(*), sum(id) from {SCHEMA}.f_table",
                f"select count(*), sum(v), sum(id) from {SCHEMA}.f_merge",
                f"show tables in {SCHEMA} like 'f_clustered*'",
-               f"select n from {SCHEMA}.c_points"]
+               f"select n from {SCHEMA}.c_points",
+               f"select * from {SCHEMA}.c_wide", f"select * from {SCHEMA}.c_wide where w_last = 7"]
     for name in CLUSTERED:
         queries += [f"select * from {SCHEMA}.{name}"]
         queries += [f"select * from {SCHEMA}.{name} where {point}" for point in POINTS]
@@ -179,8 +187,11 @@ def _builds_rebuilds_and_merges(project: FormatProject, file_format: str) -> Non
     assert found[1][2] == ["75", "50", str(sum(range(75)))]
     assert found[2][0] == 0
     assert found[3][2] == ["75"]
+    # The 40th column's statistics are kept: a point on it opens one file of eight.
+    assert found[4][0] == 3000
+    assert found[5][:2] == [75, 1], found[4:6]
     for i, name in enumerate(CLUSTERED):
-        (rows, files, _), *points = found[4 + 3 * i: 7 + 3 * i]
+        (rows, files, _), *points = found[6 + 3 * i: 9 + 3 * i]
         assert rows == 3000, name
         # 3000 rows: `a` takes 50 values (60 rows each), `s` 40 (75 each); the engine
         # skips, by the format's statistics, at least half of the files of every point.
