@@ -75,7 +75,9 @@ CLUSTERED_ROWS = f"""
 CLUSTERED = {
     "c_hilbert": "hilbert_by=['a', 's'], file_count=16",
     "c_zorder": "zorder_by=['a', 's'], partition_by=['p'], file_count=12",
-    "c_balanced": "balanced_by=['a', 's'], file_count=16",
+    # The layout report after the build reads the format's statistics too.
+    "c_balanced": "balanced_by=['a', 's'], file_count=16, "
+                  "post_hook='{{ zspark_layout_report(this) }}'",
 }
 POINTS = ("a = 17", f"s = '{PREFIX}017'")
 #: 40 columns, clustered on the last: past Delta's default of statistics on the first 32.
@@ -164,6 +166,8 @@ def _builds_rebuilds_and_merges(project: FormatProject, file_format: str) -> Non
     log = " ".join(first.stdout.split())
     assert f"c_hilbert: 16 files, 4000 rows, 4 columns indexed in its {file_format} " \
         "statistics; layout:" in log, first.stdout[-5000:]
+    assert "zspark_layout_report zspark_formats.c_balanced: files' boxes over a and s" in log
+    assert (project.root / "target" / "zspark_layout_c_balanced.png").stat().st_size > 0
     second = project.dbt("run", "--exclude", "f_clustered_increments", "--vars",
                          "{n: 60, lo: 25, hi: 75, v: 1, rows: 3000}")
     assert second.returncode == 0, second.stdout[-5000:]

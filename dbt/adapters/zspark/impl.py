@@ -922,6 +922,14 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         except pruning.PredicateError as error:
             raise DbtRuntimeError(str(error)) from error
 
+    def _file_stats(self, spark: Any, relation: Any) -> tuple[Any, bool]:
+        """Where a table's per-file statistics are read: its ``__zindex``, or for a Delta
+        or Iceberg table a view of the format's own (then True)."""
+        file_format = self._format_of(relation) if spark is not None else None
+        if file_format is None:
+            return self._index_relation(relation), False
+        return self._format_files(spark, relation, file_format)[0], True
+
     def _format_of(self, relation: Any) -> str | None:
         """'delta' or 'iceberg' when ``relation`` is a table of that format."""
         from dbt.adapters.zspark.formats import format_of

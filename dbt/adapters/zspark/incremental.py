@@ -56,6 +56,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
     _log_index: Callable[..., dict[str, Any]]
     _layout_health: Callable[..., tuple[Any, Any]]
     _index_relation: Callable[[Any], Any]
+    _file_stats: Callable[[Any, Any], tuple[Any, bool]]
     _repair_index: Callable[..., bool]
     _table_properties: Callable[[Any], dict[str, str]]
     _fetch: Callable[[str], list[tuple[Any, ...]]]
@@ -342,7 +343,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
         partition_types = [(p, declared[p.lower()]) for p in stored.partition_by]
         parts = [f"{quote(p)} as {quote(part_column(i))}"
                  for i, p in enumerate(stored.partition_by)]
-        index = self._index_relation(relation)
+        index, of_format = self._file_stats(spark, relation)
         rows = int(self._fetch(f"select sum(row_count) from {index} where row_group is null")
                    [0][0] or 0)
         fraction = min(1.0, 100_000 / max(rows, 1))
@@ -356,8 +357,10 @@ class IncrementalMethods(metaclass=AdapterMeta):
                 {**{c: key_input_type(t) for c, t in zip(columns, types, strict=True)},
                  **{part_column(i): t for i, (_, t) in enumerate(partition_types)}})
         keys = stored.key_function(types)(*(sample[c] for c in columns))
+        # A Delta or Iceberg table is replaced whole by each clustered build: none pending.
         health, files = self._layout_health(spark, relation, index, LayoutSample(
-            columns, types, sample, keys.tolist(), [part_column(i) for i in range(len(parts))]))
+            columns, types, sample, keys.tolist(), [part_column(i) for i in range(len(parts))]),
+            just_built=of_format)
         logger.info(f"zspark_layout_report {relation}:\n{health_table(health)}")
         clustered = clustered_writes(self._table_properties(relation))
         target = Path(path) if path else Path(getattr(self.config, "project_root", ".")) \
@@ -365,7 +368,8 @@ class IncrementalMethods(metaclass=AdapterMeta):
         paths = [str(p) for p in files["file_path"]]
         boxes = {c: files[[f"{c}.min", f"{c}.max"]].set_axis(["min", "max"], axis=1)
                  for c in (x, y)}
-        draw_boxes(target, boxes[x], boxes[y], [write_id(p) not in clustered for p in paths],
+        draw_boxes(target, boxes[x], boxes[y],
+                   [not of_format and write_id(p) not in clustered for p in paths],
                    x, y, f"{relation}: {len(files)} files")
         logger.info(f"zspark_layout_report {relation}: files' boxes over {x} and {y} in "
                     f"{target}")
