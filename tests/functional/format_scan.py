@@ -2,7 +2,8 @@
 with the format's jars, the metastore of a dbt project's session): the rows and the data
 files Spark opened, from its scan metrics. Run as
 ``python -m tests.functional.format_scan <format> <session_dir> <queries as JSON>``;
-prints per query [rows, files opened, the first row's values]."""
+prints per query [rows, files opened, the first row's values], or for
+``bounds of <table>`` the check of :func:`bound_violations`."""
 
 from __future__ import annotations
 
@@ -16,6 +17,41 @@ from bench.measure import files_opened
 from dbt.adapters.zspark.connections import with_session_defaults
 from dbt.adapters.zspark.table_formats import with_table_format
 
+#: A "query" that asks for the check below rather than rows.
+BOUNDS = "bounds of "
+
+
+def bound_violations(spark: SparkSession, table_format: str, table: str) -> list[Any]:
+    """[files, how many (file, column) bounds zspark reads from the format's statistics
+    that a file's rows lie outside of, the columns checked]: every column's actual
+    min / max per file (Spark reading the rows) against the bounds."""
+    from dbt.adapters.zspark.clustering import model_schema
+    from dbt.adapters.zspark.formats import format_table, stats_columns
+
+    schema = model_schema(spark, f"select * from {table}")
+    columns = [name for name, _ in stats_columns(schema, [], list(schema))]
+    written_as = format_table(table_format)
+    assert written_as is not None
+    stats = written_as.active_files(spark, table, stats_columns(schema, [], columns)).toPandas()
+    picked = ", ".join(f"min(`{c}`) as `{c}__lo`, max(`{c}`) as `{c}__hi`" for c in columns)
+    actual = spark.sql(f"select input_file_name() as f, {picked} from {table} group by 1")
+
+    def plain(path: str) -> str:
+        return "/" + path.removeprefix("file:").lstrip("/")
+
+    found = {plain(r["f"]): r for r in actual.collect()}
+    violations = 0
+    for _, row in stats.iterrows():
+        rows = found[plain(row["file_path"])]
+        for c in columns:
+            low, high = row[f"{c}__min"], row[f"{c}__max"]
+            lo, hi = rows[f"{c}__lo"], rows[f"{c}__hi"]
+            if low is not None and low == low and lo is not None and low > lo:
+                violations += 1
+            if high is not None and high == high and hi is not None and high < hi:
+                violations += 1
+    return [len(stats), violations, columns]
+
 
 def main(table_format: str, session_dir: str, queries: list[str]) -> list[list[Any]]:
     builder = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
@@ -25,6 +61,9 @@ def main(table_format: str, session_dir: str, queries: list[str]) -> list[list[A
     spark = builder.enableHiveSupport().getOrCreate()
     found = []
     for sql in queries:
+        if sql.startswith(BOUNDS):
+            found.append(bound_violations(spark, table_format, sql.removeprefix(BOUNDS)))
+            continue
         frame = spark.sql(sql)
         rows = frame.collect()
         first = [str(v) if v is not None else None for v in rows[0]] if rows else []

@@ -19,6 +19,7 @@ import pytest
 
 from dbt.adapters.zspark.table_formats import DELTA, ICEBERG, JARS_DIR
 from tests.functional.dbt_project import DbtProject
+from tests.functional.format_scan import BOUNDS
 
 SCHEMA = "zspark_formats"
 QUERY_MACRO = """
@@ -81,6 +82,15 @@ CLUSTERED = {
 }
 POINTS = ("a = 17", f"s = '{PREFIX}017'")
 #: 40 columns, clustered on the last: past Delta's default of statistics on the first 32.
+#: In front, a column of each type whose bounds a format keeps in a form of its own:
+#: timestamps below the millisecond (Delta keeps milliseconds), long strings, decimals.
+TYPED = ", ".join([
+    "timestamp_micros(id * 3600000123) as ts",
+    "cast(timestamp_micros(id * 7000000007) as timestamp_ntz) as tsn",
+    "date_add(date'2020-01-01', cast(id % 400 as int)) as d",
+    "cast(id / 7 as decimal(12, 3)) as dec",
+    "cast(id as double) / 3 as dbl",
+    f"concat('{PREFIX}{PREFIX}', cast(id * 13 % 997 as string)) as long_s"])
 WIDE = ", ".join(f"cast(id % {i + 2} as int) as w{i}" for i in range(39))
 
 
@@ -128,7 +138,8 @@ def _project(root: Path, session_dir: Path, profile: str, file_format: str) -> F
     project.write("models/c_wide.sql", f"""
         {{{{ config(materialized='table', file_format='{file_format}', hilbert_by=['w_last'],
                     file_count=8) }}}}
-        select {WIDE}, cast(id % 40 as int) as w_last from range({{{{ var('rows') }}}})
+        select {TYPED}, {WIDE}, cast(id % 40 as int) as w_last
+        from range({{{{ var('rows') }}}})
     """)
     # zspark_scan on a format table is a plain filter: the engine skips by the stats.
     project.write("models/c_points.sql", f"""
@@ -176,7 +187,8 @@ def _builds_rebuilds_and_merges(project: FormatProject, file_format: str) -> Non
                f"select count(*), sum(v), sum(id) from {SCHEMA}.f_merge",
                f"show tables in {SCHEMA} like 'f_clustered*'",
                f"select n from {SCHEMA}.c_points",
-               f"select * from {SCHEMA}.c_wide", f"select * from {SCHEMA}.c_wide where w_last = 7"]
+               f"select * from {SCHEMA}.c_wide", f"select * from {SCHEMA}.c_wide where w_last = 7",
+               f"{BOUNDS}{SCHEMA}.c_wide", f"{BOUNDS}{SCHEMA}.c_zorder"]
     for name in CLUSTERED:
         queries += [f"select * from {SCHEMA}.{name}"]
         queries += [f"select * from {SCHEMA}.{name} where {point}" for point in POINTS]
@@ -194,8 +206,15 @@ def _builds_rebuilds_and_merges(project: FormatProject, file_format: str) -> Non
     # The 40th column's statistics are kept: a point on it opens one file of eight.
     assert found[4][0] == 3000
     assert found[5][:2] == [75, 1], found[4:6]
+    # Every bound read from the format's statistics holds the file's rows (a partitioned
+    # table's partition values included), on all 46 columns of the wide table.
+    assert found[6][0] == 8
+    assert found[6][1:] == [0, found[6][2]]
+    assert len(found[6][2]) == 46
+    assert found[7][0] > 0
+    assert found[7][1] == 0, found[7]
     for i, name in enumerate(CLUSTERED):
-        (rows, files, _), *points = found[6 + 3 * i: 9 + 3 * i]
+        (rows, files, _), *points = found[8 + 3 * i: 11 + 3 * i]
         assert rows == 3000, name
         # 3000 rows: `a` takes 50 values (60 rows each), `s` 40 (75 each); the engine
         # skips, by the format's statistics, at least half of the files of every point.
