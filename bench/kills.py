@@ -12,6 +12,7 @@ killed, the last step it logged and what the next run repaired.
     python -m bench.kills --rounds 20            # an embedded session
     python -m bench.kills --rounds 20 --thrift   # a local Spark Thrift Server
     python -m bench.kills --rounds 20 --strategy insert_overwrite   # overwrites, not appends
+    python -m bench.kills --rounds 10 --format delta   # a clustered Delta table's rebuilds
 
 The test suite runs the same project with a kill at each named step
 (``tests/functional/test_kills.py``).
@@ -67,8 +68,16 @@ MODELS = {
           where id >= (select coalesce(max(b), 0) * 1000 from {{{{ this }}}})
         {{% endif %}}
     """,
+    # Each run rebuilds the table (of ``file_format``: Delta and Iceberg replace it in one
+    # commit of the format); enough files that its write takes several waves of tasks.
+    "table": f"""
+        {{{{ config(materialized='table', file_format='FILE_FORMAT',
+                    hilbert_by=['a', 's'], file_count=12) }}}}
+        {ROWS} from range(0, {{{{ var('stop') }}}})
+    """,
 }
 
+INDEX_TEST = "tests/index_lists_the_files.sql"
 FILES = {
     "dbt_project.yml": """
         name: zspark_kills
@@ -87,7 +96,7 @@ FILES = {
            from ({ROWS} from range(0, {{{{ var('stop') }}}}))) e
         where t.c != e.c or t.h != e.h
     """,
-    "tests/index_lists_the_files.sql": f"""
+    INDEX_TEST: f"""
         with i as (select file_path from {{{{ ref('{MODEL}') }}}}__zindex
                    where row_group is null),
              f as (select distinct _metadata.file_path as file_path
@@ -117,22 +126,32 @@ class KilledProject:
     a session's Derby metastore admits one process at a time), or a Thrift server.
     ``strategy``: the model appends (re-clustering as its policy says), or overwrites the
     partitions its rows fall in (in a schema of its own, so both share a server).
-    ``schema``: another schema (other projects on the same server)."""
+    ``schema``: another schema (other projects on the same server). ``file_format``:
+    the table model's format (``strategy`` table), its session set up by ``table_format``
+    (the format's own statistics are its index: no index test)."""
 
     def __init__(self, root: Path, thrift_port: int | None = None,
-                 strategy: str = "append", schema: str | None = None) -> None:
+                 strategy: str = "append", schema: str | None = None,
+                 file_format: str = "parquet") -> None:
         self.root = root
         self.stop = 0
         self.last_kill = ""
+        self.file_format = file_format
         self.schema = schema or (SCHEMA if strategy == "append" else f"{SCHEMA}_{strategy}")
         self.warehouse = root / "session" / "warehouse" / f"{self.schema}.db"
-        for relative, text in {**FILES, f"models/{MODEL}.sql": MODELS[strategy]}.items():
+        files = {**FILES, f"models/{MODEL}.sql":
+                 MODELS[strategy].replace("FILE_FORMAT", file_format)}
+        if file_format != "parquet":
+            del files[INDEX_TEST]
+        self.tests = len(files) - 2  # besides dbt_project.yml and the model
+        for relative, text in files.items():
             path = root / relative
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(textwrap.dedent(text).lstrip())
+        table_format = [] if file_format == "parquet" else [f"table_format: {file_format}"]
         connection = (["method: thrift", "host: 127.0.0.1", f"port: {thrift_port}",
                        "user: dbt"] if thrift_port else
-                      ["method: session", f"session_dir: {root / 'session'}",
+                      ["method: session", f"session_dir: {root / 'session'}", *table_format,
                        "server_side_parameters:", '  spark.master: "local[2]"',
                        '  spark.sql.shuffle.partitions: "4"', "  spark.driver.memory: 1g"])
         profile = ["zspark_kills:", "  target: dev", "  outputs:", "    dev:",
@@ -166,11 +185,31 @@ class KilledProject:
     def build(self, stop: int) -> str:
         """A plain `dbt build` up to row ``stop``: recovery, the model, and its tests."""
         result = self.dbt("build", "--vars", f"{{stop: {stop}}}")
-        _expect(result.returncode == 0 and "PASS=4" in result.stdout,
+        _expect(result.returncode == 0 and f"PASS={self.tests + 1}" in result.stdout,
                 f"`dbt build` up to {stop} did not pass:\n{result.stdout[-6000:]}")
         self.check_repair(result.stdout)
         self.stop = stop
         return result.stdout
+
+    def killed_while_writing(self, *args: str) -> tuple[str, list[Path]]:
+        """A run killed (SIGKILL, its group) as soon as a data file appears in the table's
+        folder that was not there before: its write has begun, its commit not yet come.
+        Returns its output and the files it had begun."""
+        table = self.warehouse / MODEL
+        before = set(table.rglob("*.parquet"))
+        process = self.start(*args)
+        deadline = time.monotonic() + 600
+        begun: list[Path] = []
+        while not begun and process.poll() is None and time.monotonic() < deadline:
+            begun = [f for f in table.rglob("*.parquet") if f not in before]
+            time.sleep(0.005)
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
+        _expect(process.returncode == -signal.SIGKILL and bool(begun),
+                f"not killed while writing:\n{output[-6000:]}")
+        self.last_kill = "writing"
+        return output, begun
 
     def killed(self, stop_at: str, *args: str) -> str:
         """A run killed at ``stop_at``: it must die there (SIGKILL), not fail before, and
@@ -219,8 +258,10 @@ def soak(project: KilledProject, rounds: int, seed: int, check_every: int,
     kinds: Counter[str] = Counter()
     killed = checks = 0
     for number in range(1, rounds + 1):
-        kind = chance.choice(["append", "append", "merge", "full", "refresh"])
+        kind = ("rebuild" if project.file_format != "parquet" else
+                chance.choice(["append", "append", "merge", "full", "refresh"]))
         args = {"append": ("run", "--vars", f"{{stop: {project.stop + 300 * number}}}"),
+                "rebuild": ("run", "--vars", f"{{stop: {project.stop + 300 * number}}}"),
                 "merge": project.recluster(),
                 "full": project.recluster(full=True),
                 "refresh": ("run", "--full-refresh", "--vars",
@@ -242,7 +283,8 @@ def soak(project: KilledProject, rounds: int, seed: int, check_every: int,
         if number % check_every == 0 or number == rounds:
             project.build(project.stop + 300 * (number + 1))
             checks += 1
-            progress(f"checked: rows, index and scan exact at {project.stop} rows")
+            checked = "index, " if project.file_format == "parquet" else ""
+            progress(f"checked: rows, {checked}scan exact at {project.stop} rows")
     return {"rounds": rounds, "killed": killed, "checks": checks, "runs": dict(kinds),
             "repairs": dict(repairs)}
 
@@ -256,8 +298,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--thrift", action="store_true")
     parser.add_argument("--strategy", choices=sorted(MODELS), default="append",
                         help="the incremental runs' strategy")
+    parser.add_argument("--format", choices=["delta", "iceberg"], default=None,
+                        help="rebuilds of a clustered table model of this format "
+                             "(the runs killed are its rebuilds, each one commit)")
     parser.add_argument("--out", type=Path, default=REPO / "BENCHMARKS-kills.json")
     args = parser.parse_args(argv)
+    if args.format and args.thrift:
+        parser.error("--format: clustered Delta and Iceberg builds run in a session only")
     progress = Progress()
     root = Path(tempfile.mkdtemp(prefix="zspark_kills_"))
     if args.thrift:
@@ -269,15 +316,16 @@ def main(argv: list[str] | None = None) -> None:
             figures = soak(KilledProject(root / "project", port, args.strategy),
                            args.rounds, args.seed, args.check_every, progress)
     else:
-        figures = soak(KilledProject(root / "project", strategy=args.strategy),
+        figures = soak(KilledProject(root / "project", strategy="table" if args.format
+                                     else args.strategy, file_format=args.format or "parquet"),
                        args.rounds, args.seed, args.check_every, progress)
     figures["connection"] = "thrift" if args.thrift else "session"
-    figures["strategy"] = args.strategy
+    figures["strategy"] = f"{args.format} table" if args.format else args.strategy
     figures["date"] = time.strftime("%Y-%m-%d %H:%M")
     progress(json.dumps(figures))
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
-    results[figures["connection"] + ("" if args.strategy == "append"
-                                     else f" {args.strategy}")] = figures
+    results[figures["connection"] + ("" if figures["strategy"] == "append"
+                                     else f" {figures['strategy']}")] = figures
     args.out.write_text(json.dumps(results, indent=2) + "\n")
 
 

@@ -35,3 +35,14 @@ def project(tmp_path_factory: pytest.TempPathFactory, session_dir: Path, spark: 
     result.write("models/.keep", "")
     return result
 
+
+
+@pytest.fixture(scope="session")
+def jars() -> None:
+    """The Delta and Iceberg jars `make setup` fetched (format tests start sessions
+    with them, offline)."""
+    from dbt.adapters.zspark.table_formats import DELTA, ICEBERG, JARS_DIR
+
+    for table_format in (DELTA, ICEBERG):
+        assert table_format.jar_files(), (
+            f"{table_format.name} jars missing in {JARS_DIR}: `make setup` fetches them")

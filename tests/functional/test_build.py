@@ -233,13 +233,25 @@ def test_a_clustered_build_keeps_the_models_options_and_table_properties(
         project: DbtProject) -> None:
     project.write("models/props/props.sql", """
         {{ config(materialized='table', zorder_by=['id'], file_count=100,
-                  tblproperties={'team': "analytics' own"}, options={'compression': 'gzip'}) }}
+                  tblproperties={'team': "analytics' own"}, options={'compression': 'gzip'},
+                  post_hook="alter table {{ this }} set tblproperties ('hooked' = 'after')",
+                  persist_docs={'relation': true}) }}
         select id from range(2000)
+    """)
+    project.write("models/props/props.yml", """
+        version: 2
+        models:
+          - name: props
+            description: ids, clustered
     """)
     project.dbt("run", "--select", "props")
     properties = {str(r[0]): str(r[1]) for r in project.spark.sql(
         f"show tblproperties {project.table('props')}").collect()}
     assert properties["team"] == "analytics' own"
+    assert properties["hooked"] == "after"  # post-hooks run on the swapped-in table
+    described = {str(r[0]): str(r[1]) for r in project.spark.sql(
+        f"describe table extended {project.table('props')}").collect()}
+    assert described["Comment"] == "ids, clustered"  # and its description kept
     assert properties["zspark.layout.summary"].startswith("zorder_by=[id]")
     files = project.files("props")  # cut by rows per file, a setting of the write alone
     assert 100 <= len(files) <= 101  # a cut may fall short inside a partition

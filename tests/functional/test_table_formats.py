@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from dbt.adapters.zspark.table_formats import DELTA, ICEBERG, JARS_DIR
+from dbt.adapters.zspark.table_formats import ICEBERG
 from tests.functional.dbt_project import DbtProject
 from tests.functional.format_scan import BOUNDS
 
@@ -220,13 +220,6 @@ def _builds_rebuilds_and_merges(project: FormatProject, file_format: str) -> Non
         # skips, by the format's statistics, at least half of the files of every point.
         assert [p[0] for p in points] == [60, 75], name
         assert all(0 < p[1] <= files // 2 for p in points), (name, files, points)
-
-
-@pytest.fixture(scope="module")
-def jars() -> None:
-    for table_format in (DELTA, ICEBERG):
-        assert table_format.jar_files(), (
-            f"{table_format.name} jars missing in {JARS_DIR}: `make setup` fetches them")
 
 
 @pytest.mark.usefixtures("jars")

@@ -48,13 +48,6 @@ from dbt.adapters.zspark.table_versions import APPEND, BATCH, BATCH_KEY, OVERWRI
 logger = AdapterLogger("zspark")
 
 
-@dataclass(frozen=True)
-class _Typed:
-    """A column and its Spark type, as the index's columns are described."""
-
-    name: str
-    data_type: str
-
 #: In the names of the tables a build stages and backs up (``<name>__zspark_new``).
 LEFTOVER_MARK = "__zspark_"
 #: Spark's rows-per-file cut of a write, set around each clustered write.
@@ -802,9 +795,11 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
 
         from dbt.adapters.zspark.index import IndexSummary
 
+        stop_point("format:committed")
         spark = self._spark(model, "reading a table format's statistics")
         self._lap(relation, "write")
-        view, columns = self._format_files(spark, relation, file_format)
+        view, columns = self._format_files(spark, relation, file_format,
+                                           self._table_properties(relation))
         totals = spark.table(view).agg(sf.count(sf.lit(1)), sf.sum("row_count")).first()
         summary = IndexSummary(view, int(totals[0]), int(totals[1] or 0),
                                [name for name, _ in columns])
@@ -813,10 +808,12 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
                         just_built=True)
 
     def _format_files(self, spark: Any, relation: Any, file_format: str,
-                      every_column: bool = False) -> tuple[str, list[tuple[str, str]]]:
+                      properties: dict[str, str], every_column: bool = False,
+                      ) -> tuple[str, list[tuple[str, str]]]:
         """A temporary view of a Delta or Iceberg table's live files, one ``__zindex``
         file row each from the format's statistics, and the columns it bounds: those a
-        clustered build keeps statistics on, or with ``every_column`` all it can bound."""
+        clustered build keeps statistics on (its ``properties`` store the layout), or
+        with ``every_column`` all it can bound."""
         from dbt.adapters.zspark.clustering import model_schema
         from dbt.adapters.zspark.formats import stats_columns
         from dbt.adapters.zspark.udfs import udf_name
@@ -824,7 +821,7 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         written_as = format_table(file_format)
         assert written_as is not None
         schema = model_schema(spark, f"select * from {relation}")
-        stored = StoredLayout.from_properties(self._table_properties(relation))
+        stored = StoredLayout.from_properties(properties)
         clustering = list(stored.columns) if stored is not None else []
         columns = stats_columns(schema, clustering, list(schema) if every_column else None)
         view = f"zspark_files_{udf_name(str(relation)).removeprefix('zspark_key_')}"
@@ -900,11 +897,13 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         declared = None
         if relation is not None:
             declared = {c.name: c.data_type for c in self.get_columns_in_relation(relation)}
-        return self._may_match_sql(predicate, index_columns, relation, declared)
+        typed = [(c.name, c.data_type) for c in index_columns]
+        return self._may_match_sql(predicate, typed, relation, declared)
 
     @staticmethod
-    def _may_match_sql(predicate: str, index_columns: list[Any], relation: Any,
+    def _may_match_sql(predicate: str, index_columns: list[tuple[str, str]], relation: Any,
                        declared: dict[str, str] | None) -> str:
+        """``index_columns``: the index's (name, Spark type) pairs."""
         from dbt.adapters.zspark import pruning
 
         qualifiers: list[str] = []
@@ -913,8 +912,7 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
             if relation.schema:
                 qualifiers += [f"{relation.schema}.{relation.identifier}",
                                f"spark_catalog.{relation.schema}.{relation.identifier}"]
-        types = pruning.index_column_types(
-            [(c.name, c.data_type) for c in index_columns], declared or {})
+        types = pruning.index_column_types(index_columns, declared or {})
         table_columns = list(declared) if declared is not None else None
         try:
             return pruning.may_match_sql(predicate, types, qualifiers=qualifiers,
@@ -925,37 +923,42 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
     def _file_stats(self, spark: Any, relation: Any) -> tuple[Any, bool]:
         """Where a table's per-file statistics are read: its ``__zindex``, or for a Delta
         or Iceberg table a view of the format's own (then True)."""
-        file_format = self._format_of(relation) if spark is not None else None
+        file_format, properties = self._format_of(relation) if spark is not None else (None, {})
         if file_format is None:
             return self._index_relation(relation), False
-        return self._format_files(spark, relation, file_format)[0], True
+        return self._format_files(spark, relation, file_format, properties)[0], True
 
-    def _format_of(self, relation: Any) -> str | None:
-        """'delta' or 'iceberg' when ``relation`` is a table of that format."""
+    def _format_of(self, relation: Any) -> tuple[str | None, dict[str, str]]:
+        """('delta' or 'iceberg' when ``relation`` is a table of that format, else None;
+        its properties)."""
         from dbt.adapters.zspark.formats import format_of
 
         try:
-            return format_of(self._table_properties(relation))
+            properties = self._table_properties(relation)
         except DbtRuntimeError:  # not a table (yet)
-            return None
+            return None, {}
+        return format_of(properties), properties
 
     def _index_relation(self, relation: Any) -> Any:
         return relation.incorporate(path={"identifier": self.zspark_index_name(relation)})
 
-    def _skipped_files(self, relation: Any,
-                       predicates: list[str]) -> tuple[int, list[list[FileKey]]]:
+    def _skipped_files(self, relation: Any, predicates: list[str],
+                       of_format: tuple[str | None, dict[str, str]] = (None, {}),
+                       ) -> tuple[int, list[list[FileKey]]]:
         """(indexed files, per predicate the files it provably cannot match) from the index
-        (a Delta or Iceberg table's: its own statistics); the index's and the table's
-        columns are read once for all predicates."""
-        file_format = self._format_of(relation)
+        (a Delta or Iceberg table's, ``of_format`` as ``_format_of`` found it: its own
+        statistics); the index's and the table's columns are read once for all
+        predicates."""
+        file_format, properties = of_format
         if file_format is not None:
             spark = self._spark(str(relation), f"reading {file_format} statistics")
-            index, _ = self._format_files(spark, relation, file_format, every_column=True)
-            columns = [_Typed(f.name, f.dataType.simpleString())
+            index, _ = self._format_files(spark, relation, file_format, properties,
+                                          every_column=True)
+            columns = [(f.name, f.dataType.simpleString())
                        for f in spark.table(index).schema.fields]
         else:
             index = self._index_relation(relation)
-            columns = self.get_columns_in_relation(index)
+            columns = [(c.name, c.data_type) for c in self.get_columns_in_relation(index)]
             if not columns:
                 raise LookupError(f"no index table {index}")
         declared = {c.name: c.data_type for c in self.get_columns_in_relation(relation)}
@@ -983,7 +986,7 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         built are always read, and indexed files that are gone simply match nothing.
         """
         self.zspark_check_predicate(predicate)
-        if self._format_of(relation) is not None:
+        if self._format_of(relation)[0] is not None:
             # Every engine skips a Delta or Iceberg table's files by its own statistics.
             return scan_sql(str(relation), predicate, [])
         try:
@@ -1002,7 +1005,8 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         for predicate in predicates:
             self.zspark_check_predicate(predicate)
         try:
-            files, skipped_per_predicate = self._skipped_files(relation, list(predicates))
+            files, skipped_per_predicate = self._skipped_files(
+                relation, list(predicates), self._format_of(relation))
         except LookupError as error:
             raise DbtRuntimeError(
                 f"skip_coverage on {relation}: {error}; build the table with a clustering "

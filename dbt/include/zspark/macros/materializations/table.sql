@@ -17,7 +17,6 @@
     {%- endif -%}
     {{ return(zspark_build_format_table(file_format)) }}
   {%- endif -%}
-  {%- set grant_config = config.get('grants') -%}
   {%- do adapter.zspark_begin(model['name'], this) -%}
   {%- set old_relation = adapter.get_relation(database=database, schema=schema, identifier=model['alias']) -%}
   {%- set build = zspark_prepare_table_build('table', old_relation) -%}
@@ -25,15 +24,20 @@
   {{ run_hooks(pre_hooks) }}
   {%- do zspark_write_table_build(build, old_relation) -%}
 
-  {% set should_revoke = should_revoke(old_relation, full_refresh_mode=True) %}
-  {% do apply_grants(build.target, grant_config, should_revoke) %}
-  {% do persist_docs(build.target, model) %}
-  {% do persist_constraints(build.target, model) %}
-
-  {{ run_hooks(post_hooks) }}
-
-  {{ return({'relations': [build.target]}) }}
+  {{ return(zspark_finish_table(build.target, old_relation)) }}
 {% endmaterialization %}
+
+
+{#- The end of every table build, once its table is written: grants (revoked first, as a
+    full refresh's), docs, constraints, post-hooks; what the materialization returns. -#}
+{% macro zspark_finish_table(target, old_relation) %}
+  {% set should_revoke = should_revoke(old_relation, full_refresh_mode=True) %}
+  {% do apply_grants(target, config.get('grants'), should_revoke) %}
+  {% do persist_docs(target, model) %}
+  {% do persist_constraints(target, model) %}
+  {{ run_hooks(post_hooks) }}
+  {{ return({'relations': [target]}) }}
+{% endmacro %}
 
 
 {#- Everything a table build checks and samples before it writes anything; `previous` is
@@ -89,7 +93,6 @@
     of the format (`create or replace`: readers see the old rows or the new, and its
     history keeps the old); the format's own statistics are its index, no `__zindex`. -#}
 {% macro zspark_build_format_table(file_format) %}
-  {%- set grant_config = config.get('grants') -%}
   {%- set old_relation = adapter.get_relation(database=database, schema=schema, identifier=model['alias']) -%}
   {%- set build = zspark_prepare_table_build('table', old_relation, file_format) -%}
 
@@ -103,12 +106,5 @@
   {%- do zspark_write_statement(zspark_create_table(build.target, build.sql, replace=true)) -%}
   {%- do adapter.zspark_log_format_stats(model['name'], build.target, file_format) -%}
 
-  {% set should_revoke = should_revoke(old_relation, full_refresh_mode=True) %}
-  {% do apply_grants(build.target, grant_config, should_revoke) %}
-  {% do persist_docs(build.target, model) %}
-  {% do persist_constraints(build.target, model) %}
-
-  {{ run_hooks(post_hooks) }}
-
-  {{ return({'relations': [build.target]}) }}
+  {{ return(zspark_finish_table(build.target, old_relation)) }}
 {% endmacro %}
