@@ -274,3 +274,29 @@ def test_a_model_whose_format_the_session_cannot_write_is_refused_before_writing
             "cannot write") in text
     assert "`table_format: delta`" in text
     assert not project.spark.catalog.tableExists(project.table("needs_delta"))
+
+
+@pytest.mark.usefixtures("jars")
+@pytest.mark.parametrize("file_format", ["delta", "iceberg"])
+def test_a_replacement_commit_keeps_a_concurrent_writer_and_the_history(
+        tmp_path: Path, file_format: str) -> None:
+    """``replace_files`` (a re-clustering's commit) in a Spark of its own: two of three
+    files replaced by their rows sorted anew while another insert commits in between. One
+    commit that changes no data (Delta: OPTIMIZE; Iceberg: replace); every row once, the
+    other writer's rows kept; time travel to the version before gives its rows; a second
+    replacement of the same, now gone, files is refused and commits nothing."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.functional.format_replace", file_format,
+         str(tmp_path / "session")],
+        capture_output=True, text=True, timeout=600, cwd=Path(__file__).parents[2],
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.split("FORMAT_REPLACE ", 1)[1])
+    assert found["files_rewritten"] == 2
+    assert found["rows"] == [[310, 310, sum(range(310))]]
+    assert found["files_after"] == 3  # the rewritten one, the untouched, the other writer's
+    assert found["history"][-1] == ("OPTIMIZE" if file_format == "delta" else "replace")
+    assert found["history"][-2] == ("WRITE" if file_format == "delta" else "append")
+    assert found["before_rows"] == 300
+    assert "no longer live" in found["stale"]
+    assert found["history_after_stale"] == len(found["history"])

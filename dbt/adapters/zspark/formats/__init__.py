@@ -14,7 +14,7 @@ of a ``__zindex`` file row (``file_path``, ``file_size``, ``file_mtime``, ``row_
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -53,6 +53,15 @@ class FormatTable(Protocol):
                      columns: Sequence[TypedColumn]) -> DataFrame:
         """The table's live data files, one ``__zindex``-shaped row each (see above),
         every bound one the file's rows provably lie within (else NULL: unknown)."""
+        ...
+
+    def replace_files(self, spark: SparkSession, table: str, rewritten: Sequence[str],
+                      rewrite: Callable[[DataFrame], DataFrame]) -> str:
+        """Replace the live files ``rewritten`` (paths as ``active_files`` gives them) by
+        the rows ``rewrite`` makes of their rows, in one commit of the format marked as
+        changing no data (Delta: an OPTIMIZE version; Iceberg: a ``replace`` snapshot).
+        A writer committing meanwhile is kept; one that removed a rewritten file makes
+        this commit fail, nothing of it visible. Returns the new version's id."""
         ...
 
 

@@ -10,12 +10,13 @@ longer a bound a value provably lies under, and timestamps are kept to the milli
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dbt.adapters.zspark.formats import TypedColumn
 from dbt.adapters.zspark.pruning import stat_column
-from dbt.adapters.zspark.sqltext import quote
+from dbt.adapters.zspark.sqltext import quote, sql_string
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -26,6 +27,8 @@ STRING_PREFIX = "spark.databricks.io.skipping.stringPrefixLength"
 STRING_STATS_PROPERTY = "zspark.string_stats_length"
 DEFAULT_STRING_PREFIX = 32
 _TIMESTAMPS = ("timestamp", "timestamp_ntz")
+#: ``AddFile``'s fields (delta-spark 4.4), and where ``dataChange`` is among them.
+ADD_FILE_FIELDS, ADD_FILE_DATA_CHANGE = 13, 4
 
 
 class DeltaTable:
@@ -68,6 +71,42 @@ class DeltaTable:
             + [f"{quote(stat_column(name, stat))} {t if stat != 'nulls' else 'bigint'}"
                for name, t in columns for stat in ("min", "max", "nulls")])
         return spark.createDataFrame(rows, schema)
+
+    def replace_files(self, spark: SparkSession, table: str, rewritten: Sequence[str],
+                      rewrite: Callable[[DataFrame], DataFrame]) -> str:
+        # As OPTIMIZE commits: every action marked as no data change, so the transaction
+        # runs at snapshot isolation and a concurrent append is no conflict.
+        from dbt.adapters.zspark.formats.jvm import python_list, scala_list, scala_object
+
+        jvm = spark._jvm
+        assert jvm is not None
+        location = str(spark.sql(f"describe detail {table}").collect()[0]["location"])
+        log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, location)
+        transaction = log.startTransaction()
+        base = location.rstrip("/")
+        live = {f"{base}/{add.path()}": add for add in python_list(jvm, transaction.filterFiles())}
+        missing = [path for path in rewritten if path not in live]
+        if missing:
+            raise FileNotFoundError(f"{table}: {len(missing)} of the files to rewrite are no "
+                                    f"longer live (a writer replaced them): {missing[:3]}")
+        names = ", ".join(sql_string(path.rsplit("/", 1)[-1]) for path in rewritten)
+        rows = (spark.read.format("delta").option("versionAsOf", transaction.readVersion())
+                .load(location).where(f"_metadata.file_name in ({names})"))
+        added = [_no_data_change(add) for add in
+                 python_list(jvm, transaction.writeFiles(rewrite(rows)._jdf))]
+        now = int(time.time() * 1000)
+        removed = [live[path].removeWithTimestamp(now, False) for path in rewritten]
+        optimize = scala_object(jvm.org.apache.spark.sql.delta, "DeltaOperations$Optimize")
+        operation = optimize.apply(scala_list(jvm, []), scala_list(jvm, []), False,
+                                   jvm.scala.Option.empty(), False)
+        return str(transaction.commit(scala_list(jvm, added + removed), operation))
+
+
+def _no_data_change(add: Any) -> Any:
+    """A copy of an ``AddFile`` marked as no data change (its writer marks it one)."""
+    fields = [getattr(add, f"copy$default${i}")() for i in range(1, ADD_FILE_FIELDS + 1)]
+    fields[ADD_FILE_DATA_CHANGE] = False
+    return add.copy(*fields)
 
 
 def _bounds(listed: dict[str, list[Any]], i: int, name: str, spark_type: str,

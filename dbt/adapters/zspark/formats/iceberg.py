@@ -10,7 +10,7 @@ bound is rounded up, so it stays a bound); ``write.metadata.metrics.column.<c>``
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from dbt.adapters.zspark.formats import TypedColumn
@@ -41,6 +41,58 @@ class IcebergTable:
     def active_files(self, spark: SparkSession, table: str,
                      columns: Sequence[TypedColumn]) -> DataFrame:
         return spark.sql(active_files_sql(table, columns))
+
+    def replace_files(self, spark: SparkSession, table: str, rewritten: Sequence[str],
+                      rewrite: Callable[[DataFrame], DataFrame]) -> str:
+        # Iceberg's own rewrite path: the rows of exactly those files (a scan task set),
+        # written into the table's location uncommitted, then one rewrite commit that
+        # validates against the snapshot read.
+        import uuid
+
+        from dbt.adapters.zspark.formats.jvm import java_iterable
+
+        jvm = spark._jvm
+        assert jvm is not None
+        name = table if table.startswith("spark_catalog.") else f"spark_catalog.{table}"
+        iceberg = jvm.org.apache.iceberg
+        loaded = iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, name)
+        snapshot = loaded.currentSnapshot().snapshotId()
+        wanted = set(rewritten)
+        tasks = [task for task in java_iterable(loaded.newScan().useSnapshot(snapshot)
+                                                .planFiles(), closeable=True)
+                 if str(task.file().location()) in wanted]
+        if len(tasks) != len(wanted):
+            raise FileNotFoundError(f"{table}: {len(wanted) - len(tasks)} of the files to "
+                                    f"rewrite are no longer live (a writer replaced them)")
+        # As Iceberg's own rewrite runners (1.12): the table cached under an id, the
+        # tasks staged under it, read and written by that id, the written files fetched.
+        group = str(uuid.uuid4())
+        task_list = jvm.java.util.ArrayList()
+        for task in tasks:
+            task_list.add(task)
+        cache = iceberg.spark.SparkTableCache.get()
+        staged = iceberg.spark.ScanTaskSetManager.get()
+        coordinator = iceberg.spark.FileRewriteCoordinator.get()
+        cache.add(group, loaded)
+        staged.stageTasks(loaded, group, task_list)
+        try:
+            rows = (spark.read.format("iceberg").option("split-size", str(2 ** 40))
+                    .option("file-open-cost", "0").load(group))
+            (rewrite(rows).write.format("iceberg").option("distribution-mode", "none")
+             .option("output-spec-id", str(tasks[0].spec().specId()))
+             .mode("append").save(group))
+            commit = loaded.newRewrite().validateFromSnapshot(snapshot)
+            for task in tasks:
+                commit = commit.deleteFile(task.file())
+            for written in java_iterable(coordinator.fetchNewFiles(loaded, group)):
+                commit = commit.addFile(written)
+            commit.commit()
+        finally:
+            cache.remove(group)
+            staged.removeTasks(loaded, group)
+            coordinator.clearRewrite(loaded, group)
+        loaded.refresh()
+        return str(loaded.currentSnapshot().snapshotId())
 
 
 def active_files_sql(table: str, columns: Sequence[TypedColumn]) -> str:

@@ -1,0 +1,85 @@
+"""A replacement commit of each format checked in a Spark of its own (the format's jars
+load when a JVM starts): ``python -m tests.functional.format_replace <format> <dir>``
+prints ``FORMAT_REPLACE`` and a JSON of what it found.
+
+Three inserts make three files; the first two are replaced by their rows sorted the
+other way, and while that rewrite is under way (inside its ``rewrite``) another insert
+commits: it must be kept, every row seen once, the commit must change no data, and time
+travel to the version before must give that version's rows."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from dbt.adapters.zspark.connections import with_session_defaults
+from dbt.adapters.zspark.formats import format_table
+from dbt.adapters.zspark.table_formats import with_table_format
+
+
+def main(table_format: str, session_dir: str) -> dict[str, Any]:
+    builder = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+    for key, value in with_session_defaults(with_table_format({}, table_format),
+                                            session_dir).items():
+        builder = builder.config(key, str(value))
+    spark = builder.enableHiveSupport().getOrCreate()
+    table = "default.replaced"
+    spark.sql(f"drop table if exists {table}")
+    spark.sql(f"create table {table} (id bigint, a int) using {table_format}")
+    for low in (0, 100, 200):
+        spark.sql(f"insert into {table} select id, cast(id % 7 as int) from "
+                  f"range({low}, {low + 100}) order by id")
+    written_as = format_table(table_format)
+    assert written_as is not None
+    files = sorted(str(r[0]) for r in
+                   written_as.active_files(spark, table, [("id", "bigint")])
+                   .where("id__min < 200").select("file_path").collect())
+
+    def rewrite(rows: DataFrame) -> DataFrame:
+        # Another writer commits while this rewrite is under way.
+        spark.sql(f"insert into {table} select id, 9 from range(300, 310)")
+        return rows.repartition(1).sortWithinPartitions("a", "id")
+
+    before = _version(spark, table, table_format)
+    version = written_as.replace_files(spark, table, files, rewrite)
+    found: dict[str, Any] = {"files_rewritten": len(files), "version": version}
+    found["rows"] = [list(r) for r in spark.sql(
+        f"select count(*), count(distinct id), sum(id) from {table}").collect()]
+    path = "_metadata.file_path" if table_format == "delta" else "_file"
+    found["files_after"] = spark.sql(
+        f"select count(distinct {path}) from {table}").collect()[0][0]
+    found["history"] = _history(spark, table, table_format)
+    found["before_rows"] = _rows_at(spark, table, table_format, before)
+    try:
+        written_as.replace_files(spark, table, files, lambda rows: rows)
+    except Exception as error:  # the files are gone: refused, nothing committed
+        found["stale"] = type(error).__name__ + ": " + str(error)[:200]
+    found["history_after_stale"] = len(_history(spark, table, table_format))
+    return found
+
+
+def _version(spark: SparkSession, table: str, table_format: str) -> str:
+    if table_format == "delta":
+        return str(spark.sql(f"describe history {table}").collect()[0]["version"])
+    return str(spark.sql(f"select snapshot_id from {table}.snapshots order by committed_at "
+                         f"desc limit 1").collect()[0][0])
+
+
+def _history(spark: SparkSession, table: str, table_format: str) -> list[str]:
+    if table_format == "delta":
+        return [str(r[0]) for r in spark.sql(f"describe history {table}")
+                .orderBy("version").select("operation").collect()]
+    return [str(r[0]) for r in spark.sql(
+        f"select operation from {table}.snapshots order by committed_at").collect()]
+
+
+def _rows_at(spark: SparkSession, table: str, table_format: str, version: str) -> int:
+    return int(spark.sql(f"select count(*) from {table} version as of {version}")
+               .collect()[0][0])
+
+
+if __name__ == "__main__":
+    print("FORMAT_REPLACE " + json.dumps(main(sys.argv[1], sys.argv[2]), default=str))
