@@ -38,27 +38,59 @@ def main(table_format: str, session_dir: str) -> dict[str, Any]:
                    written_as.active_files(spark, table, [("id", "bigint")])
                    .where("id__min < 200").select("file_path").collect())
 
-    def rewrite(rows: DataFrame) -> DataFrame:
-        # Another writer commits while this rewrite is under way.
-        spark.sql(f"insert into {table} select id, 9 from range(300, 310)")
+    def rewrite(rows: DataFrame, concurrent: int | None = None) -> DataFrame:
+        if concurrent is not None:  # another writer commits while this one is under way
+            spark.sql(f"insert into {table} select id, 9 from "
+                      f"range({concurrent}, {concurrent + 10})")
         return rows.repartition(1).sortWithinPartitions("a", "id")
 
+    def live(low: int, high: int) -> list[str]:
+        return sorted(str(r[0]) for r in
+                      written_as.active_files(spark, table, [("id", "bigint")])
+                      .where(f"id__min >= {low} and id__max < {high}")
+                      .select("file_path").collect())
+
     before = _version(spark, table, table_format)
-    version = written_as.replace_files(spark, table, files, rewrite)
+    version = written_as.replace_files(spark, table, files,
+                                       lambda rows: rewrite(rows, concurrent=300))
     found: dict[str, Any] = {"files_rewritten": len(files), "version": version}
-    found["rows"] = [list(r) for r in spark.sql(
-        f"select count(*), count(distinct id), sum(id) from {table}").collect()]
+    found["rows"] = _rows(spark, table)
     path = "_metadata.file_path" if table_format == "delta" else "_file"
     found["files_after"] = spark.sql(
         f"select count(distinct {path}) from {table}").collect()[0][0]
     found["history"] = _history(spark, table, table_format)
     found["before_rows"] = _rows_at(spark, table, table_format, before)
     try:
-        written_as.replace_files(spark, table, files, lambda rows: rows)
+        written_as.replace_files(spark, table, files, rewrite)
     except Exception as error:  # the files are gone: refused, nothing committed
         found["stale"] = type(error).__name__ + ": " + str(error)[:200]
     found["history_after_stale"] = len(_history(spark, table, table_format))
+
+    # Table properties made of the new files, set in the same commit: alone, and with
+    # another writer committing meanwhile (Delta: a conflict, nothing of it committed).
+    def new_files(paths: list[str]) -> dict[str, str]:
+        return {"zspark.test.new_files": str(len(paths))}
+
+    written_as.replace_files(spark, table, live(0, 200), rewrite, new_files)
+    found["property"] = _properties(spark, table).get("zspark.test.new_files")
+    try:
+        written_as.replace_files(spark, table, live(0, 200),
+                                 lambda rows: rewrite(rows, concurrent=400), new_files)
+        found["with_properties_and_a_writer"] = "committed"
+    except Exception as error:
+        found["with_properties_and_a_writer"] = type(error).__name__ + ": " + str(error)[:300]
+    found["rows_at_end"] = _rows(spark, table)
+    found["history_at_end"] = _history(spark, table, table_format)
     return found
+
+
+def _rows(spark: SparkSession, table: str) -> list[list[int]]:
+    return [[int(v) for v in r] for r in spark.sql(
+        f"select count(*), count(distinct id), sum(id) from {table}").collect()]
+
+
+def _properties(spark: SparkSession, table: str) -> dict[str, str]:
+    return {str(r[0]): str(r[1]) for r in spark.sql(f"show tblproperties {table}").collect()}
 
 
 def _version(spark: SparkSession, table: str, table_format: str) -> str:

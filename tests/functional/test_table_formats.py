@@ -284,7 +284,8 @@ def test_a_replacement_commit_keeps_a_concurrent_writer_and_the_history(
     files replaced by their rows sorted anew while another insert commits in between. One
     commit that changes no data (Delta: OPTIMIZE; Iceberg: replace); every row once, the
     other writer's rows kept; time travel to the version before gives its rows; a second
-    replacement of the same, now gone, files is refused and commits nothing."""
+    replacement of the same, now gone, files is refused and commits nothing. Then table
+    properties made of the new files, set by the replacing commit itself."""
     done = subprocess.run(
         [sys.executable, "-m", "tests.functional.format_replace", file_format,
          str(tmp_path / "session")],
@@ -300,3 +301,14 @@ def test_a_replacement_commit_keeps_a_concurrent_writer_and_the_history(
     assert found["before_rows"] == 300
     assert "no longer live" in found["stale"]
     assert found["history_after_stale"] == len(found["history"])
+    assert found["property"] == "1"  # set by the same commit, from the new file
+    # With properties set, Delta's commit conflicts with a concurrent append (nothing of
+    # it committed: a clear message, the other writer's rows there); Iceberg's does not.
+    ended = found["history_at_end"]
+    assert found["rows_at_end"] == [[320, 320, sum(range(310)) + sum(range(400, 410))]]
+    if file_format == "delta":
+        assert "ConcurrentAppendException" in found["with_properties_and_a_writer"]
+        assert ended[-2:] == ["OPTIMIZE", "WRITE"]
+    else:
+        assert found["with_properties_and_a_writer"] == "committed"
+        assert ended[-2:] == ["append", "replace"]

@@ -37,8 +37,10 @@ REDACTED = "*********(redacted)"
 #: Ids of the write jobs whose files were clustered together (by the last full build):
 #: files of any other write were added since.
 CLUSTERED_WRITES_KEY = f"{PREFIX}.clustered_writes"
-# Spark names a job's files part-<task>-<job uuid>[-.]c<n>...; the uuid tells the write.
-_WRITE_ID = re.compile(r"part-\d+-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
+# Spark (and Delta) name a job's files part-<task>-<job uuid>[-.]c<n>..., Iceberg
+# <partition>-<task>-<query uuid>-<epoch>-<n>...; the uuid tells the write.
+_WRITE_ID = re.compile(r"^(?:part-\d+-|\d+-\d+-)"
+                       r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
 
 
 class StoredLayoutError(ValueError):
@@ -212,7 +214,15 @@ def _decode_array(encoded: Mapping[str, Any]) -> np.ndarray:
 
 
 def write_id(path: str) -> str | None:
-    """The id of the write job that wrote a data file, from its name (None: unknown)."""
+    """The id of the write job that wrote a data file, from its name (None: unknown).
+
+    >>> write_id("file:/t/part-00003-6b436be3-f21c-434e-a27e-728232976d02.c000.snappy.parquet")
+    '6b436be3-f21c-434e-a27e-728232976d02'
+    >>> write_id("file:/w/t/data/00000-7-1e0ddf51-6256-4b4d-bb9a-ffdd0fba134a-0-00001.parquet")
+    '1e0ddf51-6256-4b4d-bb9a-ffdd0fba134a'
+    >>> write_id("file:/w/t/x.parquet") is None
+    True
+    """
     found = _WRITE_ID.search(path.rsplit("/", 1)[-1])
     return found.group(1) if found else None
 

@@ -56,12 +56,16 @@ class FormatTable(Protocol):
         ...
 
     def replace_files(self, spark: SparkSession, table: str, rewritten: Sequence[str],
-                      rewrite: Callable[[DataFrame], DataFrame]) -> str:
+                      rewrite: Callable[[DataFrame], DataFrame],
+                      properties: Callable[[list[str]], dict[str, str]] | None = None,
+                      ) -> str:
         """Replace the live files ``rewritten`` (paths as ``active_files`` gives them) by
-        the rows ``rewrite`` makes of their rows, in one commit of the format marked as
-        changing no data (Delta: an OPTIMIZE version; Iceberg: a ``replace`` snapshot).
-        A writer committing meanwhile is kept; one that removed a rewritten file makes
-        this commit fail, nothing of it visible. Returns the new version's id."""
+        the rows ``rewrite`` makes (it is given theirs, at the version read), in one
+        commit of the format marked as changing no data (Delta: an OPTIMIZE version;
+        Iceberg: a ``replace`` snapshot), with the table ``properties`` made of the new
+        files' paths set in the same commit. A writer committing meanwhile is kept, or
+        this commit fails with nothing of it visible; so does one when a rewritten file
+        is gone. Returns the new version's id."""
         ...
 
 

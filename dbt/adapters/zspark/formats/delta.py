@@ -29,6 +29,8 @@ DEFAULT_STRING_PREFIX = 32
 _TIMESTAMPS = ("timestamp", "timestamp_ntz")
 #: ``AddFile``'s fields (delta-spark 4.4), and where ``dataChange`` is among them.
 ADD_FILE_FIELDS, ADD_FILE_DATA_CHANGE = 13, 4
+#: ``Metadata``'s fields, and where the table properties (``configuration``) are.
+METADATA_FIELDS, METADATA_CONFIGURATION = 8, 6
 
 
 class DeltaTable:
@@ -73,7 +75,9 @@ class DeltaTable:
         return spark.createDataFrame(rows, schema)
 
     def replace_files(self, spark: SparkSession, table: str, rewritten: Sequence[str],
-                      rewrite: Callable[[DataFrame], DataFrame]) -> str:
+                      rewrite: Callable[[DataFrame], DataFrame],
+                      properties: Callable[[list[str]], dict[str, str]] | None = None,
+                      ) -> str:
         # As OPTIMIZE commits: every action marked as no data change, so the transaction
         # runs at snapshot isolation and a concurrent append is no conflict.
         from dbt.adapters.zspark.formats.jvm import python_list, scala_list, scala_object
@@ -96,10 +100,24 @@ class DeltaTable:
                  python_list(jvm, transaction.writeFiles(rewrite(rows)._jdf))]
         now = int(time.time() * 1000)
         removed = [live[path].removeWithTimestamp(now, False) for path in rewritten]
+        changed = properties([f"{base}/{add.path()}" for add in added]) if properties else {}
+        if changed:  # a metadata action of the same commit (the files are written)
+            removed.append(_with_configuration(jvm, transaction.metadata(), changed))
         optimize = scala_object(jvm.org.apache.spark.sql.delta, "DeltaOperations$Optimize")
         operation = optimize.apply(scala_list(jvm, []), scala_list(jvm, []), False,
                                    jvm.scala.Option.empty(), False)
         return str(transaction.commit(scala_list(jvm, added + removed), operation))
+
+
+def _with_configuration(jvm: Any, metadata: Any, changed: dict[str, str]) -> Any:
+    """A copy of a table's ``Metadata`` with ``changed`` table properties."""
+    from dbt.adapters.zspark.formats.jvm import scala_map
+
+    converters = jvm.scala.jdk.javaapi.CollectionConverters
+    configuration = dict(converters.asJava(metadata.configuration()))
+    fields = [getattr(metadata, f"copy$default${i}")() for i in range(1, METADATA_FIELDS + 1)]
+    fields[METADATA_CONFIGURATION] = scala_map(jvm, {**configuration, **changed})
+    return metadata.copy(*fields)
 
 
 def _no_data_change(add: Any) -> Any:

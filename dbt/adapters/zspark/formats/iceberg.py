@@ -43,7 +43,9 @@ class IcebergTable:
         return spark.sql(active_files_sql(table, columns))
 
     def replace_files(self, spark: SparkSession, table: str, rewritten: Sequence[str],
-                      rewrite: Callable[[DataFrame], DataFrame]) -> str:
+                      rewrite: Callable[[DataFrame], DataFrame],
+                      properties: Callable[[list[str]], dict[str, str]] | None = None,
+                      ) -> str:
         # Iceberg's own rewrite path: the rows of exactly those files (a scan task set),
         # written into the table's location uncommitted, then one rewrite commit that
         # validates against the snapshot read.
@@ -81,12 +83,22 @@ class IcebergTable:
             (rewrite(rows).write.format("iceberg").option("distribution-mode", "none")
              .option("output-spec-id", str(tasks[0].spec().specId()))
              .mode("append").save(group))
-            commit = loaded.newRewrite().validateFromSnapshot(snapshot)
+            # One transaction: the rewrite and the properties are one snapshot's change.
+            transaction = loaded.newTransaction()
+            commit = transaction.newRewrite().validateFromSnapshot(snapshot)
             for task in tasks:
                 commit = commit.deleteFile(task.file())
-            for written in java_iterable(coordinator.fetchNewFiles(loaded, group)):
+            new_files = java_iterable(coordinator.fetchNewFiles(loaded, group))
+            for written in new_files:
                 commit = commit.addFile(written)
             commit.commit()
+            changed = properties([str(f.location()) for f in new_files]) if properties else {}
+            if changed:
+                update = transaction.updateProperties()
+                for key, value in changed.items():
+                    update = update.set(key, value)
+                update.commit()
+            transaction.commitTransaction()
         finally:
             cache.remove(group)
             staged.removeTasks(loaded, group)
