@@ -43,12 +43,15 @@ class FormatProject:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text).lstrip())
 
-    def dbt(self, *args: str) -> subprocess.CompletedProcess[str]:
+    def dbt(self, *args: str, stop_at: str = "") -> subprocess.CompletedProcess[str]:
+        """A dbt process leading its own process group (its Spark driver in it); with
+        ``stop_at``, killed with the group (SIGKILL) at that step (``stop_points.py``)."""
         return subprocess.run(
             [str(Path(sys.executable).parent / "dbt"), *args, "--project-dir", str(self.root),
              "--profiles-dir", str(self.root)],
             cwd=self.root, capture_output=True, text=True, timeout=600,
-            env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+            start_new_session=True,
+            env={**os.environ, "PYSPARK_PYTHON": sys.executable, "ZSPARK_STOP_AT": stop_at})
 
     def statuses(self) -> dict[str, tuple[str, str]]:
         """Each model of the last run: its status and message."""
@@ -94,7 +97,8 @@ TYPED = ", ".join([
 WIDE = ", ".join(f"cast(id % {i + 2} as int) as w{i}" for i in range(39))
 
 
-def _project(root: Path, session_dir: Path, profile: str, file_format: str) -> FormatProject:
+def _new_project(root: Path, session_dir: Path, profile: str) -> FormatProject:
+    """An empty project whose session profile has ``profile`` (a line or block)."""
     project = FormatProject(root, session_dir)
     project.write("dbt_project.yml", """
         name: zspark_formats
@@ -115,6 +119,11 @@ def _project(root: Path, session_dir: Path, profile: str, file_format: str) -> F
               session_dir: {session_dir}
               {profile}
     """)
+    return project
+
+
+def _project(root: Path, session_dir: Path, profile: str, file_format: str) -> FormatProject:
+    project = _new_project(root, session_dir, profile)
     project.write("macros/query.sql", QUERY_MACRO)
     project.write("models/f_table.sql", f"""
         {{{{ config(materialized='table', file_format='{file_format}') }}}}
@@ -127,6 +136,7 @@ def _project(root: Path, session_dir: Path, profile: str, file_format: str) -> F
     """)
     project.write("models/f_clustered_increments.sql", f"""
         {{{{ config(materialized='incremental', file_format='{file_format}',
+                    incremental_strategy='merge', unique_key='id',
                     hilbert_by=['id', 'b'], file_count=4) }}}}
         select id, id % 7 as b from range(100)
     """)
@@ -161,9 +171,11 @@ def _project(root: Path, session_dir: Path, profile: str, file_format: str) -> F
 def _builds_rebuilds_and_merges(project: FormatProject, file_format: str) -> None:
     """Two runs: the tables rebuilt with other rows, the merge updating and adding, the
     clustered tables built through the format's own writer and tested for skip coverage
-    on its statistics; the clustered incremental model refused by name in the first,
-    nothing of it written. Then a Spark of its own reads the tables: rows, and the files
-    a plain `where` opens on a point query of each clustering column."""
+    on its statistics; a clustered incremental model merging (not yet clustered on these
+    formats; Iceberg: no clustered incremental models yet) refused by name in the first,
+    nothing of it written. Then a Spark of its own
+    reads the tables: rows, and the files a plain `where` opens on a point query of each
+    clustering column."""
     first = project.dbt("build", "--vars", "{n: 100, lo: 0, hi: 50, v: 0, rows: 4000}")
     statuses = project.statuses()
     for name in ("f_table", "f_merge", "c_points", "c_wide", *CLUSTERED):
@@ -171,9 +183,11 @@ def _builds_rebuilds_and_merges(project: FormatProject, file_format: str) -> Non
     assert [s for n, s in statuses.items() if n.startswith("skip_coverage")] == \
         [("pass", "")], first.stdout[-5000:]
     assert statuses["f_clustered_increments"][0] == "error"
-    assert (f"Model 'f_clustered_increments': config 'file_format' is '{file_format}' on a "
-            f"clustered incremental model. Allowed: 'parquet'.") in \
-        statuses["f_clustered_increments"][1]
+    refused = ("config 'incremental_strategy' is 'merge' on a clustered delta incremental "
+               "model. Allowed: 'append'." if file_format == "delta" else
+               "config 'file_format' is 'iceberg' on a clustered incremental model. Allowed: "
+               "'parquet', 'delta'.")
+    assert f"Model 'f_clustered_increments': {refused}" in statuses["f_clustered_increments"][1]
     log = " ".join(first.stdout.split())
     assert f"c_hilbert: 16 files, 4000 rows, 4 columns indexed in its {file_format} " \
         "statistics; layout:" in log, first.stdout[-5000:]
@@ -312,3 +326,92 @@ def test_a_replacement_commit_keeps_a_concurrent_writer_and_the_history(
     else:
         assert found["with_properties_and_a_writer"] == "committed"
         assert ended[-2:] == ["append", "replace"]
+
+
+#: Runs of the clustered incremental model (rows lo..hi each) and what the policy does:
+#: a base of 400 rows in 4 files; 60 rows as a run of 5 pieces; 60 more that no longer
+#: fit twice a rebuild's files, merged with the pending run; 280 that bring pending rows
+#: past half the base, the whole table re-clustered.
+INCREMENT_RUNS = ((0, 400, "built"), (400, 460, "append"), (460, 520, "merge"),
+                  (520, 800, "full"))
+#: Then 400 rows, past half the new base of 800: a full re-clustering, killed once the
+#: rows are committed; 10 more, whose run re-clusters the whole table, its rows with them.
+KILLED_RUNS = ((800, 1200, "format:appended"), (1200, 1210, ""))
+
+
+def _increments_project(root: Path, session_dir: Path, file_format: str) -> FormatProject:
+    project = _new_project(root, session_dir, f"table_format: {file_format}")
+    project.write("models/grows.sql", f"""
+        {{{{ config(materialized='incremental', file_format='{file_format}',
+                    hilbert_by=['a', 's'], file_count=4) }}}}
+        select id, cast(id % 50 as int) as a,
+               concat('{PREFIX}', lpad(cast((id * 7) % 40 as string), 3, '0')) as s
+        from range({{{{ var('lo') }}}}, {{{{ var('hi') }}}})
+    """)
+    return project
+
+
+@pytest.mark.usefixtures("jars")
+def test_a_clustered_incremental_delta_model_appends_merges_and_reclusters_in_commits(
+        tmp_path: Path) -> None:
+    """A clustered incremental Delta model: each run's new rows keyed with the stored
+    layout and committed as a run; a merge and a full re-clustering each one more commit
+    that changes no data (OPTIMIZE), the full one resetting the base. A run killed
+    (SIGKILL) between its rows' commit and its re-clustering: the next run re-clusters
+    them. Every version holds exactly its rows, each once (time travel by delta-rs); in
+    the end a plain `where` on either clustering column skips by Delta's statistics."""
+    file_format = "delta"
+    session_dir = tmp_path / "session"
+    project = _increments_project(tmp_path / "project", session_dir, file_format)
+    for lo, hi, action in INCREMENT_RUNS:
+        done = project.dbt("run", "--vars", f"{{lo: {lo}, hi: {hi}}}")
+        assert done.returncode == 0, done.stdout[-5000:]
+        log = " ".join(done.stdout.split())
+        if action != "built":
+            assert f"zspark: grows: {action} (" in log, log[-3000:]
+        # The layout line counts the rows appended since the base: 60 of 460, then the
+        # merged run of 120 of 520 (a merge keeps them pending), none after a full one.
+        pending = {"append": "13.0%", "merge": "23.1%"}.get(action, "0.0%")
+        assert f"{pending} of rows written since the last full clustering" in log, log[-3000:]
+        if action in ("merge", "full"):
+            assert f"zspark: grows: {action}: " in log, log[-3000:]
+            assert "replaced in one commit" in log, log[-3000:]
+    # A run killed (SIGKILL, dbt and its Spark driver) between its rows' commit and its
+    # re-clustering; the next run re-clusters them with its own.
+    for lo, hi, stop_at in KILLED_RUNS:
+        done = project.dbt("run", "--vars", f"{{lo: {lo}, hi: {hi}}}", stop_at=stop_at)
+        assert done.returncode == (-9 if stop_at else 0), done.stdout[-5000:]
+    assert "zspark: grows: full (" in done.stdout, done.stdout[-3000:]
+    table = f"{SCHEMA}.grows"
+    queries = [f"select count(*), count(distinct id), sum(id) from {table}",
+               f"select * from {table} where a = 17",
+               f"select * from {table} where s = '{PREFIX}017'"]
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.functional.format_scan", file_format,
+         str(session_dir), json.dumps(queries)],
+        capture_output=True, text=True, timeout=600, cwd=Path(__file__).parents[2],
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.split("FORMAT_SCAN ", 1)[1])
+    assert found[0][2] == ["1210", "1210", str(sum(range(1210)))]
+    # 1210 rows in 13 files: a point of `a` holds 24 rows, of `s` 30; fewer than half the
+    # files read.
+    for rows, (count, files, _) in zip((24, 30), found[1:3], strict=True):
+        assert count == rows
+        assert 0 < files <= 6, found[1:3]
+    from deltalake import DeltaTable
+
+    delta = DeltaTable(str(session_dir / "warehouse" / f"{SCHEMA}.db" / "grows"))
+    operations = [h["operation"] for h in reversed(delta.history())]
+    # The build, its base recorded, an append, an append then its merge, an append then
+    # the full re-clustering; the killed run's append, the next one's and its full one.
+    assert operations[0].startswith("CREATE"), operations
+    assert operations[1:] == ["SET TBLPROPERTIES", "WRITE", "WRITE", "OPTIMIZE", "WRITE",
+                              "OPTIMIZE", "WRITE", "WRITE", "OPTIMIZE"], operations
+    rows = []
+    for version in range(delta.version() + 1):
+        delta.load_as_version(version)
+        ids = delta.to_pyarrow_table(columns=["id"]).column("id").to_pylist()
+        assert len(ids) == len(set(ids)), version  # no row twice in any version
+        rows.append(len(ids))
+    assert rows == [400, 400, 460, 520, 520, 800, 800, 1200, 1210, 1210]

@@ -19,6 +19,7 @@ from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.zspark.connections import ZSparkConnectionManager
+from dbt.adapters.zspark.format_increments import FormatIncrementMethods
 from dbt.adapters.zspark.formats import (
     format_table,
     longest_string,
@@ -26,7 +27,7 @@ from dbt.adapters.zspark.formats import (
     string_stats_length,
 )
 from dbt.adapters.zspark.health import LayoutSample
-from dbt.adapters.zspark.incremental import PROBES, IncrementalMethods, _Rewrite
+from dbt.adapters.zspark.incremental import PROBES, IncrementalMethods, _FormatPlan, _Rewrite
 from dbt.adapters.zspark.layout_state import (
     StoredLayout,
     StoredLayoutError,
@@ -73,7 +74,7 @@ class ZSparkConfig(SparkConfig):
     zspark_recluster: bool | None = None
 
 
-class ZSparkAdapter(IncrementalMethods, SparkAdapter):
+class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, SparkAdapter):
     ConnectionManager = ZSparkConnectionManager  # type: ignore[assignment]
     AdapterSpecificConfigs = ZSparkConfig  # type: ignore[assignment]
 
@@ -95,6 +96,7 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         # Re-clusterings between their plan and their swap, and each incremental run's
         # strategy.
         self._rewrites: dict[str, _Rewrite] = {}
+        self._format_plans: dict[str, _FormatPlan] = {}
         self._clustered_inserts: dict[str, bool] = {}
         # The table's files before an incremental run's insert.
         self._files_before: dict[str, set[str]] = {}
@@ -203,9 +205,10 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         return commits_on_its_own(file_format)
 
     def _check_clustered_format(self, model: str, file_format: str, materialized: str) -> None:
-        from dbt.adapters.zspark.formats import CLUSTERED_FORMATS
+        from dbt.adapters.zspark.formats import CLUSTERED_FORMATS, CLUSTERED_INCREMENTAL_FORMATS
 
-        allowed = CLUSTERED_FORMATS if materialized == "table" else ("parquet",)
+        allowed = {"table": CLUSTERED_FORMATS,
+                   "incremental": CLUSTERED_INCREMENTAL_FORMATS}.get(materialized, ("parquet",))
         problem = None
         if file_format not in allowed:
             problem = (f"Allowed: {', '.join(repr(f) for f in allowed)}. zspark does not "
@@ -788,9 +791,11 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
         return {"files": summary.files, "rows": summary.rows, "columns": summary.columns}
 
     @available
-    def zspark_log_format_stats(self, model: str, relation: Any, file_format: str) -> None:
-        """After a clustered Delta or Iceberg build: its files and rows, and the layout
-        figures, from the format's own statistics (the table's index)."""
+    def zspark_log_format_stats(self, model: str, relation: Any, file_format: str,
+                                just_built: bool = True) -> None:
+        """After a clustered Delta or Iceberg build (``just_built``) or increment: its files
+        and rows, and the layout figures, from the format's own statistics (the table's
+        index)."""
         from pyspark.sql import functions as sf
 
         from dbt.adapters.zspark.index import IndexSummary
@@ -805,7 +810,7 @@ class ZSparkAdapter(IncrementalMethods, SparkAdapter):
                                [name for name, _ in columns])
         self._lap(relation, "index")
         self._log_index(spark, relation, view, summary, held_in=f"its {file_format} statistics",
-                        just_built=True)
+                        just_built=just_built)
 
     def _format_files(self, spark: Any, relation: Any, file_format: str,
                       properties: dict[str, str], every_column: bool = False,

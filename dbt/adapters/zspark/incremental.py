@@ -42,11 +42,30 @@ class _Rewrite:
     partition_by: list[str]
 
 
+@dataclass
+class _FormatPlan:
+    """A Delta or Iceberg incremental run between its plan and its re-clustering."""
+
+    decision: Any  # recluster.ReclusterPlan: what the policy chose, new rows aside
+    plan: ClusteringPlan
+    stored: StoredLayout
+    new_rows: int
+    file_format: str
+    properties: dict[str, str]
+
+
 class IncrementalMethods(metaclass=AdapterMeta):
     """@available methods of clustered incremental runs, re-clustering and the layout
     report; the state and helpers they use are the adapter's."""
 
     _rewrites: dict[str, _Rewrite]
+    _format_plans: dict[str, _FormatPlan]
+    _format_of: Callable[[Any], tuple[str | None, dict[str, str]]]
+    _format_files: Callable[..., tuple[str, list[tuple[str, str]]]]
+    _file_rows: dict[str, int | None]
+    _write_settings: dict[str, dict[str, str]]
+    zspark_log_format_stats: Callable[..., None]
+    _format_file_list: Callable[..., list[tuple[str, int, int]]]
     _clustered_inserts: dict[str, bool]
     _files_before: dict[str, set[str]]
     config: Any
@@ -77,14 +96,17 @@ class IncrementalMethods(metaclass=AdapterMeta):
     get_columns_in_relation: Callable[[Any], list[Any]]
 
     @available
-    def zspark_check_incremental(self, model: str, strategy: str) -> None:
-        """Clustered incremental models (Parquet: ``zspark_check_file_format``) append or
-        insert_overwrite."""
-        if strategy not in INCREMENTAL_STRATEGIES:
+    def zspark_check_incremental(self, model: str, strategy: str,
+                                 file_format: str = "parquet") -> None:
+        """Clustered incremental models of Parquet append or insert_overwrite; of Delta
+        and Iceberg, append (for now)."""
+        allowed = INCREMENTAL_STRATEGIES if file_format == "parquet" else ("append",)
+        if strategy not in allowed:
+            of = "" if file_format == "parquet" else f" {file_format}"
             raise DbtRuntimeError(
                 f"Model '{model}': config 'incremental_strategy' is '{strategy}' on a "
-                f"clustered incremental model. Allowed: "
-                f"{' or '.join(repr(s) for s in INCREMENTAL_STRATEGIES)}.")
+                f"clustered{of} incremental model. Allowed: "
+                f"{' or '.join(repr(s) for s in allowed)}.")
 
     def _stored_layout(self, model: str, relation: Any) -> StoredLayout:
         try:
@@ -171,7 +193,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
         ``sql`` that selects the rows to insert.
         """
         from dbt.adapters.zspark.layout_state import clustered_writes
-        from dbt.adapters.zspark.recluster import APPEND, ReclusterPlan, plan_increment
+        from dbt.adapters.zspark.recluster import APPEND, ReclusterPlan, new_run, plan_increment
         from dbt.adapters.zspark.recluster import rebuild_files as files_for
         from dbt.adapters.zspark.rewrite import in_partitions, table_runs
 
@@ -186,8 +208,11 @@ class IncrementalMethods(metaclass=AdapterMeta):
             logger.info(f"zspark: {relation.identifier}: no rows written; table, layout and "
                         f"index unchanged")
             return {"rows": 0, "rewrite": False, "sql": ""}
-        files = self._indexed_files(spark, relation, config.get("zspark_index") is not False)
-        clustered = clustered_writes(self._table_properties(relation))
+        file_format, properties = self._format_of(relation)
+        files = self._indexed_files(spark, relation, config.get("zspark_index") is not False) \
+            if file_format is None else self._format_file_list(spark, relation, file_format,
+                                                               properties)
+        clustered = clustered_writes(properties or self._table_properties(relation))
         runs = None if files is None else table_runs(files, clustered)
         table_sized = files_for(sampled.rows, stored.rows_per_file)
         if strategy != "append":
@@ -204,8 +229,14 @@ class IncrementalMethods(metaclass=AdapterMeta):
             decision = plan_increment(touched or [], sampled.rows, stored.rows_per_file,
                                       config.get("zspark_recluster") is not False)
         logger.info(f"zspark: {model}: {decision.action} ({decision.reason})")
+        if file_format is not None:
+            # Committed as a run of its own first; a re-clustering follows in a commit of
+            # its own (zspark_finish_format_increment).
+            self._format_plans[str(relation).lower()] = _FormatPlan(
+                decision, plan, stored, sampled.rows, file_format, properties)
+            decision = new_run(sampled.rows, stored.rows_per_file, "the new rows' own run")
         select_sql = self._rewrite_select(spark, relation, plan, stored, decision, sql,
-                                          sampled, runs, schema)
+                                          sampled, runs, schema, file_format)
         if not decision.rewrites:
             self._files_before[str(relation).lower()] = \
                 {path for path, _, _ in files} if files is not None \
@@ -243,25 +274,35 @@ class IncrementalMethods(metaclass=AdapterMeta):
 
     def _rewrite_select(self, spark: Any, relation: Any, plan: ClusteringPlan,
                         stored: StoredLayout, decision: Any, sql: str, sampled: Any,
-                        runs: list[Any] | None, schema: dict[str, str]) -> str:
+                        runs: list[Any] | None, schema: dict[str, str],
+                        file_format: str | None = None) -> str:
         """The keyed SELECT an incremental run or a re-clustering writes (``schema``: the
-        columns of ``sql``)."""
+        columns of ``sql``; ``file_format``: of a Delta or Iceberg table)."""
+        from dbt.adapters.zspark.formats import format_table
         from dbt.adapters.zspark.recluster import FULL
         from dbt.adapters.zspark.rewrite import rows_of_files_sql
 
         model = plan.model
+        written_as = format_table(file_format) if file_format else None
+        # A writer that cuts no files by rows (Iceberg's), or a table fixing its own cut,
+        # gets a shuffle partition per file.
+        file_per_partition = (written_as is not None and not written_as.cuts_files_by_rows) \
+            or self._fixes_file_rows(relation)
         if not decision.rewrites:
             prepared = self._keyed(spark, plan, sql, sampled, stored, decision.pieces,
-                                   schema, pieces=True,
-                                   file_per_partition=self._fixes_file_rows(relation))
+                                   schema, pieces=True, file_per_partition=file_per_partition)
             self._keep(relation, plan, prepared, new_layout=False)
             return str(prepared.select_sql)
         table_schema = {c.name: c.data_type for c in self.get_columns_in_relation(relation)}
         columns = list(table_schema)
         everything = decision.action == FULL
-        whole_table = len(decision.rewritten_paths) == sum(r.files for r in runs or [])
+        # A format table's files are always named: its rewrite replaces exactly those,
+        # and a concurrent writer's rows must not be read into it.
+        whole_table = written_as is None and \
+            len(decision.rewritten_paths) == sum(r.files for r in runs or [])
         old_sql = rows_of_files_sql(str(relation), columns,
-                                    None if whole_table else decision.rewritten_paths)
+                                    None if whole_table else decision.rewritten_paths,
+                                    written_as.path_column if written_as else None)
         old = self._sample(spark, plan, old_sql, table_schema)
         if sql:
             listed = ", ".join(quote(c) for c in columns)
@@ -271,7 +312,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
             union_sql, both = old_sql, old
         prepared = self._keyed(spark, plan, union_sql, both, None if everything else stored,
                                decision.pieces, table_schema, pieces=not everything,
-                               file_per_partition=self._fixes_file_rows(relation))
+                               file_per_partition=file_per_partition)
         self._keep(relation, plan, prepared, new_layout=everything)
         self._rewrites[str(relation).lower()] = _Rewrite(
             decision=decision, new_rows=sampled.rows if sql else 0,
@@ -291,6 +332,12 @@ class IncrementalMethods(metaclass=AdapterMeta):
         from dbt.adapters.zspark.rewrite import table_runs
 
         model = relation.identifier
+        file_format, _ = self._format_of(relation)
+        if file_format is not None:
+            raise DbtRuntimeError(
+                f"zspark_recluster: {relation} is a {file_format} table: its re-clustering "
+                f"runs with its incremental runs (the policy); on demand, only Parquet "
+                f"tables for now")
         spark = self._spark_if_session(model, "re-clustering")
         stored = self._stored_layout(model, relation)
         files = self._indexed_files(spark, relation)

@@ -127,6 +127,16 @@ def plan_on_demand(runs: Sequence[Run], rows_per_file: int, full: bool) -> Reclu
                          f"{len(pending)} pending runs merged into one")
 
 
+def new_run(rows: int, rows_per_file: int, reason: str) -> ReclusterPlan:
+    """New rows written as a run of pieces of their own, whatever the plan for the table
+    (a Delta or Iceberg table commits them first, then re-clusters in a commit of its own).
+
+    >>> new_run(1000, 800, "first").pieces
+    10
+    """
+    return ReclusterPlan(APPEND, (), 0, _pieces(rows, rows_per_file), reason)
+
+
 def _pieces(rows: int, rows_per_file: int) -> int:
     piece_rows = max(1, rows_per_file // PIECES_PER_FILE)
     return max(1, math.ceil(rows / piece_rows))

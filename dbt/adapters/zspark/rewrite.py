@@ -86,13 +86,16 @@ def set_properties_sql(table: str, properties: dict[str, str]) -> str:
     return f"alter table {table} set tblproperties {property_list(properties)}"
 
 
-def rows_of_files_sql(table: str, columns: Sequence[str], paths: Sequence[str] | None) -> str:
+def rows_of_files_sql(table: str, columns: Sequence[str], paths: Sequence[str] | None,
+                      path_column: str | None = None) -> str:
     """The rows of some of a table's data files (all of them for None), in its column
-    order; Spark opens only the files named."""
+    order; Spark opens only the files named (``path_column``: the column naming a row's
+    file, where the table's format has one of its own)."""
     select = f"select {', '.join(quote(c) for c in columns)} from {table}"
     if paths is None:
         return select
-    return f"{select} where _metadata.file_path in ({', '.join(map(sql_string, paths))})"
+    where = path_column or "_metadata.file_path"
+    return f"{select} where {where} in ({', '.join(map(sql_string, paths))})"
 
 
 #: Settings of a statement that copies files one to one: every file read whole by a task

@@ -37,6 +37,8 @@ class FormatTable(Protocol):
     #: Whether the writer cuts a shuffle partition into files of ``maxRecordsPerFile``
     #: rows; a format whose writer does not gets a shuffle partition per file.
     cuts_files_by_rows: bool
+    #: The column naming each row's data file, as ``active_files`` names it.
+    path_column: str
 
     def stats_properties(self, columns: Sequence[TypedColumn],
                          string_length: int) -> dict[str, str]:
@@ -47,6 +49,11 @@ class FormatTable(Protocol):
     def write_settings(self, string_length: int) -> dict[str, str]:
         """Session settings around the write for the same (none when the table's
         properties say it all)."""
+        ...
+
+    def recorded_write_settings(self, properties: Mapping[str, str]) -> dict[str, str]:
+        """The write settings of a later write into a table with these ``properties``:
+        those its clustered build wrote its statistics with."""
         ...
 
     def active_files(self, spark: SparkSession, table: str,
@@ -143,3 +150,7 @@ def format_table(file_format: str) -> FormatTable | None:
 
 #: The formats zspark clusters (Parquet first: its own files and ``__zindex``).
 CLUSTERED_FORMATS = ("parquet", "delta", "iceberg")
+#: ... and the formats of clustered incremental models. (Iceberg's increments wait for
+#: its re-clustering commit to work from a dbt session: there `spark_catalog` may be
+#: Spark's own session catalog, not Iceberg's, and the Iceberg table cannot be loaded.)
+CLUSTERED_INCREMENTAL_FORMATS = ("parquet", "delta")

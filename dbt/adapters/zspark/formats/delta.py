@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dbt.adapters.zspark.formats import TypedColumn
@@ -36,6 +36,7 @@ METADATA_FIELDS, METADATA_CONFIGURATION = 8, 6
 class DeltaTable:
     name = "delta"
     cuts_files_by_rows = True
+    path_column = "_metadata.file_path"
 
     def stats_properties(self, columns: Sequence[TypedColumn],
                          string_length: int) -> dict[str, str]:
@@ -44,6 +45,11 @@ class DeltaTable:
 
     def write_settings(self, string_length: int) -> dict[str, str]:
         return {STRING_PREFIX: str(string_length)}
+
+    def recorded_write_settings(self, properties: Mapping[str, str]) -> dict[str, str]:
+        # Every write keeps the build's cut: the bounds read back assume it.
+        return self.write_settings(
+            int(properties.get(STRING_STATS_PROPERTY, DEFAULT_STRING_PREFIX)))
 
     def active_files(self, spark: SparkSession, table: str,
                      columns: Sequence[TypedColumn]) -> DataFrame:

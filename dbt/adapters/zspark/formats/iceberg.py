@@ -10,7 +10,7 @@ bound is rounded up, so it stays a bound); ``write.metadata.metrics.column.<c>``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from dbt.adapters.zspark.formats import TypedColumn
@@ -27,6 +27,7 @@ _FLOATS = ("float", "double")
 class IcebergTable:
     name = "iceberg"
     cuts_files_by_rows = False
+    path_column = "_file"
 
     def stats_properties(self, columns: Sequence[TypedColumn],
                          string_length: int) -> dict[str, str]:
@@ -37,6 +38,9 @@ class IcebergTable:
 
     def write_settings(self, string_length: int) -> dict[str, str]:
         return {}
+
+    def recorded_write_settings(self, properties: Mapping[str, str]) -> dict[str, str]:
+        return {}  # the table's own properties keep its metrics whole
 
     def active_files(self, spark: SparkSession, table: str,
                      columns: Sequence[TypedColumn]) -> DataFrame:

@@ -92,9 +92,9 @@
 {#- A clustered Delta or Iceberg table: the clustered rows replace the table in one commit
     of the format (`create or replace`: readers see the old rows or the new, and its
     history keeps the old); the format's own statistics are its index, no `__zindex`. -#}
-{% macro zspark_build_format_table(file_format) %}
+{% macro zspark_build_format_table(file_format, materialized='table') %}
   {%- set old_relation = adapter.get_relation(database=database, schema=schema, identifier=model['alias']) -%}
-  {%- set build = zspark_prepare_table_build('table', old_relation, file_format) -%}
+  {%- set build = zspark_prepare_table_build(materialized, old_relation, file_format) -%}
 
   {{ run_hooks(pre_hooks) }}
   {%- set same_format = old_relation is not none and ((old_relation.is_delta and file_format == 'delta')
@@ -105,6 +105,9 @@
   {%- endif -%}
   {%- do zspark_write_statement(zspark_create_table(build.target, build.sql, replace=true)) -%}
   {%- do adapter.zspark_log_format_stats(model['name'], build.target, file_format) -%}
+  {%- if materialized == 'incremental' -%}
+    {%- do adapter.zspark_record_base(model['name'], build.target, file_format) -%}
+  {%- endif -%}
 
   {{ return(zspark_finish_table(build.target, old_relation)) }}
 {% endmacro %}

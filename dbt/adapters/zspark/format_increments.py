@@ -1,0 +1,150 @@
+"""The adapter's methods for clustered incremental runs of Delta and Iceberg tables.
+
+A mixin of :class:`~dbt.adapters.zspark.impl.ZSparkAdapter`. An incremental run of such a
+table is planned as a Parquet one (``zspark_increment``: the stored layout keys the new
+rows, the re-clustering policy of ``recluster.py`` decides), but written in commits of
+the format: the new rows first, as a run of pieces in one insert (a reader sees them or
+not); then, when the policy asks for it, the re-clustering as a second commit that
+replaces exactly the files it rewrote and changes no data (``FormatTable.replace_files``),
+a full one setting the new layout and base in the same commit. A run killed between the
+two has committed its rows; the next run's policy finds them pending and merges them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any
+
+from dbt.adapters.base import available
+from dbt.adapters.base.meta import AdapterMeta
+from dbt.adapters.events.logging import AdapterLogger
+
+from dbt.adapters.zspark.stop_points import stop_point
+
+logger = AdapterLogger("zspark")
+#: What a format's failed commit says when another writer's commit conflicts with it.
+CONFLICTS = ("io.delta.exceptions.Concurrent", "ValidationException",
+             "CommitFailedException")
+
+
+class FormatIncrementMethods(metaclass=AdapterMeta):
+    """@available methods of clustered Delta and Iceberg incremental runs; the state and
+    helpers they use are the adapter's."""
+
+    _format_plans: dict[str, Any]
+    _files_before: dict[str, set[str]]
+    _rewrites: dict[str, Any]
+    _file_rows: dict[str, int | None]
+    _spark: Callable[..., Any]
+    _schema: Callable[[Any, str], dict[str, str]]
+    _format_files: Callable[..., tuple[str, list[tuple[str, str]]]]
+    _rewrite_select: Callable[..., str]
+    _table_properties: Callable[[Any], dict[str, str]]
+    execute: Callable[..., Any]
+    zspark_log_format_stats: Callable[..., None]
+
+    def _format_file_list(self, spark: Any, relation: Any, file_format: str,
+                          properties: dict[str, str]) -> list[tuple[str, int, int]]:
+        """A Delta or Iceberg table's live files as the policy reads an index: (path,
+        rows, modification time in ms)."""
+        view, _ = self._format_files(spark, relation, file_format, properties)
+        return [(str(r[0]), int(r[1] or 0), int(r[2] or 0)) for r in spark.sql(
+            f"select file_path, row_count, file_mtime from {view}").collect()]
+
+    @available
+    def zspark_record_base(self, model: str, relation: Any, file_format: str) -> None:
+        """After a clustered incremental model's full build of a Delta or Iceberg table:
+        its files are the clustered base the policy counts pending rows against (a
+        property set in a commit of its own; should this run die before it, the next one
+        finds no base and re-clusters the table in full)."""
+        from dbt.adapters.zspark.layout_state import clustered_writes_property
+        from dbt.adapters.zspark.rewrite import set_properties_sql
+
+        spark = self._spark(model, "recording a clustered base")
+        properties = self._table_properties(relation)
+        files = self._format_file_list(spark, relation, file_format, properties)
+        stop_point("format:base")
+        self.execute(set_properties_sql(str(relation), clustered_writes_property(
+            [path for path, _, _ in files])))
+
+    @available
+    def zspark_finish_format_increment(self, model: str, relation: Any) -> dict[str, Any]:
+        """After the new rows' commit: the re-clustering the policy chose, in a commit of
+        its own, then the layout line from the format's statistics."""
+        from dbt.adapters.zspark.formats import format_table
+        from dbt.adapters.zspark.layout_state import clustered_writes, clustered_writes_after
+        from dbt.adapters.zspark.recluster import FULL
+        from dbt.adapters.zspark.rewrite import table_runs
+
+        key = str(relation).lower()
+        planned = self._format_plans.pop(key)
+        before = self._files_before.pop(key, set())
+        stop_point("format:appended")
+        decision = planned.decision
+        if not decision.rewrites:
+            self.zspark_log_format_stats(model, relation, planned.file_format, just_built=False)
+            return {"action": decision.action, "rewritten_rows": 0}
+        spark = self._spark(model, "re-clustering")
+        written_as = format_table(planned.file_format)
+        assert written_as is not None
+        files = self._format_file_list(spark, relation, planned.file_format,
+                                       planned.properties)
+        new_run = [path for path, _, _ in files if path not in before]
+        rewritten = (tuple(path for path, _, _ in files) if decision.action == FULL
+                     else (*decision.rewritten_paths, *new_run))
+        live = {path: rows for path, rows, _ in files}
+        rewrite = replace(decision, rewritten_paths=rewritten,
+                          rewritten_rows=sum(live.get(p, 0) for p in rewritten))
+        runs = table_runs(files, clustered_writes(planned.properties))
+        schema = self._schema(spark, f"select * from {relation}")
+        select_sql = self._rewrite_select(spark, relation, planned.plan, planned.stored,
+                                          rewrite, "", None, runs, schema,
+                                          planned.file_format)
+        layout = self._rewrites.pop(key).layout
+        file_rows = self._file_rows.pop(model, None)
+
+        def new_base(paths: list[str]) -> dict[str, str]:
+            # A full re-clustering: its files are the new base, keyed by the new layout.
+            return {**(layout or {}), **clustered_writes_after({}, [], paths)}
+
+        settings = {**written_as.recorded_write_settings(planned.properties),
+                    **({"spark.sql.files.maxRecordsPerFile": str(file_rows)}
+                       if file_rows else {})}
+        try:
+            with _session_settings(spark, settings):
+                version = written_as.replace_files(
+                    spark, str(relation), rewritten, lambda _rows: spark.sql(select_sql),
+                    new_base if decision.action == FULL else None)
+        except Exception as error:
+            if not any(mark in str(error) for mark in CONFLICTS):
+                raise
+            # The new rows are committed; only their re-clustering waits for a later run.
+            logger.warning(f"zspark: {model}: {decision.action} re-clustering deferred to "
+                           f"the next run: another writer committed to {relation} "
+                           f"meanwhile and nothing of it was committed "
+                           f"({str(error).splitlines()[0][:300]})")
+            self.zspark_log_format_stats(model, relation, planned.file_format, just_built=False)
+            return {"action": "deferred", "rewritten_rows": 0}
+        logger.info(f"zspark: {model}: {decision.action}: {len(rewritten)} files "
+                    f"({rewrite.rewritten_rows} rows) replaced in one commit "
+                    f"({planned.file_format} version {version})")
+        self.zspark_log_format_stats(model, relation, planned.file_format, just_built=False)
+        return {"action": decision.action, "rewritten_rows": rewrite.rewritten_rows}
+
+
+@contextmanager
+def _session_settings(spark: Any, settings: dict[str, str]) -> Iterator[None]:
+    """Session ``settings`` for the statements inside, restored after."""
+    previous = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in previous.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
