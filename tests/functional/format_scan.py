@@ -3,7 +3,8 @@ with the format's jars, the metastore of a dbt project's session): the rows and 
 files Spark opened, from its scan metrics. Run as
 ``python -m tests.functional.format_scan <format> <session_dir> <queries as JSON>``;
 prints per query [rows, files opened, the first row's values], or for
-``bounds of <table>`` the check of :func:`bound_violations`."""
+``bounds of <table>`` the check of :func:`bound_violations`, for ``snapshots of <table>``
+the rows of each Iceberg snapshot (:func:`snapshot_rows`)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ from bench.measure import files_opened
 from dbt.adapters.zspark.connections import with_session_defaults
 from dbt.adapters.zspark.table_formats import with_table_format
 
-#: A "query" that asks for the check below rather than rows.
-BOUNDS = "bounds of "
+#: "Queries" that ask for the checks below rather than rows.
+BOUNDS, SNAPSHOTS = "bounds of ", "snapshots of "
 
 
 def bound_violations(spark: SparkSession, table_format: str, table: str) -> list[Any]:
@@ -53,6 +54,20 @@ def bound_violations(spark: SparkSession, table_format: str, table: str) -> list
     return [len(stats), violations, columns]
 
 
+def snapshot_rows(spark: SparkSession, table: str) -> list[list[Any]]:
+    """Each snapshot of an Iceberg table with an ``id`` column, oldest first: [its
+    operation ('build' for one without a parent: a create or replace), its rows, its
+    distinct ids], read by time travel."""
+    found = []
+    for snapshot_id, parent, operation in spark.sql(
+            f"select snapshot_id, parent_id, operation from {table}.snapshots "
+            f"order by committed_at").collect():
+        rows, ids = spark.sql(f"select count(*), count(distinct id) from {table} "
+                              f"version as of {snapshot_id}").first()
+        found.append(["build" if parent is None else operation, rows, ids])
+    return found
+
+
 def main(table_format: str, session_dir: str, queries: list[str]) -> list[list[Any]]:
     builder = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
     for key, value in with_session_defaults(with_table_format({}, table_format),
@@ -63,6 +78,9 @@ def main(table_format: str, session_dir: str, queries: list[str]) -> list[list[A
     for sql in queries:
         if sql.startswith(BOUNDS):
             found.append(bound_violations(spark, table_format, sql.removeprefix(BOUNDS)))
+            continue
+        if sql.startswith(SNAPSHOTS):
+            found.append(snapshot_rows(spark, sql.removeprefix(SNAPSHOTS)))
             continue
         frame = spark.sql(sql)
         rows = frame.collect()

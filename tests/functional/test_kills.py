@@ -11,15 +11,14 @@ random-kill soak runs them round after round.
 
 from __future__ import annotations
 
-import json
 import random
 import shutil
 import time
-from pathlib import Path
 
 import pytest
 
 from bench.kills import MODEL, KilledProject
+from tests.functional.format_commits import commits, committed_rows
 
 pytestmark = pytest.mark.spark
 
@@ -87,26 +86,6 @@ def test_kills_inside_an_overwrite_in_a_session(tmp_path_factory: pytest.TempPat
     assert not (project.warehouse / f"{MODEL}__zspark_replaced").exists()
 
 
-def _commits(table: Path, file_format: str) -> list[Path]:
-    """The commits of a Delta or Iceberg table: its log's entries, or its metadata files."""
-    found = (table / "_delta_log").glob("*.json") if file_format == "delta" else \
-        (table / "metadata").glob("*.metadata.json")
-    return sorted(found)
-
-
-def _committed_rows(table: Path, file_format: str) -> int:
-    """The rows of the table's latest commit, read by another reader than Spark: delta-rs,
-    or the newest Iceberg metadata file's current snapshot."""
-    if file_format == "delta":
-        from deltalake import DeltaTable
-
-        return int(DeltaTable(str(table)).to_pyarrow_table().num_rows)
-    metadata = json.loads(_commits(table, file_format)[-1].read_text())
-    current = next(s for s in metadata["snapshots"]
-                   if s["snapshot-id"] == metadata["current-snapshot-id"])
-    return int(current["summary"]["total-records"])
-
-
 @pytest.mark.usefixtures("jars")
 @pytest.mark.parametrize("file_format", ["delta", "iceberg"])
 def test_a_clustered_format_build_killed_while_writing_or_once_committed(
@@ -120,12 +99,12 @@ def test_a_clustered_format_build_killed_while_writing_or_once_committed(
                             file_format=file_format)
     table = project.warehouse / MODEL
     project.build(2000)
-    commits = _commits(table, file_format)
+    before = commits(table, file_format)
     _, begun = project.killed_while_writing("run", "--vars", "{stop: 6000}")
-    assert _commits(table, file_format) == commits, "the kill came after the commit"
-    assert _committed_rows(table, file_format) == 2000
+    assert commits(table, file_format) == before, "the kill came after the commit"
+    assert committed_rows(table, file_format) == 2000
     project.killed("format:committed", "run", "--vars", "{stop: 3100}")
-    assert len(_commits(table, file_format)) > len(commits)
-    assert _committed_rows(table, file_format) == 3100
+    assert len(commits(table, file_format)) > len(before)
+    assert committed_rows(table, file_format) == 3100
     project.build(3700)
     assert all(f.exists() for f in begun)  # left to the format's own vacuum, never read

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,8 @@ import pytest
 
 from dbt.adapters.zspark.table_formats import ICEBERG
 from tests.functional.dbt_project import DbtProject
-from tests.functional.format_scan import BOUNDS
+from tests.functional.format_commits import committed_rows
+from tests.functional.format_scan import BOUNDS, SNAPSHOTS
 
 SCHEMA = "zspark_formats"
 QUERY_MACRO = """
@@ -47,11 +50,49 @@ class FormatProject:
         """A dbt process leading its own process group (its Spark driver in it); with
         ``stop_at``, killed with the group (SIGKILL) at that step (``stop_points.py``)."""
         return subprocess.run(
-            [str(Path(sys.executable).parent / "dbt"), *args, "--project-dir", str(self.root),
-             "--profiles-dir", str(self.root)],
-            cwd=self.root, capture_output=True, text=True, timeout=600,
+            self._command(args), cwd=self.root, capture_output=True, text=True, timeout=600,
             start_new_session=True,
             env={**os.environ, "PYSPARK_PYTHON": sys.executable, "ZSPARK_STOP_AT": stop_at})
+
+    def killed_while_writing(self, table: Path, *args: str) -> str:
+        """A dbt process killed with its group (SIGKILL) as soon as a data file appears
+        under ``table`` that was not there before: its write begun, its commit not come."""
+        before = set(table.rglob("*.parquet"))
+        process = self.start(*args)
+        deadline = time.monotonic() + 600
+        begun = False
+        while not begun and process.poll() is None and time.monotonic() < deadline:
+            begun = any(f not in before for f in table.rglob("*.parquet"))
+            time.sleep(0.005)
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
+        assert begun, output[-5000:]
+        assert process.returncode == -signal.SIGKILL, output[-5000:]
+        return output
+
+    def start(self, *args: str, **env: str) -> subprocess.Popen[str]:
+        """A dbt process started, not waited for (``env``: more of its environment)."""
+        return subprocess.Popen(
+            self._command(args), cwd=self.root, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True, start_new_session=True,
+            env={**os.environ, "PYSPARK_PYTHON": sys.executable, **env})
+
+    def paused(self, step: str, gate: Path, *args: str) -> subprocess.Popen[str]:
+        """A dbt process held at ``step`` (``stop_points.py``) until ``gate/resume``."""
+        gate.mkdir(parents=True, exist_ok=True)
+        process = self.start(*args, ZSPARK_PAUSE_AT=step, ZSPARK_PAUSE_DIR=str(gate))
+        deadline = time.monotonic() + 600
+        while not (gate / "reached").exists():
+            if process.poll() is not None or time.monotonic() > deadline:
+                output, _ = process.communicate()
+                raise AssertionError(f"never reached {step}:\n{output[-5000:]}")
+            time.sleep(0.2)
+        return process
+
+    def _command(self, args: tuple[str, ...]) -> list[str]:
+        return [str(Path(sys.executable).parent / "dbt"), *args, "--project-dir",
+                str(self.root), "--profiles-dir", str(self.root)]
 
     def statuses(self) -> dict[str, tuple[str, str]]:
         """Each model of the last run: its status and message."""
@@ -183,10 +224,8 @@ def _builds_rebuilds_and_merges(project: FormatProject, file_format: str) -> Non
     assert [s for n, s in statuses.items() if n.startswith("skip_coverage")] == \
         [("pass", "")], first.stdout[-5000:]
     assert statuses["f_clustered_increments"][0] == "error"
-    refused = ("config 'incremental_strategy' is 'merge' on a clustered delta incremental "
-               "model. Allowed: 'append'." if file_format == "delta" else
-               "config 'file_format' is 'iceberg' on a clustered incremental model. Allowed: "
-               "'parquet', 'delta'.")
+    refused = (f"config 'incremental_strategy' is 'merge' on a clustered {file_format} "
+               "incremental model. Allowed: 'append'.")
     assert f"Model 'f_clustered_increments': {refused}" in statuses["f_clustered_increments"][1]
     log = " ".join(first.stdout.split())
     assert f"c_hilbert: 16 files, 4000 rows, 4 columns indexed in its {file_format} " \
@@ -334,9 +373,27 @@ def test_a_replacement_commit_keeps_a_concurrent_writer_and_the_history(
 #: past half the base, the whole table re-clustered.
 INCREMENT_RUNS = ((0, 400, "built"), (400, 460, "append"), (460, 520, "merge"),
                   (520, 800, "full"))
-#: Then 400 rows, past half the new base of 800: a full re-clustering, killed once the
-#: rows are committed; 10 more, whose run re-clusters the whole table, its rows with them.
-KILLED_RUNS = ((800, 1200, "format:appended"), (1200, 1210, ""))
+#: Then runs killed (SIGKILL, dbt and its Spark driver), each followed by what the table
+#: holds: 400 rows, past half the base of 800, committed, the full re-clustering written
+#: and killed before its commit; 10 rows killed while their insert writes; the same 10
+#: rows, re-clustering the whole table with the 400; a full refresh killed before its
+#: files are recorded as the base; 10 rows, re-clustering the whole table (no base).
+KILLED_RUNS = (((800, 1200), "format:rewritten", 1200), ((1200, 1210), "writing", 1200),
+               ((1200, 1210), "", 1210), ((0, 1210), "format:base", 1210),
+               ((1210, 1220), "", 1220))
+#: The commits, each (what it did, its rows): the build, its base recorded (Delta: a
+#: version; Iceberg: properties only), an append, an append then its merge, an append
+#: then the full re-clustering; the killed runs' commits: the 400 rows, the 10 rows and
+#: their full re-clustering, the full refresh, the 10 rows and their full re-clustering.
+INCREMENT_COMMITS = [("build", 400), ("base", 400), ("write", 460), ("write", 520),
+                     ("rewrite", 520), ("write", 800), ("rewrite", 800), ("write", 1200),
+                     ("write", 1210), ("rewrite", 1210), ("build", 1210), ("write", 1220),
+                     ("rewrite", 1220)]
+#: The formats' names of those commits.
+DELTA_OPERATIONS = {"CREATE TABLE AS SELECT": "build",
+                    "CREATE OR REPLACE TABLE AS SELECT": "build",
+                    "SET TBLPROPERTIES": "base", "WRITE": "write", "OPTIMIZE": "rewrite"}
+ICEBERG_OPERATIONS = {"build": "build", "append": "write", "replace": "rewrite"}
 
 
 def _increments_project(root: Path, session_dir: Path, file_format: str) -> FormatProject:
@@ -352,15 +409,16 @@ def _increments_project(root: Path, session_dir: Path, file_format: str) -> Form
 
 
 @pytest.mark.usefixtures("jars")
-def test_a_clustered_incremental_delta_model_appends_merges_and_reclusters_in_commits(
-        tmp_path: Path) -> None:
-    """A clustered incremental Delta model: each run's new rows keyed with the stored
-    layout and committed as a run; a merge and a full re-clustering each one more commit
-    that changes no data (OPTIMIZE), the full one resetting the base. A run killed
-    (SIGKILL) between its rows' commit and its re-clustering: the next run re-clusters
-    them. Every version holds exactly its rows, each once (time travel by delta-rs); in
-    the end a plain `where` on either clustering column skips by Delta's statistics."""
-    file_format = "delta"
+@pytest.mark.parametrize("file_format", ["delta", "iceberg"])
+def test_a_clustered_incremental_model_appends_merges_and_reclusters_in_commits(
+        tmp_path: Path, file_format: str) -> None:
+    """A clustered incremental Delta or Iceberg model: each run's new rows keyed with the
+    stored layout and committed as a run; a merge and a full re-clustering each one more
+    commit that changes no data (Delta OPTIMIZE, Iceberg replace), the full one resetting
+    the base. Runs killed (SIGKILL) amid each commit's writing and between commits: the
+    next run recovers. Every version holds exactly its rows, each once (time travel by
+    delta-rs, or by Spark to each Iceberg snapshot); in the end a plain `where` on either
+    clustering column skips by the format's statistics."""
     session_dir = tmp_path / "session"
     project = _increments_project(tmp_path / "project", session_dir, file_format)
     for lo, hi, action in INCREMENT_RUNS:
@@ -376,16 +434,22 @@ def test_a_clustered_incremental_delta_model_appends_merges_and_reclusters_in_co
         if action in ("merge", "full"):
             assert f"zspark: grows: {action}: " in log, log[-3000:]
             assert "replaced in one commit" in log, log[-3000:]
-    # A run killed (SIGKILL, dbt and its Spark driver) between its rows' commit and its
-    # re-clustering; the next run re-clusters them with its own.
-    for lo, hi, stop_at in KILLED_RUNS:
-        done = project.dbt("run", "--vars", f"{{lo: {lo}, hi: {hi}}}", stop_at=stop_at)
-        assert done.returncode == (-9 if stop_at else 0), done.stdout[-5000:]
-    assert "zspark: grows: full (" in done.stdout, done.stdout[-3000:]
     table = f"{SCHEMA}.grows"
-    queries = [f"select count(*), count(distinct id), sum(id) from {table}",
-               f"select * from {table} where a = 17",
-               f"select * from {table} where s = '{PREFIX}017'"]
+    folder = session_dir / "warehouse" / f"{SCHEMA}.db" / "grows"
+    for (lo, hi), stop_at, rows in KILLED_RUNS:
+        run = ("run", "--vars", f"{{lo: {lo}, hi: {hi}}}",
+               *(("--full-refresh",) if lo == 0 else ()))
+        if stop_at == "writing":
+            project.killed_while_writing(folder, *run)
+        else:
+            done = project.dbt(*run, stop_at=stop_at)
+            assert done.returncode == (-9 if stop_at else 0), done.stdout[-5000:]
+            if not stop_at:
+                assert "zspark: grows: full (" in done.stdout, done.stdout[-3000:]
+        assert committed_rows(folder, file_format) == rows, (lo, hi, stop_at)
+    queries = [f"select * from {table} where a = 17",
+               f"select * from {table} where s = '{PREFIX}017'",
+               *([f"{SNAPSHOTS}{table}"] if file_format == "iceberg" else [])]
     done = subprocess.run(
         [sys.executable, "-m", "tests.functional.format_scan", file_format,
          str(session_dir), json.dumps(queries)],
@@ -393,25 +457,77 @@ def test_a_clustered_incremental_delta_model_appends_merges_and_reclusters_in_co
         env={**os.environ, "PYSPARK_PYTHON": sys.executable})
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.split("FORMAT_SCAN ", 1)[1])
-    assert found[0][2] == ["1210", "1210", str(sum(range(1210)))]
-    # 1210 rows in 13 files: a point of `a` holds 24 rows, of `s` 30; fewer than half the
-    # files read.
-    for rows, (count, files, _) in zip((24, 30), found[1:3], strict=True):
-        assert count == rows
-        assert 0 < files <= 6, found[1:3]
+    # 1220 rows in 13 files: a point of `a` holds 25 rows, of `s` 30; fewer than half
+    # the files read.
+    for points, (count, files, _) in zip((25, 30), found[:2], strict=True):
+        assert count == points
+        assert 0 < files <= 6, found[:2]
+    if file_format == "iceberg":
+        commits = [(ICEBERG_OPERATIONS[operation], rows)
+                   for operation, rows, distinct in found[2] if rows == distinct]
+        assert len(commits) == len(found[2]), found[2]  # no row twice in any snapshot
+        assert commits == [c for c in INCREMENT_COMMITS if c[0] != "base"], found[2]
+        return
     from deltalake import DeltaTable
 
-    delta = DeltaTable(str(session_dir / "warehouse" / f"{SCHEMA}.db" / "grows"))
-    operations = [h["operation"] for h in reversed(delta.history())]
-    # The build, its base recorded, an append, an append then its merge, an append then
-    # the full re-clustering; the killed run's append, the next one's and its full one.
-    assert operations[0].startswith("CREATE"), operations
-    assert operations[1:] == ["SET TBLPROPERTIES", "WRITE", "WRITE", "OPTIMIZE", "WRITE",
-                              "OPTIMIZE", "WRITE", "WRITE", "OPTIMIZE"], operations
-    rows = []
-    for version in range(delta.version() + 1):
+    delta = DeltaTable(str(folder))
+    commits = []
+    for version, entry in enumerate(reversed(delta.history())):
         delta.load_as_version(version)
         ids = delta.to_pyarrow_table(columns=["id"]).column("id").to_pylist()
         assert len(ids) == len(set(ids)), version  # no row twice in any version
+        commits.append((DELTA_OPERATIONS.get(entry["operation"], entry["operation"]),
+                        len(ids)))
+    assert commits == INCREMENT_COMMITS
+
+
+@pytest.mark.usefixtures("jars")
+def test_another_engine_appending_during_a_delta_re_clustering_is_kept_or_defers_it(
+        tmp_path: Path) -> None:
+    """A clustered incremental Delta model whose re-clustering is held after writing its
+    files, before its commit, while another engine (delta-rs) appends rows to the table:
+    a merge commits and keeps them; a full re-clustering, which sets the table's
+    properties, conflicts, commits nothing and says it is deferred (the run's own rows
+    are committed); the next run re-clusters everything. Every version exact."""
+    import pyarrow as pa
+    from deltalake import DeltaTable, write_deltalake
+
+    session_dir = tmp_path / "session"
+    project = _increments_project(tmp_path / "project", session_dir, "delta")
+    folder = session_dir / "warehouse" / f"{SCHEMA}.db" / "grows"
+    for lo, hi, _ in INCREMENT_RUNS[:2]:
+        assert project.dbt("run", "--vars", f"{{lo: {lo}, hi: {hi}}}").returncode == 0
+    outside = 0
+    for (lo, hi), action in (((460, 520), "merge"), ((520, 800), "full")):
+        run = project.paused("format:rewritten", tmp_path / f"gate_{action}", "run",
+                             "--vars", f"{{lo: {lo}, hi: {hi}}}")
+        try:
+            ids = list(range(10_000 + outside, 10_005 + outside))
+            write_deltalake(str(folder), pa.table({
+                "id": pa.array(ids, pa.int64()), "a": pa.array([7] * 5, pa.int32()),
+                "s": pa.array([f"{PREFIX}007"] * 5, pa.string())}), mode="append")
+            outside += 5
+        finally:
+            (tmp_path / f"gate_{action}" / "resume").touch()
+            output, _ = run.communicate(timeout=600)
+        assert run.returncode == 0, output[-5000:]
+        log = " ".join(output.split())
+        if action == "merge":
+            assert "zspark: grows: merge: " in log, log
+            assert "replaced in one commit" in log, log
+        else:
+            assert "zspark: grows: full re-clustering deferred to the next run" in log, log
+    done = project.dbt("run", "--vars", "{lo: 800, hi: 810}")
+    assert "zspark: grows: full: " in " ".join(done.stdout.split()), done.stdout[-5000:]
+    delta = DeltaTable(str(folder))
+    operations, rows = [], []
+    for version, entry in enumerate(reversed(delta.history())):
+        delta.load_as_version(version)
+        ids = delta.to_pyarrow_table(columns=["id"]).column("id").to_pylist()
+        assert len(ids) == len(set(ids)), version
+        operations.append(entry["operation"])
         rows.append(len(ids))
-    assert rows == [400, 400, 460, 520, 520, 800, 800, 1200, 1210, 1210]
+    # The outside appends land between each run's rows and its re-clustering.
+    assert operations[2:] == ["WRITE", "WRITE", "WRITE", "OPTIMIZE", "WRITE", "WRITE",
+                              "WRITE", "OPTIMIZE"], operations
+    assert rows[2:] == [460, 520, 525, 525, 805, 810, 820, 820], rows

@@ -205,10 +205,10 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, SparkAdapter):
         return commits_on_its_own(file_format)
 
     def _check_clustered_format(self, model: str, file_format: str, materialized: str) -> None:
-        from dbt.adapters.zspark.formats import CLUSTERED_FORMATS, CLUSTERED_INCREMENTAL_FORMATS
+        from dbt.adapters.zspark.formats import CLUSTERED_FORMATS
 
-        allowed = {"table": CLUSTERED_FORMATS,
-                   "incremental": CLUSTERED_INCREMENTAL_FORMATS}.get(materialized, ("parquet",))
+        allowed = CLUSTERED_FORMATS if materialized in ("table", "incremental") \
+            else ("parquet",)
         problem = None
         if file_format not in allowed:
             problem = (f"Allowed: {', '.join(repr(f) for f in allowed)}. zspark does not "

@@ -49,7 +49,6 @@ class _FormatPlan:
     decision: Any  # recluster.ReclusterPlan: what the policy chose, new rows aside
     plan: ClusteringPlan
     stored: StoredLayout
-    new_rows: int
     file_format: str
     properties: dict[str, str]
 
@@ -108,9 +107,12 @@ class IncrementalMethods(metaclass=AdapterMeta):
                 f"clustered{of} incremental model. Allowed: "
                 f"{' or '.join(repr(s) for s in allowed)}.")
 
-    def _stored_layout(self, model: str, relation: Any) -> StoredLayout:
+    def _stored_layout(self, model: str, relation: Any,
+                       properties: dict[str, str] | None = None) -> StoredLayout:
+        """The layout stored with ``relation`` (``properties``: its own, when read)."""
         try:
-            stored = StoredLayout.from_properties(self._table_properties(relation))
+            stored = StoredLayout.from_properties(
+                self._table_properties(relation) if properties is None else properties)
         except StoredLayoutError as error:
             stored, problem = None, str(error)
         else:
@@ -192,13 +194,15 @@ class IncrementalMethods(metaclass=AdapterMeta):
         table's next version. Returns ``rows`` (0: nothing to write), ``rewrite`` and the
         ``sql`` that selects the rows to insert.
         """
+        from dbt.adapters.zspark.formats import format_table
         from dbt.adapters.zspark.layout_state import clustered_writes
         from dbt.adapters.zspark.recluster import APPEND, ReclusterPlan, new_run, plan_increment
         from dbt.adapters.zspark.recluster import rebuild_files as files_for
         from dbt.adapters.zspark.rewrite import in_partitions, table_runs
 
         spark = self._spark_if_session(model, "clustering (zorder_by / hilbert_by / linear_by)")
-        stored = self._stored_layout(model, relation)
+        file_format, properties = self._format_of(relation)
+        stored = self._stored_layout(model, relation, properties)
         schema = self._schema(spark, sql)
         plan = replace(self._checked_plan(model, relation, stored, config, schema),
                        file_count=None)
@@ -208,11 +212,10 @@ class IncrementalMethods(metaclass=AdapterMeta):
             logger.info(f"zspark: {relation.identifier}: no rows written; table, layout and "
                         f"index unchanged")
             return {"rows": 0, "rewrite": False, "sql": ""}
-        file_format, properties = self._format_of(relation)
         files = self._indexed_files(spark, relation, config.get("zspark_index") is not False) \
             if file_format is None else self._format_file_list(spark, relation, file_format,
                                                                properties)
-        clustered = clustered_writes(properties or self._table_properties(relation))
+        clustered = clustered_writes(properties)
         runs = None if files is None else table_runs(files, clustered)
         table_sized = files_for(sampled.rows, stored.rows_per_file)
         if strategy != "append":
@@ -233,8 +236,12 @@ class IncrementalMethods(metaclass=AdapterMeta):
             # Committed as a run of its own first; a re-clustering follows in a commit of
             # its own (zspark_finish_format_increment).
             self._format_plans[str(relation).lower()] = _FormatPlan(
-                decision, plan, stored, sampled.rows, file_format, properties)
+                decision, plan, stored, file_format, properties)
             decision = new_run(sampled.rows, stored.rows_per_file, "the new rows' own run")
+            # The new rows' statistics cut as the build's (zspark_execute_write).
+            written_as = format_table(file_format)
+            assert written_as is not None
+            self._write_settings[model] = written_as.recorded_write_settings(properties)
         select_sql = self._rewrite_select(spark, relation, plan, stored, decision, sql,
                                           sampled, runs, schema, file_format)
         if not decision.rewrites:

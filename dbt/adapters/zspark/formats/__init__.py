@@ -14,7 +14,7 @@ of a ``__zindex`` file row (``file_path``, ``file_size``, ``file_mtime``, ``row_
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -119,6 +119,19 @@ def longest_string(sample: pd.DataFrame, columns: Sequence[str]) -> int:
     return longest
 
 
+def require_live(table: str, rewritten: Sequence[str], live: Collection[str]) -> None:
+    """Refuse a replacement whose files are not all live in the version it read.
+
+    >>> require_live("db.t", ["a"], {"b"})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    FileNotFoundError: db.t: 1 of the files to rewrite are no longer live ...: ['a']
+    """
+    missing = [path for path in rewritten if path not in live]
+    if missing:
+        raise FileNotFoundError(f"{table}: {len(missing)} of the files to rewrite are no "
+                                f"longer live (a writer replaced them): {missing[:3]}")
+
+
 def format_of(properties: Mapping[str, str]) -> str | None:
     """'delta' or 'iceberg' for a table of that format (read from its properties, as
     ``SHOW TBLPROPERTIES`` gives them), else None.
@@ -148,9 +161,6 @@ def format_table(file_format: str) -> FormatTable | None:
     return found.get(file_format.lower())
 
 
-#: The formats zspark clusters (Parquet first: its own files and ``__zindex``).
+#: The formats zspark clusters, in tables and incremental models (Parquet first: its
+#: own files and ``__zindex``).
 CLUSTERED_FORMATS = ("parquet", "delta", "iceberg")
-#: ... and the formats of clustered incremental models. (Iceberg's increments wait for
-#: its re-clustering commit to work from a dbt session: there `spark_catalog` may be
-#: Spark's own session catalog, not Iceberg's, and the Iceberg table cannot be loaded.)
-CLUSTERED_INCREMENTAL_FORMATS = ("parquet", "delta")

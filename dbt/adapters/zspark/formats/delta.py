@@ -14,9 +14,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from dbt.adapters.zspark.formats import TypedColumn
+from dbt.adapters.zspark.formats import TypedColumn, require_live
 from dbt.adapters.zspark.pruning import stat_column
 from dbt.adapters.zspark.sqltext import quote, sql_string
+from dbt.adapters.zspark.stop_points import stop_point
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -95,10 +96,7 @@ class DeltaTable:
         transaction = log.startTransaction()
         base = location.rstrip("/")
         live = {f"{base}/{add.path()}": add for add in python_list(jvm, transaction.filterFiles())}
-        missing = [path for path in rewritten if path not in live]
-        if missing:
-            raise FileNotFoundError(f"{table}: {len(missing)} of the files to rewrite are no "
-                                    f"longer live (a writer replaced them): {missing[:3]}")
+        require_live(table, rewritten, live)
         names = ", ".join(sql_string(path.rsplit("/", 1)[-1]) for path in rewritten)
         rows = (spark.read.format("delta").option("versionAsOf", transaction.readVersion())
                 .load(location).where(f"_metadata.file_name in ({names})"))
@@ -112,6 +110,7 @@ class DeltaTable:
         optimize = scala_object(jvm.org.apache.spark.sql.delta, "DeltaOperations$Optimize")
         operation = optimize.apply(scala_list(jvm, []), scala_list(jvm, []), False,
                                    jvm.scala.Option.empty(), False)
+        stop_point("format:rewritten")  # written, not committed
         return str(transaction.commit(scala_list(jvm, added + removed), operation))
 
 

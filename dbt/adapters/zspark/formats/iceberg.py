@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from dbt.adapters.zspark.formats import TypedColumn
+from dbt.adapters.zspark.formats import TypedColumn, require_live
 from dbt.adapters.zspark.pruning import stat_column
 from dbt.adapters.zspark.sqltext import quote
+from dbt.adapters.zspark.stop_points import stop_point
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -55,38 +56,36 @@ class IcebergTable:
         # validates against the snapshot read.
         import uuid
 
-        from dbt.adapters.zspark.formats.jvm import java_iterable
+        from dbt.adapters.zspark.formats.jvm import java_iterable, java_list
 
         jvm = spark._jvm
         assert jvm is not None
         name = table if table.startswith("spark_catalog.") else f"spark_catalog.{table}"
         iceberg = jvm.org.apache.iceberg
+        # Outside a query the catalog manager reads the settings of the thread's active
+        # session; a dbt worker thread has none, and would get Spark's own session catalog.
+        jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
         loaded = iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, name)
         snapshot = loaded.currentSnapshot().snapshotId()
-        wanted = set(rewritten)
-        tasks = [task for task in java_iterable(loaded.newScan().useSnapshot(snapshot)
-                                                .planFiles(), closeable=True)
-                 if str(task.file().location()) in wanted]
-        if len(tasks) != len(wanted):
-            raise FileNotFoundError(f"{table}: {len(wanted) - len(tasks)} of the files to "
-                                    f"rewrite are no longer live (a writer replaced them)")
+        live = {str(task.file().location()): task for task in java_iterable(
+            loaded.newScan().useSnapshot(snapshot).planFiles(), closeable=True)}
+        require_live(table, rewritten, live)
+        tasks = [live[path] for path in dict.fromkeys(rewritten)]
         # As Iceberg's own rewrite runners (1.12): the table cached under an id, the
         # tasks staged under it, read and written by that id, the written files fetched.
         group = str(uuid.uuid4())
-        task_list = jvm.java.util.ArrayList()
-        for task in tasks:
-            task_list.add(task)
         cache = iceberg.spark.SparkTableCache.get()
         staged = iceberg.spark.ScanTaskSetManager.get()
         coordinator = iceberg.spark.FileRewriteCoordinator.get()
         cache.add(group, loaded)
-        staged.stageTasks(loaded, group, task_list)
+        staged.stageTasks(loaded, group, java_list(jvm, tasks))
         try:
             rows = (spark.read.format("iceberg").option("split-size", str(2 ** 40))
                     .option("file-open-cost", "0").load(group))
             (rewrite(rows).write.format("iceberg").option("distribution-mode", "none")
              .option("output-spec-id", str(tasks[0].spec().specId()))
              .mode("append").save(group))
+            stop_point("format:rewritten")  # written, not committed
             # One transaction: the rewrite and the properties are one snapshot's change.
             transaction = loaded.newTransaction()
             commit = transaction.newRewrite().validateFromSnapshot(snapshot)

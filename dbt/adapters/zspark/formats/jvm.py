@@ -7,12 +7,17 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 
-def scala_list(jvm: Any, items: Iterable[Any]) -> Any:
-    """An immutable Scala list of ``items`` (a ``Seq`` where an API asks for one)."""
+def java_list(jvm: Any, items: Iterable[Any]) -> Any:
+    """A ``java.util.ArrayList`` of ``items``."""
     java = jvm.java.util.ArrayList()
     for item in items:
         java.add(item)
-    return jvm.scala.jdk.javaapi.CollectionConverters.asScala(java).toList()
+    return java
+
+
+def scala_list(jvm: Any, items: Iterable[Any]) -> Any:
+    """An immutable Scala list of ``items`` (a ``Seq`` where an API asks for one)."""
+    return jvm.scala.jdk.javaapi.CollectionConverters.asScala(java_list(jvm, items)).toList()
 
 
 def scala_map(jvm: Any, entries: Mapping[str, str]) -> Any:
