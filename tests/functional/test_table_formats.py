@@ -177,7 +177,7 @@ def _project(root: Path, session_dir: Path, profile: str, file_format: str) -> F
     """)
     project.write("models/f_clustered_increments.sql", f"""
         {{{{ config(materialized='incremental', file_format='{file_format}',
-                    incremental_strategy='merge', unique_key='id',
+                    incremental_strategy='insert_overwrite',
                     hilbert_by=['id', 'b'], file_count=4) }}}}
         select id, id % 7 as b from range(100)
     """)
@@ -212,11 +212,10 @@ def _project(root: Path, session_dir: Path, profile: str, file_format: str) -> F
 def _builds_rebuilds_and_merges(project: FormatProject, file_format: str) -> None:
     """Two runs: the tables rebuilt with other rows, the merge updating and adding, the
     clustered tables built through the format's own writer and tested for skip coverage
-    on its statistics; a clustered incremental model merging (not yet clustered on these
-    formats; Iceberg: no clustered incremental models yet) refused by name in the first,
-    nothing of it written. Then a Spark of its own
-    reads the tables: rows, and the files a plain `where` opens on a point query of each
-    clustering column."""
+    on its statistics; a clustered incremental model overwriting partitions (not yet
+    clustered on these formats) refused by name in the first, nothing of it written.
+    Then a Spark of its own reads the tables: rows, and the files a plain `where` opens on
+    a point query of each clustering column."""
     first = project.dbt("build", "--vars", "{n: 100, lo: 0, hi: 50, v: 0, rows: 4000}")
     statuses = project.statuses()
     for name in ("f_table", "f_merge", "c_points", "c_wide", *CLUSTERED):
@@ -224,8 +223,8 @@ def _builds_rebuilds_and_merges(project: FormatProject, file_format: str) -> Non
     assert [s for n, s in statuses.items() if n.startswith("skip_coverage")] == \
         [("pass", "")], first.stdout[-5000:]
     assert statuses["f_clustered_increments"][0] == "error"
-    refused = (f"config 'incremental_strategy' is 'merge' on a clustered {file_format} "
-               "incremental model. Allowed: 'append'.")
+    refused = (f"config 'incremental_strategy' is 'insert_overwrite' on a clustered "
+               f"{file_format} incremental model. Allowed: 'append' or 'merge'.")
     assert f"Model 'f_clustered_increments': {refused}" in statuses["f_clustered_increments"][1]
     log = " ".join(first.stdout.split())
     assert f"c_hilbert: 16 files, 4000 rows, 4 columns indexed in its {file_format} " \
@@ -381,6 +380,10 @@ INCREMENT_RUNS = ((0, 400, "built"), (400, 460, "append"), (460, 520, "merge"),
 KILLED_RUNS = (((800, 1200), "format:rewritten", 1200), ((1200, 1210), "writing", 1200),
                ((1200, 1210), "", 1210), ((0, 1210), "format:base", 1210),
                ((1210, 1220), "", 1220))
+#: Then runs merging on `id` (rows lo..hi with v set): 120 rows updated across the table
+#: and 20 added, the files the merge rewrote re-clustered with the rest (the policy after
+#: the merge: full); 10 added, a run of their own.
+MERGE_RUNS = ((1100, 1240, 1, "full"), (1240, 1250, 2, "append"))
 #: The commits, each (what it did, its rows): the build, its base recorded (Delta: a
 #: version; Iceberg: properties only), an append, an append then its merge, an append
 #: then the full re-clustering; the killed runs' commits: the 400 rows, the 10 rows and
@@ -388,21 +391,27 @@ KILLED_RUNS = (((800, 1200), "format:rewritten", 1200), ((1200, 1210), "writing"
 INCREMENT_COMMITS = [("build", 400), ("base", 400), ("write", 460), ("write", 520),
                      ("rewrite", 520), ("write", 800), ("rewrite", 800), ("write", 1200),
                      ("write", 1210), ("rewrite", 1210), ("build", 1210), ("write", 1220),
-                     ("rewrite", 1220)]
+                     ("rewrite", 1220), ("merge", 1240), ("rewrite", 1240), ("merge", 1250)]
+#: Iceberg commits a MERGE that only inserts as an append.
+ICEBERG_COMMITS = [c for c in INCREMENT_COMMITS[:-1] if c[0] != "base"] + [("write", 1250)]
 #: The formats' names of those commits.
 DELTA_OPERATIONS = {"CREATE TABLE AS SELECT": "build",
                     "CREATE OR REPLACE TABLE AS SELECT": "build",
-                    "SET TBLPROPERTIES": "base", "WRITE": "write", "OPTIMIZE": "rewrite"}
-ICEBERG_OPERATIONS = {"build": "build", "append": "write", "replace": "rewrite"}
+                    "SET TBLPROPERTIES": "base", "WRITE": "write", "OPTIMIZE": "rewrite",
+                    "MERGE": "merge"}
+ICEBERG_OPERATIONS = {"build": "build", "append": "write", "replace": "rewrite",
+                      "overwrite": "merge"}
 
 
 def _increments_project(root: Path, session_dir: Path, file_format: str) -> FormatProject:
     project = _new_project(root, session_dir, f"table_format: {file_format}")
     project.write("models/grows.sql", f"""
         {{{{ config(materialized='incremental', file_format='{file_format}',
-                    hilbert_by=['a', 's'], file_count=4) }}}}
+                    hilbert_by=['a', 's'], file_count=4, unique_key='id',
+                    incremental_strategy=var('strategy', 'append')) }}}}
         select id, cast(id % 50 as int) as a,
-               concat('{PREFIX}', lpad(cast((id * 7) % 40 as string), 3, '0')) as s
+               concat('{PREFIX}', lpad(cast((id * 7) % 40 as string), 3, '0')) as s,
+               cast({{{{ var('v', 0) }}}} as int) as v
         from range({{{{ var('lo') }}}}, {{{{ var('hi') }}}})
     """)
     return project
@@ -447,7 +456,12 @@ def test_a_clustered_incremental_model_appends_merges_and_reclusters_in_commits(
             if not stop_at:
                 assert "zspark: grows: full (" in done.stdout, done.stdout[-3000:]
         assert committed_rows(folder, file_format) == rows, (lo, hi, stop_at)
-    queries = [f"select * from {table} where a = 17",
+    for lo, hi, v, action in MERGE_RUNS:
+        done = project.dbt("run", "--vars", f"{{lo: {lo}, hi: {hi}, v: {v}, strategy: merge}}")
+        assert done.returncode == 0, done.stdout[-5000:]
+        assert f"zspark: grows: after the merge: {action} (" in done.stdout, done.stdout[-3000:]
+    queries = [f"select count(*), count(distinct id), sum(v) from {table}",
+               f"select * from {table} where a = 17",
                f"select * from {table} where s = '{PREFIX}017'",
                *([f"{SNAPSHOTS}{table}"] if file_format == "iceberg" else [])]
     done = subprocess.run(
@@ -457,16 +471,18 @@ def test_a_clustered_incremental_model_appends_merges_and_reclusters_in_commits(
         env={**os.environ, "PYSPARK_PYTHON": sys.executable})
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.split("FORMAT_SCAN ", 1)[1])
-    # 1220 rows in 13 files: a point of `a` holds 25 rows, of `s` 30; fewer than half
-    # the files read.
-    for points, (count, files, _) in zip((25, 30), found[:2], strict=True):
+    # Every row once, the merged ones updated: 140 with v = 1, 10 with v = 2.
+    assert found[0][2] == ["1250", "1250", "160"], found[0]
+    # 1250 rows in about 13 files: a point of `a` holds 25 rows, of `s` 31; fewer than
+    # half the files read.
+    for points, (count, files, _) in zip((25, 31), found[1:3], strict=True):
         assert count == points
-        assert 0 < files <= 6, found[:2]
+        assert 0 < files <= 6, found[1:3]
     if file_format == "iceberg":
         commits = [(ICEBERG_OPERATIONS[operation], rows)
-                   for operation, rows, distinct in found[2] if rows == distinct]
-        assert len(commits) == len(found[2]), found[2]  # no row twice in any snapshot
-        assert commits == [c for c in INCREMENT_COMMITS if c[0] != "base"], found[2]
+                   for operation, rows, distinct in found[3] if rows == distinct]
+        assert len(commits) == len(found[3]), found[3]  # no row twice in any snapshot
+        assert commits == ICEBERG_COMMITS, found[3]
         return
     from deltalake import DeltaTable
 
@@ -505,7 +521,8 @@ def test_another_engine_appending_during_a_delta_re_clustering_is_kept_or_defers
             ids = list(range(10_000 + outside, 10_005 + outside))
             write_deltalake(str(folder), pa.table({
                 "id": pa.array(ids, pa.int64()), "a": pa.array([7] * 5, pa.int32()),
-                "s": pa.array([f"{PREFIX}007"] * 5, pa.string())}), mode="append")
+                "s": pa.array([f"{PREFIX}007"] * 5, pa.string()),
+                "v": pa.array([0] * 5, pa.int32())}), mode="append")
             outside += 5
         finally:
             (tmp_path / f"gate_{action}" / "resume").touch()

@@ -75,25 +75,35 @@ class FormatIncrementMethods(metaclass=AdapterMeta):
         its own, then the layout line from the format's statistics."""
         from dbt.adapters.zspark.formats import format_table
         from dbt.adapters.zspark.layout_state import clustered_writes, clustered_writes_after
-        from dbt.adapters.zspark.recluster import FULL
+        from dbt.adapters.zspark.recluster import FULL, plan_increment
         from dbt.adapters.zspark.rewrite import table_runs
 
         key = str(relation).lower()
         planned = self._format_plans.pop(key)
         before = self._files_before.pop(key, set())
         stop_point("format:appended")
+        spark = self._spark(model, "re-clustering")
         decision = planned.decision
+        if planned.plan_after:
+            # A MERGE replaced the files it matched: the policy judges the live files,
+            # the merge's own among the pending.
+            files = self._format_file_list(spark, relation, planned.file_format,
+                                           planned.properties)
+            decision = plan_increment(table_runs(files, clustered_writes(planned.properties)),
+                                      0, planned.stored.rows_per_file, planned.automatic)
+            logger.info(f"zspark: {model}: after the merge: {decision.action} "
+                        f"({decision.reason})")
         if not decision.rewrites:
             self.zspark_log_format_stats(model, relation, planned.file_format, just_built=False)
             return {"action": decision.action, "rewritten_rows": 0}
-        spark = self._spark(model, "re-clustering")
         written_as = format_table(planned.file_format)
         assert written_as is not None
         files = self._format_file_list(spark, relation, planned.file_format,
                                        planned.properties)
         new_run = [path for path, _, _ in files if path not in before]
-        rewritten = (tuple(path for path, _, _ in files) if decision.action == FULL
-                     else (*decision.rewritten_paths, *new_run))
+        rewritten = tuple(dict.fromkeys(
+            [path for path, _, _ in files] if decision.action == FULL
+            else [*decision.rewritten_paths, *new_run]))
         live = {path: rows for path, rows, _ in files}
         rewrite = replace(decision, rewritten_paths=rewritten,
                           rewritten_rows=sum(live.get(p, 0) for p in rewritten))

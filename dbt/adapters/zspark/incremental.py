@@ -26,6 +26,8 @@ logger = AdapterLogger("zspark")
 
 #: dbt-spark's strategies for Parquet tables: insert rows, or overwrite partitions / all.
 INCREMENTAL_STRATEGIES = ("append", "insert_overwrite")
+#: ... and for Delta and Iceberg tables: insert rows, or merge them on ``unique_key``.
+FORMAT_INCREMENTAL_STRATEGIES = ("append", "merge")
 #: Sample values a point query is probed with when the layout is judged.
 PROBES = 1000
 
@@ -51,6 +53,10 @@ class _FormatPlan:
     stored: StoredLayout
     file_format: str
     properties: dict[str, str]
+    #: The policy decides once the rows are committed (a MERGE rewrites files it
+    #: matches, unknown before): with automatic re-clustering, or not.
+    plan_after: bool = False
+    automatic: bool = True
 
 
 class IncrementalMethods(metaclass=AdapterMeta):
@@ -98,8 +104,9 @@ class IncrementalMethods(metaclass=AdapterMeta):
     def zspark_check_incremental(self, model: str, strategy: str,
                                  file_format: str = "parquet") -> None:
         """Clustered incremental models of Parquet append or insert_overwrite; of Delta
-        and Iceberg, append (for now)."""
-        allowed = INCREMENTAL_STRATEGIES if file_format == "parquet" else ("append",)
+        and Iceberg, append or merge (for now)."""
+        allowed = INCREMENTAL_STRATEGIES if file_format == "parquet" \
+            else FORMAT_INCREMENTAL_STRATEGIES
         if strategy not in allowed:
             of = "" if file_format == "parquet" else f" {file_format}"
             raise DbtRuntimeError(
@@ -218,7 +225,12 @@ class IncrementalMethods(metaclass=AdapterMeta):
         clustered = clustered_writes(properties)
         runs = None if files is None else table_runs(files, clustered)
         table_sized = files_for(sampled.rows, stored.rows_per_file)
-        if strategy != "append":
+        automatic = config.get("zspark_recluster") is not False
+        if strategy == "merge":
+            decision = ReclusterPlan(APPEND, (), 0, table_sized,
+                                     "merged on unique_key; the policy decides once the "
+                                     "merge is committed")
+        elif strategy != "append":
             decision = ReclusterPlan(APPEND, (), 0, table_sized,
                                      f"{strategy} writes whole partitions in table-sized files")
         elif files is None:
@@ -230,13 +242,14 @@ class IncrementalMethods(metaclass=AdapterMeta):
             touched = table_runs(in_partitions(files, plan.partition_by, sampled.partitions),
                                  clustered) if plan.partition_by else runs
             decision = plan_increment(touched or [], sampled.rows, stored.rows_per_file,
-                                      config.get("zspark_recluster") is not False)
+                                      automatic)
         logger.info(f"zspark: {model}: {decision.action} ({decision.reason})")
         if file_format is not None:
             # Committed as a run of its own first; a re-clustering follows in a commit of
             # its own (zspark_finish_format_increment).
             self._format_plans[str(relation).lower()] = _FormatPlan(
-                decision, plan, stored, file_format, properties)
+                decision, plan, stored, file_format, properties,
+                plan_after=strategy == "merge", automatic=automatic)
             decision = new_run(sampled.rows, stored.rows_per_file, "the new rows' own run")
             # The new rows' statistics cut as the build's (zspark_execute_write).
             written_as = format_table(file_format)

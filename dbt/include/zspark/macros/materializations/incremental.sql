@@ -21,7 +21,7 @@
   {%- set strategy = dbt_spark_validate_get_incremental_strategy(config.get('incremental_strategy') or 'append', file_format) -%}
   {%- do adapter.zspark_check_incremental(model['name'], strategy, file_format) -%}
   {%- if file_format in ('delta', 'iceberg') -%}
-    {{ return(zspark_format_incremental(file_format)) }}
+    {{ return(zspark_format_incremental(file_format, strategy)) }}
   {%- endif -%}
   {%- set grant_config = config.get('grants') -%}
   {%- set existing_relation = load_relation(this) -%}
@@ -82,9 +82,10 @@
 
 {#- A clustered Delta or Iceberg incremental model: built like its table model on the
     first run and on --full-refresh (then its files are recorded as the clustered base);
-    later runs commit the new rows, keyed with the stored layout, as a run of pieces, and
-    the re-clustering the policy chooses as a commit of its own that changes no data. -#}
-{% macro zspark_format_incremental(file_format) %}
+    later runs commit the new rows, keyed with the stored layout, as a run of pieces
+    (append) or merged on `unique_key` (merge: the format's MERGE), and the re-clustering
+    the policy chooses as a commit of its own that changes no data. -#}
+{% macro zspark_format_incremental(file_format, strategy) %}
   {%- set existing_relation = load_relation(this) -%}
   {%- if existing_relation is none or existing_relation.is_view or should_full_refresh() -%}
     {{ return(zspark_build_format_table(file_format, 'incremental')) }}
@@ -96,12 +97,16 @@
           ~ existing_relation ~ " is a table of another format; run `dbt run --full-refresh "
           ~ "--select " ~ model['name'] ~ "` to rebuild it as " ~ file_format ~ ".") -%}
   {%- endif -%}
-  {%- set step = adapter.zspark_increment(model['name'], existing_relation, zspark_model_config(), compiled_code, 'append') -%}
+  {%- set step = adapter.zspark_increment(model['name'], existing_relation, zspark_model_config(), compiled_code, strategy) -%}
   {{ run_hooks(pre_hooks) }}
   {%- if step.rows == 0 -%}
     {%- call statement('main') -%} select 0 as rows_inserted {%- endcall -%}
   {%- else -%}
-    {%- do zspark_write_statement('insert into ' ~ existing_relation ~ ' ' ~ step.sql) -%}
+    {%- if strategy == 'merge' -%}
+      {%- do zspark_write_statement(get_merge_sql(existing_relation, '(' ~ step.sql ~ ')', config.get('unique_key'), none, config.get('incremental_predicates'))) -%}
+    {%- else -%}
+      {%- do zspark_write_statement('insert into ' ~ existing_relation ~ ' ' ~ step.sql) -%}
+    {%- endif -%}
     {%- do adapter.zspark_finish_format_increment(model['name'], existing_relation) -%}
   {%- endif -%}
   {% do apply_grants(existing_relation, config.get('grants'), should_revoke(existing_relation, False)) %}
