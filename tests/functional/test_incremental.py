@@ -183,7 +183,7 @@ def test_a_changed_layout_is_refused_until_a_full_refresh(project: DbtProject) -
 @pytest.mark.parametrize(("case", "extra", "message"), [
     ("inc_orc", ", file_format='orc'",
      "Model 'inc_orc': config 'file_format' is 'orc' on a clustered incremental model. "
-     "Allowed: 'parquet', 'delta'."),
+     "Allowed: 'parquet', 'delta', 'iceberg'."),
 ])
 def test_unsupported_incremental_settings_are_refused(project: DbtProject, case: str,
                                                       extra: str, message: str) -> None:
