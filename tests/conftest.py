@@ -1,8 +1,12 @@
-"""Shared fixtures: one embedded Spark session and one dbt project per test process."""
+"""Shared fixtures: one embedded Spark session and one dbt project per test process (two
+workers of pytest-xdist, each given whole modules)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -10,28 +14,61 @@ from typing import Any
 
 import pytest
 
-from tests.bench.runs import BENCH_RUNS, start_bench_runs
+from tests.bench.runs import BENCH_PROCESSES, BENCH_ROOT, start_bench_runs
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
+#: The modules that take longest, first: the two workers (pytest-xdist, one module each at
+#: a time) start on them, and the many short ones fill in after.
+LONGEST_FIRST = ("test_format_increments", "test_kills", "test_format_builds", "test_thrift",
+                 "test_batches", "test_cluster", "test_incremental", "test_build")
+
+
+def _module_rank(item: pytest.Item) -> tuple[int, int]:
+    if item.nodeid.startswith("tests/bench/"):
+        return (2, 0)  # last: their benchmarks run meanwhile
+    name = item.nodeid.split("::")[0].rsplit("/", 1)[-1].removesuffix(".py")
+    return (0, LONGEST_FIRST.index(name)) if name in LONGEST_FIRST else (1, 0)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The benchmarks' checks last: their benchmarks run meanwhile."""
-    items.sort(key=lambda item: item.nodeid.startswith("tests/bench/"))
+    items.sort(key=_module_rank)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The folder of the suite's benchmark runs: the controller's, handed to each worker."""
+    if hasattr(config, "workerinput"):
+        config.stash[BENCH_ROOT] = Path(config.workerinput["zspark_bench_root"])
+    else:
+        config.stash[BENCH_ROOT] = Path(tempfile.mkdtemp(prefix="zspark-benches-"))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    node.workerinput["zspark_bench_root"] = str(node.config.stash[BENCH_ROOT])
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Start the benchmarks tests/bench checks now, to run beside every other test."""
-    if any(item.nodeid.startswith("tests/bench/") for item in session.items):
-        root = Path(tempfile.mkdtemp(prefix="zspark-benches-"))
-        session.config.stash[BENCH_RUNS] = start_bench_runs(root)
+    """The first worker (or the only process) starts the benchmarks tests/bench checks
+    now, to run beside every other test; a bench test in any worker waits for them."""
+    config = session.config
+    first = getattr(config, "workerinput", {}).get("workerid", "gw0") == "gw0"
+    if first and not config.option.collectonly and any(item.nodeid.startswith("tests/bench/") for item in session.items):
+        config.stash[BENCH_PROCESSES] = start_bench_runs(config.stash[BENCH_ROOT])
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Stop the benchmarks of an interrupted suite."""
-    for run in session.config.stash.get(BENCH_RUNS, {}).values():
-        run.stop()
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The benchmarks this process started: waited for (another worker's tests may wait
+    on them), or stopped when the suite was interrupted."""
+    for process in session.config.stash.get(BENCH_PROCESSES, []):
+        if exitstatus != pytest.ExitCode.INTERRUPTED:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=2400)
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

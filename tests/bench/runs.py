@@ -1,13 +1,14 @@
 """The benchmarks the suite checks (tests/bench), started as soon as the suite is collected
-and run beside the other tests: most of their time is single-threaded (a JVM and dbt
-starting, one driver planning), so on two cores they fill the gaps the other tests leave
-rather than adding their own ten minutes at the end."""
+(by its first worker) and run beside the other tests: most of their time is
+single-threaded (a JVM and dbt starting, one driver planning), so they fill the gaps the
+other tests leave rather than adding their own ten minutes at the end."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,41 +29,57 @@ COMMANDS = {
 
 @dataclass
 class BenchRun:
-    """A benchmark started in its own process; ``wait`` gives its output file."""
+    """A benchmark started in a process of its own, which writes its exit status to
+    ``status`` when it ends: a test in any worker of the suite can wait for it."""
 
-    process: subprocess.Popen[bytes]
-    log: Path
+    name: str
+    folder: Path
     out: Path
 
+    @property
+    def log(self) -> Path:
+        return self.folder / "log.txt"
+
+    @property
+    def status(self) -> Path:
+        return self.folder / "status"
+
     def wait(self) -> Path:
-        self.process.wait(timeout=2400)
+        deadline = time.monotonic() + 2400
+        while not self.status.exists():
+            assert time.monotonic() < deadline, f"benchmark {self.name} still running"
+            time.sleep(1)
         tail = "\n".join(self.log.read_text(errors="replace").splitlines()[-40:])
-        assert self.process.returncode == 0, tail
+        assert self.status.read_text().strip() == "0", tail
         return self.out
 
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+
+#: Where tests/conftest.py keeps the folder of this suite's benchmark runs.
+BENCH_ROOT = pytest.StashKey[Path]()
+#: The benchmark processes this test process started (to stop them when interrupted).
+BENCH_PROCESSES = pytest.StashKey[list[subprocess.Popen[bytes]]]()
 
 
-#: Where tests/conftest.py keeps the runs it started, for tests/bench.
-BENCH_RUNS = pytest.StashKey[dict[str, BenchRun]]()
+def bench_runs(root: Path) -> dict[str, BenchRun]:
+    """The runs under ``root``, started by whichever test process started them."""
+    return {name: BenchRun(name, root / name, root / name / out_name)
+            for name, (out_name, _) in COMMANDS.items()}
 
 
-def start_bench_runs(root: Path) -> dict[str, BenchRun]:
-    """Every benchmark at once, each on its own small table and metastore under ``root``."""
+def start_bench_runs(root: Path) -> list[subprocess.Popen[bytes]]:
+    """Every benchmark at once, each on its own small table and metastore under ``root``;
+    a shell around each writes its exit status."""
     env = {**os.environ, "ZSPARK_DRIVER_MEMORY": "2g", "PYSPARK_PYTHON": sys.executable}
-    runs = {}
-    for name, (out_name, args) in COMMANDS.items():
-        folder = root / name
-        folder.mkdir(parents=True)
-        session = [] if name == "keys" else ["--session-dir", str(folder / "session")]
-        log = folder / "log.txt"
-        with log.open("wb") as sink:
-            process = subprocess.Popen(
-                [sys.executable, "-m", *(a.format(dir=folder) for a in args), *session,
-                 "--out", str(folder / out_name)],
-                cwd=REPO, env=env, stdout=sink, stderr=subprocess.STDOUT)
-        runs[name] = BenchRun(process, log, folder / out_name)
-    return runs
+    processes = []
+    for name, run in bench_runs(root).items():
+        run.folder.mkdir(parents=True)
+        _, args = COMMANDS[name]
+        session = [] if name == "keys" else ["--session-dir", str(run.folder / "session")]
+        command = [sys.executable, "-m", *(a.format(dir=run.folder) for a in args), *session,
+                   "--out", str(run.out)]
+        with run.log.open("wb") as sink:
+            processes.append(subprocess.Popen(
+                ["sh", "-c", '"$@"; echo $? > "$0"', str(run.status), *command],
+                cwd=REPO, env=env, stdout=sink, stderr=subprocess.STDOUT,
+                start_new_session=True))
+    return processes

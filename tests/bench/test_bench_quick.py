@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.bench.runs import BENCH_RUNS, BenchRun
+from tests.bench.runs import BENCH_ROOT, BenchRun
+from tests.bench.runs import bench_runs as bench_runs_in
 
 
 @pytest.fixture(scope="module")
 def bench_runs(request: pytest.FixtureRequest) -> dict[str, BenchRun]:
     """The benchmarks tests/conftest.py started once the suite was collected."""
-    return request.config.stash[BENCH_RUNS]
+    return bench_runs_in(request.config.stash[BENCH_ROOT])
 
 
 @pytest.fixture(scope="module")

@@ -84,11 +84,14 @@ class FormatIncrementMethods(metaclass=AdapterMeta):
         stop_point("format:appended")
         spark = self._spark(model, "re-clustering")
         decision = planned.decision
+        # The live files, listed once (a Delta snapshot or Iceberg metadata read), when
+        # the policy judges them after a merge or a re-clustering rewrites some.
+        files = (self._format_file_list(spark, relation, planned.file_format,
+                                        planned.properties)
+                 if planned.plan_after or decision.rewrites else [])
         if planned.plan_after:
             # A MERGE replaced the files it matched: the policy judges the live files,
             # the merge's own among the pending.
-            files = self._format_file_list(spark, relation, planned.file_format,
-                                           planned.properties)
             decision = plan_increment(table_runs(files, clustered_writes(planned.properties)),
                                       0, planned.stored.rows_per_file, planned.automatic)
             logger.info(f"zspark: {model}: after the merge: {decision.action} "
@@ -98,8 +101,6 @@ class FormatIncrementMethods(metaclass=AdapterMeta):
             return {"action": decision.action, "rewritten_rows": 0}
         written_as = format_table(planned.file_format)
         assert written_as is not None
-        files = self._format_file_list(spark, relation, planned.file_format,
-                                       planned.properties)
         new_run = [path for path, _, _ in files if path not in before]
         rewritten = tuple(dict.fromkeys(
             [path for path, _, _ in files] if decision.action == FULL
