@@ -23,7 +23,8 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 #: The modules that take longest, first: the two workers (pytest-xdist, one module each at
 #: a time) start on them, and the many short ones fill in after.
 LONGEST_FIRST = ("test_format_increments", "test_kills", "test_format_builds", "test_thrift",
-                 "test_batches", "test_cluster", "test_incremental", "test_build")
+                 "test_format_partitioned", "test_batches", "test_cluster", "test_incremental",
+                 "test_build")
 
 
 def _module_rank(item: pytest.Item) -> tuple[int, int]:
@@ -55,7 +56,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     now, to run beside every other test; a bench test in any worker waits for them."""
     config = session.config
     first = getattr(config, "workerinput", {}).get("workerid", "gw0") == "gw0"
-    if first and not config.option.collectonly and any(item.nodeid.startswith("tests/bench/") for item in session.items):
+    benched = any(item.nodeid.startswith("tests/bench/") for item in session.items)
+    if first and benched and not config.option.collectonly:
         config.stash[BENCH_PROCESSES] = start_bench_runs(config.stash[BENCH_ROOT])
 
 

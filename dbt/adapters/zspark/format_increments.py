@@ -76,7 +76,7 @@ class FormatIncrementMethods(metaclass=AdapterMeta):
         from dbt.adapters.zspark.formats import format_table
         from dbt.adapters.zspark.layout_state import clustered_writes, clustered_writes_after
         from dbt.adapters.zspark.recluster import FULL, plan_increment
-        from dbt.adapters.zspark.rewrite import table_runs
+        from dbt.adapters.zspark.rewrite import file_partition, in_partitions, table_runs
 
         key = str(relation).lower()
         planned = self._format_plans.pop(key)
@@ -91,8 +91,14 @@ class FormatIncrementMethods(metaclass=AdapterMeta):
                  if planned.plan_after or decision.rewrites else [])
         if planned.plan_after:
             # A MERGE replaced the files it matched: the policy judges the live files,
-            # the merge's own among the pending.
-            decision = plan_increment(table_runs(files, clustered_writes(planned.properties)),
+            # the merge's own among the pending; on a partitioned table, those of the
+            # partitions the merge wrote in.
+            judged = files
+            if planned.plan.partition_by:
+                judged = in_partitions(files, planned.plan.partition_by, {
+                    file_partition(path, planned.plan.partition_by)
+                    for path, _, _ in files if path not in before})
+            decision = plan_increment(table_runs(judged, clustered_writes(planned.properties)),
                                       0, planned.stored.rows_per_file, planned.automatic)
             logger.info(f"zspark: {model}: after the merge: {decision.action} "
                         f"({decision.reason})")
@@ -101,11 +107,12 @@ class FormatIncrementMethods(metaclass=AdapterMeta):
             return {"action": decision.action, "rewritten_rows": 0}
         written_as = format_table(planned.file_format)
         assert written_as is not None
+        # The files the policy chose (a full one: those of the partitions it judged,
+        # every file of an unpartitioned table) and the run just committed.
         new_run = [path for path, _, _ in files if path not in before]
-        rewritten = tuple(dict.fromkeys(
-            [path for path, _, _ in files] if decision.action == FULL
-            else [*decision.rewritten_paths, *new_run]))
+        rewritten = tuple(dict.fromkeys([*decision.rewritten_paths, *new_run]))
         live = {path: rows for path, rows, _ in files}
+        kept = [path for path in live if path not in set(rewritten)]
         rewrite = replace(decision, rewritten_paths=rewritten,
                           rewritten_rows=sum(live.get(p, 0) for p in rewritten))
         runs = table_runs(files, clustered_writes(planned.properties))
@@ -117,8 +124,9 @@ class FormatIncrementMethods(metaclass=AdapterMeta):
         file_rows = self._file_rows.pop(model, None)
 
         def new_base(paths: list[str]) -> dict[str, str]:
-            # A full re-clustering: its files are the new base, keyed by the new layout.
-            return {**(layout or {}), **clustered_writes_after({}, [], paths)}
+            # A full re-clustering: its files, with the clustered files of partitions it
+            # left alone, are the new base, keyed by the new layout.
+            return {**(layout or {}), **clustered_writes_after(planned.properties, kept, paths)}
 
         settings = {**written_as.recorded_write_settings(planned.properties),
                     **({"spark.sql.files.maxRecordsPerFile": str(file_rows)}

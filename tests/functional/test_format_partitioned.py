@@ -1,0 +1,107 @@
+"""A partitioned clustered incremental Delta model: a re-clustering rewrites the partitions
+its run wrote in, never the others, whether the rows came by an append or by a merge."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from tests.functional.format_project import PREFIX, SCHEMA, FormatProject, new_project
+
+
+def _partitioned_project(root: Path, session_dir: Path) -> FormatProject:
+    project = new_project(root, session_dir, "table_format: delta")
+    # Rows below 600 spread over p = 0, 1, 2; later ones all land in p = 0.
+    project.write("models/parts.sql", f"""
+        {{{{ config(materialized='incremental', file_format='delta',
+                    hilbert_by=['a', 's'], partition_by=['p'], file_count=6,
+                    unique_key='id', incremental_strategy=var('strategy', 'append')) }}}}
+        select id, cast(id % 50 as int) as a,
+               concat('{PREFIX}', lpad(cast((id * 7) % 40 as string), 3, '0')) as s,
+               cast({{{{ var('v', 0) }}}} as int) as v,
+               cast(case when id < 600 then id % 3 else 0 end as int) as p
+        from range({{{{ var('lo') }}}}, {{{{ var('hi') }}}}, {{{{ var('step', 1) }}}})
+    """)
+    return project
+
+
+def _files_by_partition(folder: Path) -> dict[str, set[str]]:
+    """The live files of the Delta table (read by delta-rs), by partition directory."""
+    from deltalake import DeltaTable
+
+    found: dict[str, set[str]] = defaultdict(set)
+    for path in DeltaTable(str(folder)).file_uris():
+        found[path.rsplit("/", 2)[-2]].add(path)
+    return dict(found)
+
+
+def _rows(folder: Path) -> tuple[int, int, int]:
+    """(rows, distinct ids, sum of v) of the Delta table's latest version, by delta-rs."""
+    from deltalake import DeltaTable
+
+    table = DeltaTable(str(folder)).to_pyarrow_table(columns=["id", "v"])
+    ids = table.column("id").to_pylist()
+    return len(ids), len(set(ids)), sum(table.column("v").to_pylist())
+
+
+@pytest.mark.usefixtures("jars")
+def test_a_partitioned_delta_model_reclusters_only_the_partitions_its_rows_touch(
+        tmp_path: Path) -> None:
+    """Built over three partitions; 200 rows appended into p=0 alone, as many as it holds:
+    p=0 re-clustered in full, the files of p=1 and p=2 kept as they were. Then every row
+    of p=1 updated by a merge: the policy judges p=1 alone (its files all rewritten by the
+    merge, none clustered) and re-clusters it; p=0 and p=2 untouched. Then merges into
+    p=2 killed (SIGKILL): amid the MERGE's write (nothing committed), and once it is
+    committed, before the policy judges it (its files left pending); the next merge, of
+    ten rows, finds the killed one's files pending and re-clusters p=2. Rows exact after
+    every run, each once."""
+    session_dir = tmp_path / "session"
+    project = _partitioned_project(tmp_path / "project", session_dir)
+    folder = session_dir / "warehouse" / f"{SCHEMA}.db" / "parts"
+    built = project.dbt("run", "--vars", "{lo: 0, hi: 600}")
+    assert built.returncode == 0, built.stdout[-5000:]
+    files = _files_by_partition(folder)
+    assert sorted(files) == ["p=0", "p=1", "p=2"], files
+
+    appended = project.dbt("run", "--vars", "{lo: 600, hi: 800}")
+    log = " ".join(appended.stdout.split())
+    assert appended.returncode == 0, log[-5000:]
+    assert "zspark: parts: full (" in log, log[-3000:]
+    assert "replaced in one commit" in log, log[-3000:]
+    after_append = _files_by_partition(folder)
+    assert after_append["p=1"] == files["p=1"]
+    assert after_append["p=2"] == files["p=2"]
+    assert not after_append["p=0"] & files["p=0"]
+    assert _rows(folder) == (800, 800, 0)
+
+    merged = project.dbt("run", "--vars", "{lo: 1, hi: 600, step: 3, v: 1, strategy: merge}")
+    log = " ".join(merged.stdout.split())
+    assert merged.returncode == 0, log[-5000:]
+    assert "zspark: parts: after the merge: full (" in log, log[-3000:]
+    after_merge = _files_by_partition(folder)
+    assert after_merge["p=0"] == after_append["p=0"]
+    assert after_merge["p=2"] == after_append["p=2"]
+    assert not after_merge["p=1"] & after_append["p=1"]
+    assert _rows(folder) == (800, 800, 200)
+
+    into_p2 = ("run", "--vars", "{lo: 2, hi: 600, step: 3, v: 2, strategy: merge}")
+    project.killed_while_writing(folder, *into_p2)
+    assert _files_by_partition(folder) == after_merge
+    assert _rows(folder) == (800, 800, 200)
+    killed = project.dbt(*into_p2, stop_at="format:appended")
+    assert killed.returncode == -9, killed.stdout[-5000:]
+    after_kill = _files_by_partition(folder)
+    assert after_kill["p=0"] == after_merge["p=0"]
+    assert after_kill["p=1"] == after_merge["p=1"]
+    assert _rows(folder) == (800, 800, 600)
+    recovered = project.dbt("run", "--vars", "{lo: 2, hi: 30, step: 3, v: 3, strategy: merge}")
+    log = " ".join(recovered.stdout.split())
+    assert recovered.returncode == 0, log[-5000:]
+    assert "zspark: parts: after the merge: full (" in log, log[-3000:]
+    final = _files_by_partition(folder)
+    assert final["p=0"] == after_merge["p=0"]
+    assert final["p=1"] == after_merge["p=1"]
+    assert not final["p=2"] & after_kill["p=2"]
+    assert _rows(folder) == (800, 800, 610)
