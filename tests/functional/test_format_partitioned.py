@@ -17,7 +17,8 @@ def _partitioned_project(root: Path, session_dir: Path) -> FormatProject:
     project.write("models/parts.sql", f"""
         {{{{ config(materialized='incremental', file_format='delta',
                     hilbert_by=['a', 's'], partition_by=['p'], file_count=6,
-                    unique_key='id', incremental_strategy=var('strategy', 'append')) }}}}
+                    unique_key='id', incremental_strategy=var('strategy', 'append'),
+                    zspark_recluster=var('automatic', true)) }}}}
         select id, cast(id % 50 as int) as a,
                concat('{PREFIX}', lpad(cast((id * 7) % 40 as string), 3, '0')) as s,
                cast({{{{ var('v', 0) }}}} as int) as v,
@@ -105,3 +106,40 @@ def test_a_partitioned_delta_model_reclusters_only_the_partitions_its_rows_touch
     assert final["p=1"] == after_merge["p=1"]
     assert not final["p=2"] & after_kill["p=2"]
     assert _rows(folder) == (800, 800, 610)
+
+
+@pytest.mark.usefixtures("jars")
+def test_a_delta_model_reclusters_on_demand_in_commits_that_change_no_data(
+        tmp_path: Path) -> None:
+    """``zspark_recluster`` on a clustered Delta model whose automatic re-clustering is
+    off: rows appended stay a pending run of pieces; on demand they are merged into one
+    run (the clustered files kept), then, with ``full``, the whole table re-clustered:
+    each one OPTIMIZE commit, rows exact at every version; once clustered, nothing to do."""
+    from deltalake import DeltaTable
+
+    session_dir = tmp_path / "session"
+    project = _partitioned_project(tmp_path / "project", session_dir)
+    folder = session_dir / "warehouse" / f"{SCHEMA}.db" / "parts"
+    for lo, hi in ((0, 600), (600, 900)):
+        done = project.dbt("run", "--vars", f"{{lo: {lo}, hi: {hi}, automatic: false}}")
+        assert done.returncode == 0, done.stdout[-5000:]
+    assert "automatic re-clustering is off" in " ".join(done.stdout.split())
+    before = merged = _files_by_partition(folder)
+    relation = f"{{relation: {SCHEMA}.parts}}"
+    for args, action in ((relation, "merge"), (relation[:-1] + ", full: true}", "full"),
+                         (relation[:-1] + ", full: true}", "none")):
+        done = project.dbt("run-operation", "zspark_recluster", "--args", args)
+        log = " ".join(done.stdout.split())
+        assert done.returncode == 0, log[-5000:]
+        assert f"zspark: parts: {action} (" in log, log[-3000:]
+        if action == "merge":
+            merged = _files_by_partition(folder)
+            # Only p=0 received rows: the other partitions' clustered files are kept.
+            assert merged["p=1"] == before["p=1"]
+            assert merged["p=2"] == before["p=2"]
+            assert merged["p=0"] != before["p=0"]
+        assert _rows(folder) == (900, 900, 0)
+    after = _files_by_partition(folder)
+    assert all(not after[p] & merged[p] for p in after)
+    history = [entry["operation"] for entry in reversed(DeltaTable(str(folder)).history())]
+    assert history[-3:] == ["WRITE", "OPTIMIZE", "OPTIMIZE"], history

@@ -20,6 +20,7 @@ from typing import Any
 from dbt.adapters.base import available
 from dbt.adapters.base.meta import AdapterMeta
 from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.zspark.stop_points import stop_point
 
@@ -42,6 +43,7 @@ class FormatIncrementMethods(metaclass=AdapterMeta):
     _format_files: Callable[..., tuple[str, list[tuple[str, str]]]]
     _rewrite_select: Callable[..., str]
     _table_properties: Callable[[Any], dict[str, str]]
+    _stored_layout: Callable[..., Any]
     execute: Callable[..., Any]
     zspark_log_format_stats: Callable[..., None]
 
@@ -73,9 +75,8 @@ class FormatIncrementMethods(metaclass=AdapterMeta):
     def zspark_finish_format_increment(self, model: str, relation: Any) -> dict[str, Any]:
         """After the new rows' commit: the re-clustering the policy chose, in a commit of
         its own, then the layout line from the format's statistics."""
-        from dbt.adapters.zspark.formats import format_table
-        from dbt.adapters.zspark.layout_state import clustered_writes, clustered_writes_after
-        from dbt.adapters.zspark.recluster import FULL, plan_increment
+        from dbt.adapters.zspark.layout_state import clustered_writes
+        from dbt.adapters.zspark.recluster import plan_increment
         from dbt.adapters.zspark.rewrite import file_partition, in_partitions, table_runs
 
         key = str(relation).lower()
@@ -105,22 +106,66 @@ class FormatIncrementMethods(metaclass=AdapterMeta):
         if not decision.rewrites:
             self.zspark_log_format_stats(model, relation, planned.file_format, just_built=False)
             return {"action": decision.action, "rewritten_rows": 0}
-        written_as = format_table(planned.file_format)
-        assert written_as is not None
         # The files the policy chose (a full one: those of the partitions it judged,
         # every file of an unpartitioned table) and the run just committed.
         new_run = [path for path, _, _ in files if path not in before]
         rewritten = tuple(dict.fromkeys([*decision.rewritten_paths, *new_run]))
+        return self._replace_format_files(
+            spark, model, relation, planned, replace(decision, rewritten_paths=rewritten),
+            files, later="the next run")
+
+    def _recluster_format_table(self, model: str, relation: Any, file_format: str,
+                                properties: dict[str, str], full: bool) -> dict[str, Any]:
+        """``zspark_recluster`` on a Delta or Iceberg table: the pending runs merged (or,
+        ``full``, the whole table re-clustered) in one commit that changes no data."""
+        from dbt.adapters.zspark.incremental import _FormatPlan
+        from dbt.adapters.zspark.layout_state import clustered_writes
+        from dbt.adapters.zspark.planning import ClusteringConfigError, plan_clustering
+        from dbt.adapters.zspark.recluster import plan_on_demand
+        from dbt.adapters.zspark.rewrite import table_runs
+
+        spark = self._spark(model, "re-clustering")
+        stored = self._stored_layout(model, relation, properties)
+        files = self._format_file_list(spark, relation, file_format, properties)
+        decision = plan_on_demand(table_runs(files, clustered_writes(properties)),
+                                  stored.rows_per_file, full)
+        logger.info(f"zspark: {model}: {decision.action} ({decision.reason})")
+        if not decision.rewrites:
+            return {"action": decision.action, "rewritten_rows": 0}
+        schema = self._schema(spark, f"select * from {relation}")
+        try:
+            plan = plan_clustering(model, stored.as_config(), schema, "table")
+        except ClusteringConfigError as error:
+            raise DbtRuntimeError(str(error)) from error
+        assert plan is not None
+        planned = _FormatPlan(decision, plan, stored, file_format, properties)
+        return self._replace_format_files(spark, model, relation, planned, decision, files,
+                                          later="a later zspark_recluster")
+
+    def _replace_format_files(self, spark: Any, model: str, relation: Any, planned: Any,
+                              decision: Any, files: list[tuple[str, int, int]],
+                              later: str) -> dict[str, Any]:
+        """The files ``decision`` rewrites, keyed with the table's layout (a full one: with a
+        new one) and sorted anew, replaced in one commit of the format that changes no
+        data; a full one sets the new layout and base in the same commit. Another
+        writer's conflicting commit defers it to ``later``: nothing of it is committed."""
+        from dbt.adapters.zspark.formats import format_table
+        from dbt.adapters.zspark.layout_state import clustered_writes, clustered_writes_after
+        from dbt.adapters.zspark.recluster import FULL
+        from dbt.adapters.zspark.rewrite import table_runs
+
+        written_as = format_table(planned.file_format)
+        assert written_as is not None
+        rewritten = tuple(decision.rewritten_paths)
         live = {path: rows for path, rows, _ in files}
         kept = [path for path in live if path not in set(rewritten)]
-        rewrite = replace(decision, rewritten_paths=rewritten,
-                          rewritten_rows=sum(live.get(p, 0) for p in rewritten))
+        rewrite = replace(decision, rewritten_rows=sum(live.get(p, 0) for p in rewritten))
         runs = table_runs(files, clustered_writes(planned.properties))
         schema = self._schema(spark, f"select * from {relation}")
         select_sql = self._rewrite_select(spark, relation, planned.plan, planned.stored,
                                           rewrite, "", None, runs, schema,
                                           planned.file_format)
-        layout = self._rewrites.pop(key).layout
+        layout = self._rewrites.pop(str(relation).lower()).layout
         file_rows = self._file_rows.pop(model, None)
 
         def new_base(paths: list[str]) -> dict[str, str]:
@@ -139,10 +184,9 @@ class FormatIncrementMethods(metaclass=AdapterMeta):
         except Exception as error:
             if not any(mark in str(error) for mark in CONFLICTS):
                 raise
-            # The new rows are committed; only their re-clustering waits for a later run.
             logger.warning(f"zspark: {model}: {decision.action} re-clustering deferred to "
-                           f"the next run: another writer committed to {relation} "
-                           f"meanwhile and nothing of it was committed "
+                           f"{later}: another writer committed to {relation} meanwhile and "
+                           f"nothing of it was committed "
                            f"({str(error).splitlines()[0][:300]})")
             self.zspark_log_format_stats(model, relation, planned.file_format, just_built=False)
             return {"action": "deferred", "rewritten_rows": 0}

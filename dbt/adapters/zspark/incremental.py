@@ -71,6 +71,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
     _write_settings: dict[str, dict[str, str]]
     zspark_log_format_stats: Callable[..., None]
     _format_file_list: Callable[..., list[tuple[str, int, int]]]
+    _recluster_format_table: Callable[..., dict[str, Any]]
     _clustered_inserts: dict[str, bool]
     _files_before: dict[str, set[str]]
     config: Any
@@ -352,12 +353,10 @@ class IncrementalMethods(metaclass=AdapterMeta):
         from dbt.adapters.zspark.rewrite import table_runs
 
         model = relation.identifier
-        file_format, _ = self._format_of(relation)
+        file_format, properties = self._format_of(relation)
         if file_format is not None:
-            raise DbtRuntimeError(
-                f"zspark_recluster: {relation} is a {file_format} table: its re-clustering "
-                f"runs with its incremental runs (the policy); on demand, only Parquet "
-                f"tables for now")
+            return self._recluster_format_table(model, relation, file_format, properties,
+                                                bool(full))
         spark = self._spark_if_session(model, "re-clustering")
         stored = self._stored_layout(model, relation)
         files = self._indexed_files(spark, relation)
