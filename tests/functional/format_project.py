@@ -135,3 +135,17 @@ def format_scan(file_format: str, session_dir: Path, queries: list[str]) -> list
     assert done.returncode == 0, done.stderr[-3000:]
     found: list[Any] = json.loads(done.stdout.split("FORMAT_SCAN ", 1)[1])
     return found
+
+
+def increments_project(root: Path, session_dir: Path, file_format: str) -> FormatProject:
+    project = new_project(root, session_dir, f"table_format: {file_format}")
+    project.write("models/grows.sql", f"""
+        {{{{ config(materialized='incremental', file_format='{file_format}',
+                    hilbert_by=['a', 's'], file_count=4, unique_key='id',
+                    incremental_strategy=var('strategy', 'append')) }}}}
+        select id, cast(id % 50 as int) as a,
+               concat('{PREFIX}', lpad(cast((id * 7) % 40 as string), 3, '0')) as s,
+               cast({{{{ var('v', 0) }}}} as int) as v
+        from range({{{{ var('lo') }}}}, {{{{ var('hi') }}}})
+    """)
+    return project

@@ -67,11 +67,12 @@ def _project(root: Path, session_dir: Path, profile: str, file_format: str) -> F
                     incremental_strategy='merge', unique_key='id') }}}}
         select id, {{{{ var('v') }}}} as v from range({{{{ var('lo') }}}}, {{{{ var('hi') }}}})
     """)
-    project.write("models/f_clustered_increments.sql", f"""
+    project.write("models/f_overwrites.sql", f"""
         {{{{ config(materialized='incremental', file_format='{file_format}',
-                    incremental_strategy='insert_overwrite',
-                    hilbert_by=['id', 'b'], file_count=4) }}}}
-        select id, id % 7 as b from range(100)
+                    incremental_strategy='insert_overwrite', partition_by=['b'],
+                    hilbert_by=['id'], file_count=4) }}}}
+        select id, id % 7 as b, {{{{ var('v') }}}} as v from range(35)
+        where id % 7 between {{{{ var('from_b', 0) }}}} and {{{{ var('to_b', 6) }}}}
     """)
     for name, clustering in CLUSTERED.items():
         project.write(f"models/{name}.sql", f"""
@@ -104,32 +105,30 @@ def _project(root: Path, session_dir: Path, profile: str, file_format: str) -> F
 def _builds_rebuilds_and_merges(project: FormatProject, file_format: str) -> None:
     """Two runs: the tables rebuilt with other rows, the merge updating and adding, the
     clustered tables built through the format's own writer and tested for skip coverage
-    on its statistics; a clustered incremental model overwriting partitions (not yet
-    clustered on these formats) refused by name in the first, nothing of it written.
+    on its statistics; a clustered incremental model overwriting partitions: built, then
+    two of its seven partitions replaced in one commit, their files its clustered base.
     Then a Spark of its own reads the tables: rows, and the files a plain `where` opens on
     a point query of each clustering column."""
     first = project.dbt("build", "--vars", "{n: 100, lo: 0, hi: 50, v: 0, rows: 4000}")
     statuses = project.statuses()
-    for name in ("f_table", "f_merge", "c_points", "c_wide", *CLUSTERED):
+    for name in ("f_table", "f_merge", "f_overwrites", "c_points", "c_wide", *CLUSTERED):
         assert statuses[name][0] == "success", first.stdout[-5000:]
     assert [s for n, s in statuses.items() if n.startswith("skip_coverage")] == \
         [("pass", "")], first.stdout[-5000:]
-    assert statuses["f_clustered_increments"][0] == "error"
-    refused = (f"config 'incremental_strategy' is 'insert_overwrite' on a clustered "
-               f"{file_format} incremental model. Allowed: 'append' or 'merge'.")
-    assert f"Model 'f_clustered_increments': {refused}" in statuses["f_clustered_increments"][1]
     log = " ".join(first.stdout.split())
     assert f"c_hilbert: 16 files, 4000 rows, 4 columns indexed in its {file_format} " \
         "statistics; layout:" in log, first.stdout[-5000:]
     assert "zspark_layout_report zspark_formats.c_balanced: files' boxes over a and s" in log
     assert (project.root / "target" / "zspark_layout_c_balanced.png").stat().st_size > 0
-    second = project.dbt("run", "--exclude", "f_clustered_increments", "--vars",
-                         "{n: 60, lo: 25, hi: 75, v: 1, rows: 3000}")
+    second = project.dbt("run", "--vars",
+                         "{n: 60, lo: 25, hi: 75, v: 1, rows: 3000, from_b: 1, to_b: 2}")
     assert second.returncode == 0, second.stdout[-5000:]
+    log = " ".join(second.stdout.split())
+    assert "files of whole partitions recorded as their clustered base" in log, log[-3000:]
 
     queries = [f"select count(*), sum(id) from {SCHEMA}.f_table",
                f"select count(*), sum(v), sum(id) from {SCHEMA}.f_merge",
-               f"show tables in {SCHEMA} like 'f_clustered*'",
+               f"select count(*), sum(v), count(distinct b) from {SCHEMA}.f_overwrites",
                f"select n from {SCHEMA}.c_points",
                f"select * from {SCHEMA}.c_wide", f"select * from {SCHEMA}.c_wide where w_last = 7",
                f"{BOUNDS}{SCHEMA}.c_wide", f"{BOUNDS}{SCHEMA}.c_zorder"]
@@ -139,7 +138,8 @@ def _builds_rebuilds_and_merges(project: FormatProject, file_format: str) -> Non
     found = format_scan(file_format, project.session_dir, queries)
     assert found[0][2] == ["60", "1770"]
     assert found[1][2] == ["75", "50", str(sum(range(75)))]
-    assert found[2][0] == 0
+    # Partitions 1 and 2 replaced (their 10 rows with v = 1), the other five kept.
+    assert found[2][2] == ["35", "10", "7"]
     assert found[3][2] == ["75"]
     # The 40th column's statistics are kept: a point on it opens one file of eight.
     assert found[4][0] == 3000

@@ -1,7 +1,7 @@
 """Clustered incremental Delta Lake and Iceberg models, each dbt command in a process of its
 own: appends and merges committed as runs, re-clusterings as commits that change no
-data, runs killed (SIGKILL) between and amid commits recovered by the next, and another
-engine appending during a re-clustering kept; every version holds exactly its rows."""
+data, runs killed (SIGKILL) between and amid commits recovered by the next; every version
+holds exactly its rows."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.functional.format_commits import committed_rows
-from tests.functional.format_project import PREFIX, SCHEMA, FormatProject, format_scan, new_project
+from tests.functional.format_project import PREFIX, SCHEMA, format_scan, increments_project
 from tests.functional.format_scan import SNAPSHOTS
 
 #: Runs of the clustered incremental model (rows lo..hi each) and what the policy does:
@@ -50,20 +50,6 @@ ICEBERG_OPERATIONS = {"build": "build", "append": "write", "replace": "rewrite",
                       "overwrite": "merge"}
 
 
-def _increments_project(root: Path, session_dir: Path, file_format: str) -> FormatProject:
-    project = new_project(root, session_dir, f"table_format: {file_format}")
-    project.write("models/grows.sql", f"""
-        {{{{ config(materialized='incremental', file_format='{file_format}',
-                    hilbert_by=['a', 's'], file_count=4, unique_key='id',
-                    incremental_strategy=var('strategy', 'append')) }}}}
-        select id, cast(id % 50 as int) as a,
-               concat('{PREFIX}', lpad(cast((id * 7) % 40 as string), 3, '0')) as s,
-               cast({{{{ var('v', 0) }}}} as int) as v
-        from range({{{{ var('lo') }}}}, {{{{ var('hi') }}}})
-    """)
-    return project
-
-
 @pytest.mark.usefixtures("jars")
 @pytest.mark.parametrize("file_format", ["delta", "iceberg"])
 def test_a_clustered_incremental_model_appends_merges_and_reclusters_in_commits(
@@ -76,7 +62,7 @@ def test_a_clustered_incremental_model_appends_merges_and_reclusters_in_commits(
     delta-rs, or by Spark to each Iceberg snapshot); in the end a plain `where` on either
     clustering column skips by the format's statistics."""
     session_dir = tmp_path / "session"
-    project = _increments_project(tmp_path / "project", session_dir, file_format)
+    project = increments_project(tmp_path / "project", session_dir, file_format)
     for lo, hi, action in INCREMENT_RUNS:
         done = project.dbt("run", "--vars", f"{{lo: {lo}, hi: {hi}}}")
         assert done.returncode == 0, done.stdout[-5000:]
@@ -136,56 +122,3 @@ def test_a_clustered_incremental_model_appends_merges_and_reclusters_in_commits(
         commits.append((DELTA_OPERATIONS.get(entry["operation"], entry["operation"]),
                         len(ids)))
     assert commits == INCREMENT_COMMITS
-
-
-@pytest.mark.usefixtures("jars")
-def test_another_engine_appending_during_a_delta_re_clustering_is_kept_or_defers_it(
-        tmp_path: Path) -> None:
-    """A clustered incremental Delta model whose re-clustering is held after writing its
-    files, before its commit, while another engine (delta-rs) appends rows to the table:
-    a merge commits and keeps them; a full re-clustering, which sets the table's
-    properties, conflicts, commits nothing and says it is deferred (the run's own rows
-    are committed); the next run re-clusters everything. Every version exact."""
-    import pyarrow as pa
-    from deltalake import DeltaTable, write_deltalake
-
-    session_dir = tmp_path / "session"
-    project = _increments_project(tmp_path / "project", session_dir, "delta")
-    folder = session_dir / "warehouse" / f"{SCHEMA}.db" / "grows"
-    for lo, hi, _ in INCREMENT_RUNS[:2]:
-        assert project.dbt("run", "--vars", f"{{lo: {lo}, hi: {hi}}}").returncode == 0
-    outside = 0
-    for (lo, hi), action in (((460, 520), "merge"), ((520, 800), "full")):
-        run = project.paused("format:rewritten", tmp_path / f"gate_{action}", "run",
-                             "--vars", f"{{lo: {lo}, hi: {hi}}}")
-        try:
-            ids = list(range(10_000 + outside, 10_005 + outside))
-            write_deltalake(str(folder), pa.table({
-                "id": pa.array(ids, pa.int64()), "a": pa.array([7] * 5, pa.int32()),
-                "s": pa.array([f"{PREFIX}007"] * 5, pa.string()),
-                "v": pa.array([0] * 5, pa.int32())}), mode="append")
-            outside += 5
-        finally:
-            (tmp_path / f"gate_{action}" / "resume").touch()
-            output, _ = run.communicate(timeout=600)
-        assert run.returncode == 0, output[-5000:]
-        log = " ".join(output.split())
-        if action == "merge":
-            assert "zspark: grows: merge: " in log, log
-            assert "replaced in one commit" in log, log
-        else:
-            assert "zspark: grows: full re-clustering deferred to the next run" in log, log
-    done = project.dbt("run", "--vars", "{lo: 800, hi: 810}")
-    assert "zspark: grows: full: " in " ".join(done.stdout.split()), done.stdout[-5000:]
-    delta = DeltaTable(str(folder))
-    operations, rows = [], []
-    for version, entry in enumerate(reversed(delta.history())):
-        delta.load_as_version(version)
-        ids = delta.to_pyarrow_table(columns=["id"]).column("id").to_pylist()
-        assert len(ids) == len(set(ids)), version
-        operations.append(entry["operation"])
-        rows.append(len(ids))
-    # The outside appends land between each run's rows and its re-clustering.
-    assert operations[2:] == ["WRITE", "WRITE", "WRITE", "OPTIMIZE", "WRITE", "WRITE",
-                              "WRITE", "OPTIMIZE"], operations
-    assert rows[2:] == [460, 520, 525, 525, 805, 810, 820, 820], rows

@@ -13,7 +13,7 @@ from tests.functional.format_project import PREFIX, SCHEMA, FormatProject, new_p
 
 def _partitioned_project(root: Path, session_dir: Path) -> FormatProject:
     project = new_project(root, session_dir, "table_format: delta")
-    # Rows below 600 spread over p = 0, 1, 2; later ones all land in p = 0.
+    # Rows below 600 spread over p = 0, 1, 2; later ones land in p = 0, from 2000 in p = 3.
     project.write("models/parts.sql", f"""
         {{{{ config(materialized='incremental', file_format='delta',
                     hilbert_by=['a', 's'], partition_by=['p'], file_count=6,
@@ -22,7 +22,7 @@ def _partitioned_project(root: Path, session_dir: Path) -> FormatProject:
         select id, cast(id % 50 as int) as a,
                concat('{PREFIX}', lpad(cast((id * 7) % 40 as string), 3, '0')) as s,
                cast({{{{ var('v', 0) }}}} as int) as v,
-               cast(case when id < 600 then id % 3 else 0 end as int) as p
+               cast(case when id >= 2000 then 3 when id < 600 then id % 3 else 0 end as int) as p
         from range({{{{ var('lo') }}}}, {{{{ var('hi') }}}}, {{{{ var('step', 1) }}}})
     """)
     return project
@@ -51,13 +51,14 @@ def _rows(folder: Path) -> tuple[int, int, int]:
 def test_a_partitioned_delta_model_reclusters_only_the_partitions_its_rows_touch(
         tmp_path: Path) -> None:
     """Built over three partitions; 200 rows appended into p=0 alone, as many as it holds:
-    p=0 re-clustered in full, the files of p=1 and p=2 kept as they were. Then every row
-    of p=1 updated by a merge: the policy judges p=1 alone (its files all rewritten by the
-    merge, none clustered) and re-clusters it; p=0 and p=2 untouched. Then merges into
-    p=2 killed (SIGKILL): amid the MERGE's write (nothing committed), and once it is
-    committed, before the policy judges it (its files left pending); the next merge, of
-    ten rows, finds the killed one's files pending and re-clusters p=2. Rows exact after
-    every run, each once."""
+    p=0 re-clustered in full, the files of p=1 and p=2 kept as they were. Rows opening a
+    partition of their own (p=3) are its clustered base: ten more rows there are a run of
+    their own, no re-clustering. Then every row of p=1 updated by a merge: the policy
+    judges p=1 alone (its files all rewritten by the merge, none clustered) and
+    re-clusters it; p=0 and p=2 untouched. Then merges into p=2 killed (SIGKILL): amid the
+    MERGE's write (nothing committed), and once it is committed, before the policy judges
+    it (its files left pending); the next merge, of ten rows, finds the killed one's files
+    pending and re-clusters p=2. Rows exact after every run, each once."""
     session_dir = tmp_path / "session"
     project = _partitioned_project(tmp_path / "project", session_dir)
     folder = session_dir / "warehouse" / f"{SCHEMA}.db" / "parts"
@@ -77,6 +78,18 @@ def test_a_partitioned_delta_model_reclusters_only_the_partitions_its_rows_touch
     assert not after_append["p=0"] & files["p=0"]
     assert _rows(folder) == (800, 800, 0)
 
+    # Rows opening p=3 are its clustered base: ten more rows there are a run of their own.
+    opened = project.dbt("run", "--vars", "{lo: 2000, hi: 2100}")
+    log = " ".join(opened.stdout.split())
+    assert "no rows yet where the new rows land" in log, log[-3000:]
+    assert "files of whole partitions recorded as their clustered base" in log, log[-3000:]
+    base_of_p3 = _files_by_partition(folder)["p=3"]
+    added = project.dbt("run", "--vars", "{lo: 2100, hi: 2110}")
+    log = " ".join(added.stdout.split())
+    assert "zspark: parts: append (" in log, log[-3000:]
+    assert _files_by_partition(folder)["p=3"] > base_of_p3
+    assert _rows(folder) == (910, 910, 0)
+
     merged = project.dbt("run", "--vars", "{lo: 1, hi: 600, step: 3, v: 1, strategy: merge}")
     log = " ".join(merged.stdout.split())
     assert merged.returncode == 0, log[-5000:]
@@ -85,18 +98,18 @@ def test_a_partitioned_delta_model_reclusters_only_the_partitions_its_rows_touch
     assert after_merge["p=0"] == after_append["p=0"]
     assert after_merge["p=2"] == after_append["p=2"]
     assert not after_merge["p=1"] & after_append["p=1"]
-    assert _rows(folder) == (800, 800, 200)
+    assert _rows(folder) == (910, 910, 200)
 
     into_p2 = ("run", "--vars", "{lo: 2, hi: 600, step: 3, v: 2, strategy: merge}")
     project.killed_while_writing(folder, *into_p2)
     assert _files_by_partition(folder) == after_merge
-    assert _rows(folder) == (800, 800, 200)
+    assert _rows(folder) == (910, 910, 200)
     killed = project.dbt(*into_p2, stop_at="format:appended")
     assert killed.returncode == -9, killed.stdout[-5000:]
     after_kill = _files_by_partition(folder)
     assert after_kill["p=0"] == after_merge["p=0"]
     assert after_kill["p=1"] == after_merge["p=1"]
-    assert _rows(folder) == (800, 800, 600)
+    assert _rows(folder) == (910, 910, 600)
     recovered = project.dbt("run", "--vars", "{lo: 2, hi: 30, step: 3, v: 3, strategy: merge}")
     log = " ".join(recovered.stdout.split())
     assert recovered.returncode == 0, log[-5000:]
@@ -105,7 +118,7 @@ def test_a_partitioned_delta_model_reclusters_only_the_partitions_its_rows_touch
     assert final["p=0"] == after_merge["p=0"]
     assert final["p=1"] == after_merge["p=1"]
     assert not final["p=2"] & after_kill["p=2"]
-    assert _rows(folder) == (800, 800, 610)
+    assert _rows(folder) == (910, 910, 610)
 
 
 @pytest.mark.usefixtures("jars")
@@ -143,3 +156,44 @@ def test_a_delta_model_reclusters_on_demand_in_commits_that_change_no_data(
     assert all(not after[p] & merged[p] for p in after)
     history = [entry["operation"] for entry in reversed(DeltaTable(str(folder)).history())]
     assert history[-3:] == ["WRITE", "OPTIMIZE", "OPTIMIZE"], history
+
+
+@pytest.mark.usefixtures("jars")
+def test_a_clustered_delta_microbatch_model_replaces_each_batch_s_partition(
+        tmp_path: Path) -> None:
+    """``microbatch`` on a clustered Delta model partitioned by day: four daily batches,
+    the first building the table, each later one replacing its day's partition in one
+    commit; a day reprocessed replaces that partition alone: every row once, the other
+    days' files unchanged."""
+    from deltalake import DeltaTable
+
+    session_dir = tmp_path / "session"
+    project = new_project(tmp_path / "project", session_dir, "table_format: delta")
+    project.write("models/mb_events.sql", """
+        {{ config(materialized='table', event_time='ts') }}
+        select id, timestamp_seconds(1767225600 + id * 3600) as ts from range(96)
+    """)
+    project.write("models/mb.sql", """
+        {{ config(materialized='incremental', incremental_strategy='microbatch',
+                  event_time='ts', begin='2026-01-01', batch_size='day',
+                  file_format='delta', partition_by=['d'], hilbert_by=['a', 'id'],
+                  file_count=4) }}
+        select id, ts, to_date(ts) as d, cast(id % 5 as int) as a from {{ ref('mb_events') }}
+    """)
+    folder = session_dir / "warehouse" / f"{SCHEMA}.db" / "mb"
+    done = project.dbt("run", "--event-time-start", "2026-01-01", "--event-time-end",
+                       "2026-01-05")
+    assert done.returncode == 0, done.stdout[-5000:]
+    days = _files_by_partition(folder)
+    assert sorted(days) == [f"d=2026-01-0{day}" for day in range(1, 5)], days
+    again = project.dbt("run", "--select", "mb", "--event-time-start", "2026-01-02",
+                        "--event-time-end", "2026-01-03")
+    log = " ".join(again.stdout.split())
+    assert again.returncode == 0, log[-5000:]
+    assert "files of whole partitions recorded as their clustered base" in log, log[-3000:]
+    after = _files_by_partition(folder)
+    assert not after["d=2026-01-02"] & days["d=2026-01-02"]
+    assert {d: f for d, f in after.items() if d != "d=2026-01-02"} == \
+        {d: f for d, f in days.items() if d != "d=2026-01-02"}
+    ids = DeltaTable(str(folder)).to_pyarrow_table(columns=["id"]).column("id").to_pylist()
+    assert sorted(ids) == list(range(96))

@@ -3,8 +3,9 @@
 A mixin of :class:`~dbt.adapters.zspark.impl.ZSparkAdapter`. An incremental run of such a
 table is planned as a Parquet one (``zspark_increment``: the stored layout keys the new
 rows, the re-clustering policy of ``recluster.py`` decides), but written in commits of
-the format: the new rows first, as a run of pieces in one insert (a reader sees them or
-not); then, when the policy asks for it, the re-clustering as a second commit that
+the format: the new rows first, in one commit (a reader sees them or not): a run of
+pieces (append), the format's MERGE, or whole partitions replaced (insert_overwrite, then
+recorded as clustered); then, when the policy asks for it, the re-clustering as a second commit that
 replaces exactly the files it rewrote and changes no data (``FormatTable.replace_files``),
 a full one setting the new layout and base in the same commit. A run killed between the
 two has committed its rows; the next run's policy finds them pending and merges them.
@@ -85,11 +86,16 @@ class FormatIncrementMethods(metaclass=AdapterMeta):
         stop_point("format:appended")
         spark = self._spark(model, "re-clustering")
         decision = planned.decision
+        # Rows that opened partitions of their own (the policy's "no rows yet where the
+        # new rows land"), or replaced whole ones (insert_overwrite), were written as
+        # those partitions' clustered base.
+        opened = decision.clustered_write and not planned.plan_after
         # The live files, listed once (a Delta snapshot or Iceberg metadata read), when
-        # the policy judges them after a merge or a re-clustering rewrites some.
+        # the policy judges them after a merge, a re-clustering rewrites some, or a base
+        # is recorded.
         files = (self._format_file_list(spark, relation, planned.file_format,
                                         planned.properties)
-                 if planned.plan_after or decision.rewrites else [])
+                 if planned.plan_after or decision.rewrites or opened else [])
         if planned.plan_after:
             # A MERGE replaced the files it matched: the policy judges the live files,
             # the merge's own among the pending; on a partitioned table, those of the
@@ -104,6 +110,9 @@ class FormatIncrementMethods(metaclass=AdapterMeta):
             logger.info(f"zspark: {model}: after the merge: {decision.action} "
                         f"({decision.reason})")
         if not decision.rewrites:
+            if opened:
+                self._record_opened_partitions(model, relation, planned.properties, files,
+                                               before)
             self.zspark_log_format_stats(model, relation, planned.file_format, just_built=False)
             return {"action": decision.action, "rewritten_rows": 0}
         # The files the policy chose (a full one: those of the partitions it judged,
@@ -113,6 +122,30 @@ class FormatIncrementMethods(metaclass=AdapterMeta):
         return self._replace_format_files(
             spark, model, relation, planned, replace(decision, rewritten_paths=rewritten),
             files, later="the next run")
+
+    def _record_opened_partitions(self, model: str, relation: Any, properties: dict[str, str],
+                                  files: list[tuple[str, int, int]], before: set[str]) -> None:
+        """The run's files, which opened or replaced whole partitions, added to the
+        clustered base in a commit of its own (a property; replaced files leave it).
+        Should it not commit (killed, or another writer's conflicting commit), they stay
+        pending: the policy re-clusters them once more rows land there."""
+        from dbt.adapters.zspark.layout_state import clustered_writes_after
+        from dbt.adapters.zspark.rewrite import set_properties_sql
+
+        new_run = [path for path, _, _ in files if path not in before]
+        stop_point("format:opened")
+        try:
+            self.execute(set_properties_sql(str(relation), clustered_writes_after(
+                properties, [path for path, _, _ in files], new_run)))
+        except Exception as error:
+            if not any(mark in str(error) for mark in CONFLICTS):
+                raise
+            logger.warning(f"zspark: {model}: the {len(new_run)} files of whole partitions stay "
+                           f"pending: another writer committed to {relation} meanwhile "
+                           f"({str(error).splitlines()[0][:300]})")
+            return
+        logger.info(f"zspark: {model}: {len(new_run)} files of whole partitions recorded as "
+                    f"their clustered base")
 
     def _recluster_format_table(self, model: str, relation: Any, file_format: str,
                                 properties: dict[str, str], full: bool) -> dict[str, Any]:

@@ -27,7 +27,7 @@ logger = AdapterLogger("zspark")
 #: dbt-spark's strategies for Parquet tables: insert rows, or overwrite partitions / all.
 INCREMENTAL_STRATEGIES = ("append", "insert_overwrite")
 #: ... and for Delta and Iceberg tables: insert rows, or merge them on ``unique_key``.
-FORMAT_INCREMENTAL_STRATEGIES = ("append", "merge")
+FORMAT_INCREMENTAL_STRATEGIES = ("append", "merge", "insert_overwrite", "microbatch")
 #: Sample values a point query is probed with when the layout is judged.
 PROBES = 1000
 
@@ -105,7 +105,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
     def zspark_check_incremental(self, model: str, strategy: str,
                                  file_format: str = "parquet") -> None:
         """Clustered incremental models of Parquet append or insert_overwrite; of Delta
-        and Iceberg, append or merge (for now)."""
+        and Iceberg, append, merge, insert_overwrite or microbatch."""
         allowed = INCREMENTAL_STRATEGIES if file_format == "parquet" \
             else FORMAT_INCREMENTAL_STRATEGIES
         if strategy not in allowed:
@@ -113,7 +113,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
             raise DbtRuntimeError(
                 f"Model '{model}': config 'incremental_strategy' is '{strategy}' on a "
                 f"clustered{of} incremental model. Allowed: "
-                f"{' or '.join(repr(s) for s in allowed)}.")
+                f"{', '.join(repr(s) for s in allowed[:-1])} or {allowed[-1]!r}.")
 
     def _stored_layout(self, model: str, relation: Any,
                        properties: dict[str, str] | None = None) -> StoredLayout:
@@ -232,8 +232,10 @@ class IncrementalMethods(metaclass=AdapterMeta):
                                      "merged on unique_key; the policy decides once the "
                                      "merge is committed")
         elif strategy != "append":
+            # The partitions it replaces are written whole: they are clustered.
             decision = ReclusterPlan(APPEND, (), 0, table_sized,
-                                     f"{strategy} writes whole partitions in table-sized files")
+                                     f"{strategy} writes whole partitions in table-sized files",
+                                     clustered_write=True)
         elif files is None:
             decision = ReclusterPlan(APPEND, (), 0, table_sized,
                                      "no index lists the table's files: table-sized files, "
@@ -251,7 +253,9 @@ class IncrementalMethods(metaclass=AdapterMeta):
             self._format_plans[str(relation).lower()] = _FormatPlan(
                 decision, plan, stored, file_format, properties,
                 plan_after=strategy == "merge", automatic=automatic)
-            decision = new_run(sampled.rows, stored.rows_per_file, "the new rows' own run")
+            if strategy in ("append", "merge"):
+                # insert_overwrite keeps its table-sized files.
+                decision = new_run(sampled.rows, stored.rows_per_file, "the new rows' own run")
             # The new rows' statistics cut as the build's (zspark_execute_write).
             written_as = format_table(file_format)
             assert written_as is not None
