@@ -27,7 +27,7 @@ logger = AdapterLogger("zspark")
 #: dbt-spark's strategies for Parquet tables: insert rows, or overwrite partitions / all.
 INCREMENTAL_STRATEGIES = ("append", "insert_overwrite")
 #: ... and for Delta and Iceberg tables: insert rows, or merge them on ``unique_key``.
-FORMAT_INCREMENTAL_STRATEGIES = ("append", "merge", "insert_overwrite", "microbatch")
+FORMAT_INCREMENTAL_STRATEGIES = ("append", "merge", "insert_overwrite")
 #: Sample values a point query is probed with when the layout is judged.
 PROBES = 1000
 
@@ -105,7 +105,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
     def zspark_check_incremental(self, model: str, strategy: str,
                                  file_format: str = "parquet") -> None:
         """Clustered incremental models of Parquet append or insert_overwrite; of Delta
-        and Iceberg, append, merge, insert_overwrite or microbatch."""
+        and Iceberg, append, merge or insert_overwrite (microbatch: not yet)."""
         allowed = INCREMENTAL_STRATEGIES if file_format == "parquet" \
             else FORMAT_INCREMENTAL_STRATEGIES
         if strategy not in allowed:

@@ -84,16 +84,10 @@
     first run and on --full-refresh (then its files are recorded as the clustered base);
     later runs commit the new rows, keyed with the stored layout, as a run of pieces
     (append), merged on `unique_key` (merge: the format's MERGE) or replacing the
-    partitions they fall in (insert_overwrite, and microbatch per batch: their files then
-    the partitions' clustered base), and the re-clustering the policy chooses as a commit of its own that changes
+    partitions they fall in (insert_overwrite: their files then the partitions' clustered
+    base), and the re-clustering the policy chooses as a commit of its own that changes
     no data. -#}
 {% macro zspark_format_incremental(file_format, strategy) %}
-  {%- if strategy == 'microbatch' and not config.get('partition_by') -%}
-    {%- do exceptions.raise_compiler_error(
-          "Model '" ~ model['name'] ~ "': config 'incremental_strategy' is 'microbatch', which "
-          ~ "replaces the partitions of each batch: set `partition_by` to a column of the "
-          ~ "batch's grain (as dbt-spark asks).") -%}
-  {%- endif -%}
   {%- set existing_relation = load_relation(this) -%}
   {%- if existing_relation is none or existing_relation.is_view or should_full_refresh() -%}
     {{ return(zspark_build_format_table(file_format, 'incremental')) }}
@@ -112,10 +106,9 @@
   {%- else -%}
     {%- if strategy == 'merge' -%}
       {%- do zspark_write_statement(get_merge_sql(existing_relation, '(' ~ step.sql ~ ')', config.get('unique_key'), none, config.get('incremental_predicates'))) -%}
-    {%- elif strategy in ('insert_overwrite', 'microbatch') -%}
-      {#- The partitions the new rows (a microbatch: the batch's) fall in replaced in one
-          commit (the whole table when it has none), as dbt-spark does it: through a view
-          of the keyed rows. -#}
+    {%- elif strategy == 'insert_overwrite' -%}
+      {#- The partitions the new rows fall in replaced in one commit (the whole table
+          when it has none), as dbt-spark does it: through a view of the keyed rows. -#}
       {%- set tmp_relation = this.incorporate(path={"identifier": this.identifier ~ '__dbt_tmp'}).include(database=false, schema=false) -%}
       {%- call statement('create_tmp_relation') -%}
         {{ create_table_as(True, tmp_relation, step.sql) }}
