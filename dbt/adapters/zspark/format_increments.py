@@ -22,7 +22,6 @@ from typing import Any
 from dbt.adapters.base import available
 from dbt.adapters.base.meta import AdapterMeta
 from dbt.adapters.events.logging import AdapterLogger
-from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.zspark.stop_points import stop_point
 
@@ -152,9 +151,8 @@ class FormatIncrementMethods(metaclass=AdapterMeta):
                                 properties: dict[str, str], full: bool) -> dict[str, Any]:
         """``zspark_recluster`` on a Delta or Iceberg table: the pending runs merged (or,
         ``full``, the whole table re-clustered) in one commit that changes no data."""
-        from dbt.adapters.zspark.incremental import _FormatPlan
+        from dbt.adapters.zspark.incremental import _FormatPlan, stored_table_plan
         from dbt.adapters.zspark.layout_state import clustered_writes
-        from dbt.adapters.zspark.planning import ClusteringConfigError, plan_clustering
         from dbt.adapters.zspark.recluster import plan_on_demand
         from dbt.adapters.zspark.rewrite import table_runs
 
@@ -166,12 +164,7 @@ class FormatIncrementMethods(metaclass=AdapterMeta):
         logger.info(f"zspark: {model}: {decision.action} ({decision.reason})")
         if not decision.rewrites:
             return {"action": decision.action, "rewritten_rows": 0}
-        schema = self._schema(spark, f"select * from {relation}")
-        try:
-            plan = plan_clustering(model, stored.as_config(), schema, "table")
-        except ClusteringConfigError as error:
-            raise DbtRuntimeError(str(error)) from error
-        assert plan is not None
+        plan = stored_table_plan(model, stored, self._schema(spark, f"select * from {relation}"))
         planned = _FormatPlan(decision, plan, stored, file_format, properties)
         return self._replace_format_files(spark, model, relation, planned, decision, files,
                                           later="a later zspark_recluster")

@@ -59,6 +59,18 @@ class _FormatPlan:
     automatic: bool = True
 
 
+def stored_table_plan(model: str, stored: StoredLayout,
+                      schema: dict[str, str]) -> ClusteringPlan:
+    """The clustering plan of a table's stored layout (a re-clustering on demand keys the
+    whole table as its build did)."""
+    try:
+        plan = plan_clustering(model, stored.as_config(), schema, "table")
+    except ClusteringConfigError as error:
+        raise DbtRuntimeError(str(error)) from error
+    assert plan is not None
+    return plan
+
+
 class IncrementalMethods(metaclass=AdapterMeta):
     """@available methods of clustered incremental runs, re-clustering and the layout
     report; the state and helpers they use are the adapter's."""
@@ -374,11 +386,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
         if not decision.rewrites:
             return {"action": decision.action, "rewritten_rows": 0}
         schema = self._schema(spark, f"select * from {relation}")
-        try:
-            plan = plan_clustering(model, stored.as_config(), schema, "table")
-        except ClusteringConfigError as error:
-            raise DbtRuntimeError(str(error)) from error
-        assert plan is not None
+        plan = stored_table_plan(model, stored, schema)
         select_sql = self._rewrite_select(spark, relation, plan, stored, decision, "", None,
                                           runs, schema)
         staging = self.zspark_begin_rewrite(model, relation)
