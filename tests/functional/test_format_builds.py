@@ -74,6 +74,18 @@ def _project(root: Path, session_dir: Path, profile: str, file_format: str) -> F
         select id, id % 7 as b, {{{{ var('v') }}}} as v from range(35)
         where id % 7 between {{{{ var('from_b', 0) }}}} and {{{{ var('to_b', 6) }}}}
     """)
+    # Four days of hourly events, and a microbatch model of them, a batch per day.
+    project.write("models/f_events.sql", f"""
+        {{{{ config(materialized='table', file_format='{file_format}', event_time='ts') }}}}
+        select id, timestamp_seconds(1767225600 + id * 3600) as ts from range(96)
+    """)
+    project.write("models/f_batches.sql", f"""
+        {{{{ config(materialized='incremental', file_format='{file_format}',
+                    incremental_strategy='microbatch', event_time='ts', batch_size='day',
+                    begin='2026-01-01', partition_by=['day'], hilbert_by=['id'],
+                    file_count=2) }}}}
+        select id, ts, to_date(ts) as day, {{{{ var('v') }}}} as v from {{{{ ref('f_events') }}}}
+    """)
     for name, clustering in CLUSTERED.items():
         project.write(f"models/{name}.sql", f"""
             {{{{ config(materialized='table', file_format='{file_format}', {clustering}) }}}}
@@ -106,12 +118,16 @@ def _builds_rebuilds_and_merges(project: FormatProject, file_format: str) -> Non
     """Two runs: the tables rebuilt with other rows, the merge updating and adding, the
     clustered tables built through the format's own writer and tested for skip coverage
     on its statistics; a clustered incremental model overwriting partitions: built, then
-    two of its seven partitions replaced in one commit, their files its clustered base.
-    Then a Spark of its own reads the tables: rows, and the files a plain `where` opens on
-    a point query of each clustering column."""
-    first = project.dbt("build", "--vars", "{n: 100, lo: 0, hi: 50, v: 0, rows: 4000}")
+    two of its seven partitions replaced in one commit, their files its clustered base; a
+    clustered microbatch model: four daily batches (the first builds the table, each next
+    one replaces its day), then one day processed again. Then a Spark of its own reads
+    the tables: rows, and the files a plain `where` opens on a point query of each
+    clustering column."""
+    first = project.dbt("build", "--vars", "{n: 100, lo: 0, hi: 50, v: 0, rows: 4000}",
+                        "--event-time-start", "2026-01-01", "--event-time-end", "2026-01-05")
     statuses = project.statuses()
-    for name in ("f_table", "f_merge", "f_overwrites", "c_points", "c_wide", *CLUSTERED):
+    for name in ("f_table", "f_merge", "f_overwrites", "f_events", "f_batches", "c_points",
+                 "c_wide", *CLUSTERED):
         assert statuses[name][0] == "success", first.stdout[-5000:]
     assert [s for n, s in statuses.items() if n.startswith("skip_coverage")] == \
         [("pass", "")], first.stdout[-5000:]
@@ -120,8 +136,10 @@ def _builds_rebuilds_and_merges(project: FormatProject, file_format: str) -> Non
         "statistics; layout:" in log, first.stdout[-5000:]
     assert "zspark_layout_report zspark_formats.c_balanced: files' boxes over a and s" in log
     assert (project.root / "target" / "zspark_layout_c_balanced.png").stat().st_size > 0
+    assert "Batch 4 of 4" in log, log[-3000:]
     second = project.dbt("run", "--vars",
-                         "{n: 60, lo: 25, hi: 75, v: 1, rows: 3000, from_b: 1, to_b: 2}")
+                         "{n: 60, lo: 25, hi: 75, v: 1, rows: 3000, from_b: 1, to_b: 2}",
+                         "--event-time-start", "2026-01-02", "--event-time-end", "2026-01-03")
     assert second.returncode == 0, second.stdout[-5000:]
     log = " ".join(second.stdout.split())
     assert "files of whole partitions recorded as their clustered base" in log, log[-3000:]
@@ -129,6 +147,8 @@ def _builds_rebuilds_and_merges(project: FormatProject, file_format: str) -> Non
     queries = [f"select count(*), sum(id) from {SCHEMA}.f_table",
                f"select count(*), sum(v), sum(id) from {SCHEMA}.f_merge",
                f"select count(*), sum(v), count(distinct b) from {SCHEMA}.f_overwrites",
+               f"select count(*), count(distinct id), min(id), max(id), sum(v), "
+               f"min(if(v = 1, day, null)), count(distinct day) from {SCHEMA}.f_batches",
                f"select n from {SCHEMA}.c_points",
                f"select * from {SCHEMA}.c_wide", f"select * from {SCHEMA}.c_wide where w_last = 7",
                f"{BOUNDS}{SCHEMA}.c_wide", f"{BOUNDS}{SCHEMA}.c_zorder"]
@@ -140,6 +160,8 @@ def _builds_rebuilds_and_merges(project: FormatProject, file_format: str) -> Non
     assert found[1][2] == ["75", "50", str(sum(range(75)))]
     # Partitions 1 and 2 replaced (their 10 rows with v = 1), the other five kept.
     assert found[2][2] == ["35", "10", "7"]
+    # Every hour once; the second day's 24 rows replaced by its batch run again.
+    assert found.pop(3)[2] == ["96", "96", "0", "95", "24", "2026-01-02", "4"]
     assert found[3][2] == ["75"]
     # The 40th column's statistics are kept: a point on it opens one file of eight.
     assert found[4][0] == 3000

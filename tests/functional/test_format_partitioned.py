@@ -52,13 +52,15 @@ def test_a_partitioned_delta_model_reclusters_only_the_partitions_its_rows_touch
         tmp_path: Path) -> None:
     """Built over three partitions; 200 rows appended into p=0 alone, as many as it holds:
     p=0 re-clustered in full, the files of p=1 and p=2 kept as they were. Rows opening a
-    partition of their own (p=3) are its clustered base: ten more rows there are a run of
-    their own, no re-clustering. Then every row of p=1 updated by a merge: the policy
-    judges p=1 alone (its files all rewritten by the merge, none clustered) and
-    re-clusters it; p=0 and p=2 untouched. Then merges into p=2 killed (SIGKILL): amid the
-    MERGE's write (nothing committed), and once it is committed, before the policy judges
-    it (its files left pending); the next merge, of ten rows, finds the killed one's files
-    pending and re-clusters p=2. Rows exact after every run, each once."""
+    partition of their own (p=3) are its clustered base, in a commit of their own: a run
+    killed (SIGKILL) before it leaves them pending, and the next rows there re-cluster
+    p=3 alone; ten more rows there are then a run of their own. Then every row of p=1
+    updated by a merge: the policy judges p=1 alone (its files all rewritten by the
+    merge, none clustered) and re-clusters it; p=0 and p=2 untouched. Then merges into
+    p=2 killed (SIGKILL): amid the MERGE's write (nothing committed), and once it is
+    committed, before the policy judges it (its files left pending); the next merge, of
+    ten rows, finds the killed one's files pending and re-clusters p=2. Rows exact after
+    every run, each once."""
     session_dir = tmp_path / "session"
     project = _partitioned_project(tmp_path / "project", session_dir)
     folder = session_dir / "warehouse" / f"{SCHEMA}.db" / "parts"
@@ -78,17 +80,26 @@ def test_a_partitioned_delta_model_reclusters_only_the_partitions_its_rows_touch
     assert not after_append["p=0"] & files["p=0"]
     assert _rows(folder) == (800, 800, 0)
 
-    # Rows opening p=3 are its clustered base: ten more rows there are a run of their own.
-    opened = project.dbt("run", "--vars", "{lo: 2000, hi: 2100}")
+    # Rows opening p=3 are its clustered base, recorded in a commit of its own. Killed
+    # just before that commit (SIGKILL), they are committed and stay pending: the next
+    # rows there re-cluster p=3 alone, which records it; ten more are a run of their own.
+    opened = project.dbt("run", "--vars", "{lo: 2000, hi: 2100}", stop_at="format:opened")
     log = " ".join(opened.stdout.split())
+    assert opened.returncode == -9, log[-5000:]
     assert "no rows yet where the new rows land" in log, log[-3000:]
-    assert "files of whole partitions recorded as their clustered base" in log, log[-3000:]
-    base_of_p3 = _files_by_partition(folder)["p=3"]
-    added = project.dbt("run", "--vars", "{lo: 2100, hi: 2110}")
+    assert _rows(folder) == (900, 900, 0)
+    unrecorded = _files_by_partition(folder)["p=3"]
+    recovered = project.dbt("run", "--vars", "{lo: 2100, hi: 2110}")
+    log = " ".join(recovered.stdout.split())
+    assert "zspark: parts: full (" in log, log[-3000:]
+    reclustered = _files_by_partition(folder)
+    assert {p: reclustered[p] for p in after_append} == after_append
+    assert not reclustered["p=3"] & unrecorded
+    added = project.dbt("run", "--vars", "{lo: 2110, hi: 2120}")
     log = " ".join(added.stdout.split())
     assert "zspark: parts: append (" in log, log[-3000:]
-    assert _files_by_partition(folder)["p=3"] > base_of_p3
-    assert _rows(folder) == (910, 910, 0)
+    assert _files_by_partition(folder)["p=3"] > reclustered["p=3"]
+    assert _rows(folder) == (920, 920, 0)
 
     merged = project.dbt("run", "--vars", "{lo: 1, hi: 600, step: 3, v: 1, strategy: merge}")
     log = " ".join(merged.stdout.split())
@@ -98,18 +109,18 @@ def test_a_partitioned_delta_model_reclusters_only_the_partitions_its_rows_touch
     assert after_merge["p=0"] == after_append["p=0"]
     assert after_merge["p=2"] == after_append["p=2"]
     assert not after_merge["p=1"] & after_append["p=1"]
-    assert _rows(folder) == (910, 910, 200)
+    assert _rows(folder) == (920, 920, 200)
 
     into_p2 = ("run", "--vars", "{lo: 2, hi: 600, step: 3, v: 2, strategy: merge}")
     project.killed_while_writing(folder, *into_p2)
     assert _files_by_partition(folder) == after_merge
-    assert _rows(folder) == (910, 910, 200)
+    assert _rows(folder) == (920, 920, 200)
     killed = project.dbt(*into_p2, stop_at="format:appended")
     assert killed.returncode == -9, killed.stdout[-5000:]
     after_kill = _files_by_partition(folder)
     assert after_kill["p=0"] == after_merge["p=0"]
     assert after_kill["p=1"] == after_merge["p=1"]
-    assert _rows(folder) == (910, 910, 600)
+    assert _rows(folder) == (920, 920, 600)
     recovered = project.dbt("run", "--vars", "{lo: 2, hi: 30, step: 3, v: 3, strategy: merge}")
     log = " ".join(recovered.stdout.split())
     assert recovered.returncode == 0, log[-5000:]
@@ -118,7 +129,7 @@ def test_a_partitioned_delta_model_reclusters_only_the_partitions_its_rows_touch
     assert final["p=0"] == after_merge["p=0"]
     assert final["p=1"] == after_merge["p=1"]
     assert not final["p=2"] & after_kill["p=2"]
-    assert _rows(folder) == (910, 910, 610)
+    assert _rows(folder) == (920, 920, 610)
 
 
 @pytest.mark.usefixtures("jars")
@@ -127,7 +138,8 @@ def test_a_delta_model_reclusters_on_demand_in_commits_that_change_no_data(
     """``zspark_recluster`` on a clustered Delta model whose automatic re-clustering is
     off: rows appended stay a pending run of pieces; on demand they are merged into one
     run (the clustered files kept), then, with ``full``, the whole table re-clustered:
-    each one OPTIMIZE commit, rows exact at every version; once clustered, nothing to do."""
+    each one OPTIMIZE commit, rows exact at every version; once clustered, nothing to do.
+    A first try killed (SIGKILL) between its write and its commit changes nothing."""
     from deltalake import DeltaTable
 
     session_dir = tmp_path / "session"
@@ -139,6 +151,12 @@ def test_a_delta_model_reclusters_on_demand_in_commits_that_change_no_data(
     assert "automatic re-clustering is off" in " ".join(done.stdout.split())
     before = merged = _files_by_partition(folder)
     relation = f"{{relation: {SCHEMA}.parts}}"
+    # Killed (SIGKILL) with its files written, before its commit: nothing changed.
+    killed = project.dbt("run-operation", "zspark_recluster", "--args", relation,
+                         stop_at="format:rewritten")
+    assert killed.returncode == -9, killed.stdout[-5000:]
+    assert _files_by_partition(folder) == before
+    assert _rows(folder) == (900, 900, 0)
     for args, action in ((relation, "merge"), (relation[:-1] + ", full: true}", "full"),
                          (relation[:-1] + ", full: true}", "none")):
         done = project.dbt("run-operation", "zspark_recluster", "--args", args)

@@ -26,10 +26,35 @@ logger = AdapterLogger("zspark")
 
 #: dbt-spark's strategies for Parquet tables: insert rows, or overwrite partitions / all.
 INCREMENTAL_STRATEGIES = ("append", "insert_overwrite")
-#: ... and for Delta and Iceberg tables: insert rows, or merge them on ``unique_key``.
-FORMAT_INCREMENTAL_STRATEGIES = ("append", "merge", "insert_overwrite")
+#: ... and for Delta and Iceberg tables: insert rows, merge them on ``unique_key``, or
+#: overwrite partitions (a whole run, or each batch of a microbatch model).
+FORMAT_INCREMENTAL_STRATEGIES = ("append", "merge", "insert_overwrite", "microbatch")
+#: Strategies whose rows replace the partitions they fall in: written whole, clustered.
+OVERWRITING_STRATEGIES = ("insert_overwrite", "microbatch")
 #: Sample values a point query is probed with when the layout is judged.
 PROBES = 1000
+
+
+def check_incremental_strategy(model: str, strategy: str, file_format: str,
+                               partition_by: Any) -> None:
+    """Clustered incremental models of Parquet append or insert_overwrite; of Delta and
+    Iceberg, append, merge, insert_overwrite or microbatch (partitioned: each batch
+    replaces the partitions its rows fall in).
+    """
+    allowed = INCREMENTAL_STRATEGIES if file_format == "parquet" \
+        else FORMAT_INCREMENTAL_STRATEGIES
+    if strategy not in allowed:
+        of = "" if file_format == "parquet" else f" {file_format}"
+        raise DbtRuntimeError(
+            f"Model '{model}': config 'incremental_strategy' is '{strategy}' on a "
+            f"clustered{of} incremental model. Allowed: "
+            f"{', '.join(repr(s) for s in allowed[:-1])} or {allowed[-1]!r}.")
+    if strategy == "microbatch" and not partition_by:
+        raise DbtRuntimeError(
+            f"Model '{model}': config 'incremental_strategy' is 'microbatch' and "
+            f"'partition_by' is not set: each batch replaces the partitions its rows "
+            f"fall in, so a microbatch model needs 'partition_by' (a column of the "
+            f"batch's time, such as its day).")
 
 
 @dataclass
@@ -115,17 +140,16 @@ class IncrementalMethods(metaclass=AdapterMeta):
 
     @available
     def zspark_check_incremental(self, model: str, strategy: str,
-                                 file_format: str = "parquet") -> None:
-        """Clustered incremental models of Parquet append or insert_overwrite; of Delta
-        and Iceberg, append, merge or insert_overwrite (microbatch: not yet)."""
-        allowed = INCREMENTAL_STRATEGIES if file_format == "parquet" \
-            else FORMAT_INCREMENTAL_STRATEGIES
-        if strategy not in allowed:
-            of = "" if file_format == "parquet" else f" {file_format}"
-            raise DbtRuntimeError(
-                f"Model '{model}': config 'incremental_strategy' is '{strategy}' on a "
-                f"clustered{of} incremental model. Allowed: "
-                f"{', '.join(repr(s) for s in allowed[:-1])} or {allowed[-1]!r}.")
+                                 file_format: str = "parquet",
+                                 partition_by: Any = None) -> None:
+        check_incremental_strategy(model, strategy, file_format, partition_by)
+
+    @available
+    def zspark_table_format(self, relation: Any) -> str:
+        """'delta' or 'iceberg' when the table is one, else 'parquet', read from the table
+        itself (a relation cached by this run's earlier build, such as a microbatch
+        model's first batch, does not carry its format)."""
+        return self._format_of(relation)[0] or "parquet"
 
     def _stored_layout(self, model: str, relation: Any,
                        properties: dict[str, str] | None = None) -> StoredLayout:
@@ -279,7 +303,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
                 {path for path, _, _ in files} if files is not None \
                 else self._table_files(spark, relation)
         self._clustered_inserts[str(relation).lower()] = \
-            strategy == "insert_overwrite" or decision.clustered_write
+            strategy in OVERWRITING_STRATEGIES or decision.clustered_write
         return {"rows": sampled.rows, "rewrite": decision.rewrites, "sql": select_sql}
 
     def _fixes_file_rows(self, relation: Any) -> bool:

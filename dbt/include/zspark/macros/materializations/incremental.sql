@@ -19,7 +19,7 @@
 
   {%- set file_format = dbt_spark_validate_get_file_format(config.get('file_format', default='parquet')) -%}
   {%- set strategy = dbt_spark_validate_get_incremental_strategy(config.get('incremental_strategy') or 'append', file_format) -%}
-  {%- do adapter.zspark_check_incremental(model['name'], strategy, file_format) -%}
+  {%- do adapter.zspark_check_incremental(model['name'], strategy, file_format, config.get('partition_by')) -%}
   {%- if file_format in ('delta', 'iceberg') -%}
     {{ return(zspark_format_incremental(file_format, strategy)) }}
   {%- endif -%}
@@ -84,21 +84,22 @@
     first run and on --full-refresh (then its files are recorded as the clustered base);
     later runs commit the new rows, keyed with the stored layout, as a run of pieces
     (append), merged on `unique_key` (merge: the format's MERGE) or replacing the
-    partitions they fall in (insert_overwrite: their files then the partitions' clustered
-    base), and the re-clustering the policy chooses as a commit of its own that changes
+    partitions they fall in (insert_overwrite, and each batch of a microbatch model: their
+    files then the partitions' clustered base), and the re-clustering the policy chooses as a commit of its own that changes
     no data. -#}
 {% macro zspark_format_incremental(file_format, strategy) %}
   {%- set existing_relation = load_relation(this) -%}
   {%- if existing_relation is none or existing_relation.is_view or should_full_refresh() -%}
     {{ return(zspark_build_format_table(file_format, 'incremental')) }}
   {%- endif -%}
-  {%- if not ((existing_relation.is_delta and file_format == 'delta')
-              or (existing_relation.is_iceberg and file_format == 'iceberg')) -%}
+  {%- if adapter.zspark_table_format(existing_relation) != file_format -%}
     {%- do exceptions.raise_compiler_error(
           "Model '" ~ model['name'] ~ "': config 'file_format' is '" ~ file_format ~ "' but "
           ~ existing_relation ~ " is a table of another format; run `dbt run --full-refresh "
           ~ "--select " ~ model['name'] ~ "` to rebuild it as " ~ file_format ~ ".") -%}
   {%- endif -%}
+  {#- Known by its format from here on (dbt-spark's statements differ for Iceberg). -#}
+  {%- set existing_relation = existing_relation.incorporate(is_delta=(file_format == 'delta'), is_iceberg=(file_format == 'iceberg')) -%}
   {%- set step = adapter.zspark_increment(model['name'], existing_relation, zspark_model_config(), compiled_code, strategy) -%}
   {{ run_hooks(pre_hooks) }}
   {%- if step.rows == 0 -%}
@@ -106,9 +107,10 @@
   {%- else -%}
     {%- if strategy == 'merge' -%}
       {%- do zspark_write_statement(get_merge_sql(existing_relation, '(' ~ step.sql ~ ')', config.get('unique_key'), none, config.get('incremental_predicates'))) -%}
-    {%- elif strategy == 'insert_overwrite' -%}
-      {#- The partitions the new rows fall in replaced in one commit (the whole table
-          when it has none), as dbt-spark does it: through a view of the keyed rows. -#}
+    {%- elif strategy in ('insert_overwrite', 'microbatch') -%}
+      {#- The partitions the new rows (of a run, or of a microbatch model's batch) fall
+          in replaced in one commit (the whole table when it has none), as dbt-spark does
+          it: through a view of the keyed rows. -#}
       {%- set tmp_relation = this.incorporate(path={"identifier": this.identifier ~ '__dbt_tmp'}).include(database=false, schema=false) -%}
       {%- call statement('create_tmp_relation') -%}
         {{ create_table_as(True, tmp_relation, step.sql) }}

@@ -1,0 +1,37 @@
+"""Which incremental strategies a clustered model may use, refused by name before
+anything is written."""
+
+from __future__ import annotations
+
+import pytest
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.zspark.incremental import check_incremental_strategy
+
+
+@pytest.mark.parametrize(("strategy", "file_format", "partition_by"), [
+    ("append", "parquet", None), ("insert_overwrite", "parquet", ["day"]),
+    ("merge", "delta", None), ("insert_overwrite", "iceberg", None),
+    ("microbatch", "delta", ["day"]), ("microbatch", "iceberg", "day")])
+def test_allowed_strategies_pass(strategy: str, file_format: str, partition_by: object) -> None:
+    check_incremental_strategy("events", strategy, file_format, partition_by)
+
+
+@pytest.mark.parametrize(("strategy", "file_format", "allowed"), [
+    ("merge", "parquet", "Allowed: 'append' or 'insert_overwrite'."),
+    ("microbatch", "parquet", "Allowed: 'append' or 'insert_overwrite'."),
+    ("delete+insert", "delta",
+     "Allowed: 'append', 'merge', 'insert_overwrite' or 'microbatch'.")])
+def test_other_strategies_are_refused_naming_the_model_and_what_is_allowed(
+        strategy: str, file_format: str, allowed: str) -> None:
+    with pytest.raises(DbtRuntimeError) as refused:
+        check_incremental_strategy("events", strategy, file_format, ["day"])
+    message = " ".join(str(refused.value).split())
+    assert f"Model 'events': config 'incremental_strategy' is '{strategy}'" in message
+    assert message.endswith(allowed)
+
+
+@pytest.mark.parametrize("partition_by", [None, []])
+def test_a_microbatch_format_model_needs_partition_by(partition_by: object) -> None:
+    with pytest.raises(DbtRuntimeError, match="microbatch model needs 'partition_by'"):
+        check_incremental_strategy("events", "microbatch", "delta", partition_by)
