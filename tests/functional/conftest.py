@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.functional.dbt_project import SCHEMA, DbtProject
+from tests.functional.format_project import release_all
 
 
 @pytest.fixture(scope="session")
@@ -35,6 +37,12 @@ def project(tmp_path_factory: pytest.TempPathFactory, session_dir: Path, spark: 
     result.write("models/.keep", "")
     return result
 
+
+@pytest.fixture(autouse=True)
+def _kept_dbt_processes() -> Iterator[None]:
+    """The dbt processes a format test kept (``format_project.py``) end with it."""
+    yield
+    release_all()
 
 
 @pytest.fixture(scope="session")

@@ -1,10 +1,15 @@
-"""A dbt project of Delta Lake or Iceberg models whose every command runs in a dbt process
-of its own (the format's jars load when a JVM starts)."""
+"""A dbt project of Delta Lake or Iceberg models, its commands run in dbt processes of
+their own (the format's jars load when a JVM starts): one kept for the commands that run
+to their end (``dbt_worker.py``: its Spark starts once), and one per command that is
+killed, paused or started beside others. A metastore takes one JVM at a time, so the
+kept process stops before any other Spark opens the project's session."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import selectors
 import signal
 import subprocess
 import sys
@@ -14,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.functional.dbt_worker import ANSWER
+
 SCHEMA = "zspark_formats"
 QUERY_MACRO = """
 {% macro zs_query(sql) %}
@@ -22,6 +29,10 @@ QUERY_MACRO = """
   {{ log('ZS_ROWS ' ~ tojson(rows), info=True) }}
 {% endmacro %}
 """
+#: The kept dbt process of each session folder (``FormatProject.dbt``).
+WORKERS: dict[Path, subprocess.Popen[str]] = {}
+#: Seconds a command may take.
+COMMAND_TIMEOUT = 600
 #: 40 characters every value of `s` shares: longer than Delta's and Iceberg's own cuts of
 #: string statistics (32 and 16 characters).
 PREFIX = "customer-account-region-segment-tag-000-"
@@ -39,12 +50,45 @@ class FormatProject:
         path.write_text(textwrap.dedent(text).lstrip())
 
     def dbt(self, *args: str, stop_at: str = "") -> subprocess.CompletedProcess[str]:
-        """A dbt process leading its own process group (its Spark driver in it); with
-        ``stop_at``, killed with the group (SIGKILL) at that step (``stop_points.py``)."""
+        """A dbt command, run in the project's kept dbt process; with ``stop_at``, in a
+        dbt process of its own leading its own process group (its Spark driver in it),
+        killed with the group (SIGKILL) at that step (``stop_points.py``)."""
+        if not stop_at:
+            return self._in_worker(self._command(args))
+        release(self.session_dir)
         return subprocess.run(
-            self._command(args), cwd=self.root, capture_output=True, text=True, timeout=600,
-            start_new_session=True,
+            self._command(args), cwd=self.root, capture_output=True, text=True,
+            timeout=COMMAND_TIMEOUT, start_new_session=True,
             env={**os.environ, "PYSPARK_PYTHON": sys.executable, "ZSPARK_STOP_AT": stop_at})
+
+    def _in_worker(self, command: list[str]) -> subprocess.CompletedProcess[str]:
+        worker = WORKERS.get(self.session_dir)
+        if worker is None or worker.poll() is not None:
+            worker = WORKERS[self.session_dir] = subprocess.Popen(
+                [sys.executable, "-m", "tests.functional.dbt_worker"], cwd=self.root,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=(self.root / "dbt_worker.err").open("a"), text=True,
+                start_new_session=True,
+                env={**os.environ, "PYSPARK_PYTHON": sys.executable, "ZSPARK_STOP_AT": "",
+                     "PYTHONPATH": str(Path(__file__).parents[2])})
+        assert worker.stdin is not None
+        assert worker.stdout is not None
+        worker.stdin.write(json.dumps(command[1:]) + "\n")
+        worker.stdin.flush()
+        deadline = time.monotonic() + COMMAND_TIMEOUT
+        with selectors.DefaultSelector() as waiting:
+            waiting.register(worker.stdout, selectors.EVENT_READ)
+            while time.monotonic() < deadline and waiting.select(deadline - time.monotonic()):
+                line = worker.stdout.readline()
+                if not line:
+                    break  # the worker died
+                if line.startswith(ANSWER):
+                    answer = json.loads(line.removeprefix(ANSWER))
+                    return subprocess.CompletedProcess(command, answer["returncode"],
+                                                       answer["stdout"], "")
+        release(self.session_dir)
+        raise AssertionError(f"dbt {' '.join(command[1:3])} gave no answer: see "
+                             f"{self.root / 'dbt_worker.err'}")
 
     def killed_while_writing(self, table: Path, *args: str) -> str:
         """A dbt process killed with its group (SIGKILL) as soon as a data file appears
@@ -65,6 +109,7 @@ class FormatProject:
 
     def start(self, *args: str, **env: str) -> subprocess.Popen[str]:
         """A dbt process started, not waited for (``env``: more of its environment)."""
+        release(self.session_dir)
         return subprocess.Popen(
             self._command(args), cwd=self.root, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True, start_new_session=True,
@@ -100,6 +145,29 @@ class FormatProject:
         return rows
 
 
+def release(session_dir: Path) -> None:
+    """The kept dbt process of ``session_dir`` stopped, its Spark with it (the process
+    group killed once the worker has ended, or right away if it does not end)."""
+    worker = WORKERS.pop(session_dir, None)
+    if worker is None:
+        return
+    assert worker.stdin is not None
+    with contextlib.suppress(BrokenPipeError):
+        worker.stdin.close()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        worker.wait(timeout=60)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(worker.pid, signal.SIGKILL)
+    worker.wait()
+    assert worker.stdout is not None
+    worker.stdout.close()
+
+
+def release_all() -> None:
+    for session_dir in list(WORKERS):
+        release(session_dir)
+
+
 def new_project(root: Path, session_dir: Path, profile: str) -> FormatProject:
     """An empty project whose session profile has ``profile`` (a line or block)."""
     project = FormatProject(root, session_dir)
@@ -127,6 +195,7 @@ def new_project(root: Path, session_dir: Path, profile: str) -> FormatProject:
 
 def format_scan(file_format: str, session_dir: Path, queries: list[str]) -> list[Any]:
     """What ``tests.functional.format_scan`` finds for ``queries`` in a Spark of its own."""
+    release(session_dir)
     done = subprocess.run(
         [sys.executable, "-m", "tests.functional.format_scan", file_format,
          str(session_dir), json.dumps(queries)],
