@@ -37,9 +37,10 @@ COMMAND_TIMEOUT = 600
 #: string statistics (32 and 16 characters).
 PREFIX = "customer-account-region-segment-tag-000-"
 
+
 @dataclass
 class FormatProject:
-    """A dbt project whose every command runs in a new dbt process."""
+    """A dbt project of format models and the dbt processes that run its commands."""
 
     root: Path
     session_dir: Path
