@@ -8,8 +8,8 @@ pieces (append), the format's MERGE, or whole partitions replaced (insert_overwr
 recorded as clustered); then, when the policy asks for it, the re-clustering as a second
 commit that replaces exactly the files it rewrote and changes no data
 (``FormatTable.replace_files``), a full one setting the new layout and base in the same
-commit. A run killed between the
-two has committed its rows; the next run's policy finds them pending and merges them.
+commit. A run killed between the two has committed its rows; the next run's policy finds
+them pending and merges them.
 """
 
 from __future__ import annotations

@@ -39,8 +39,7 @@ def check_incremental_strategy(model: str, strategy: str, file_format: str,
                                partition_by: Any) -> None:
     """Clustered incremental models of Parquet append or insert_overwrite; of Delta and
     Iceberg, append, merge, insert_overwrite or microbatch (partitioned: each batch
-    replaces the partitions its rows fall in).
-    """
+    replaces the partitions its rows fall in)."""
     allowed = INCREMENTAL_STRATEGIES if file_format == "parquet" \
         else FORMAT_INCREMENTAL_STRATEGIES
     if strategy not in allowed:

@@ -85,8 +85,8 @@
     later runs commit the new rows, keyed with the stored layout, as a run of pieces
     (append), merged on `unique_key` (merge: the format's MERGE) or replacing the
     partitions they fall in (insert_overwrite, and each batch of a microbatch model: their
-    files then the partitions' clustered base), and the re-clustering the policy chooses as a commit of its own that changes
-    no data. -#}
+    files then the partitions' clustered base), and the re-clustering the policy chooses
+    as a commit of its own that changes no data. -#}
 {% macro zspark_format_incremental(file_format, strategy) %}
   {%- set existing_relation = load_relation(this) -%}
   {%- if existing_relation is none or existing_relation.is_view or should_full_refresh() -%}
