@@ -22,6 +22,9 @@ BIN = Path(sys.executable).parent
 #: What an executor needs to run the keys and the footer reader, and what they import.
 EXECUTOR_PACKAGES = ("pyspark", "py4j", "pandas", "numpy", "pyarrow", "dateutil",
                      "python_dateutil", "pytz", "tzdata", "six")
+#: How long a server may take to come up: on 2 cores busy with a test suite's other JVMs,
+#: a master and two workers once took over 120 s.
+SERVER_START_SECONDS = 300
 
 
 def free_port() -> int:
@@ -41,7 +44,7 @@ def own_metastore(home: Path) -> dict[str, str]:
 @contextmanager
 def thrift_server(home: Path, conf: Mapping[str, str], env: Mapping[str, str],
                   master: str = "local[2]", driver_memory: str = "1g",
-                  timeout: float = 180) -> Iterator[int]:
+                  timeout: float = SERVER_START_SECONDS) -> Iterator[int]:
     """Start a Thrift server bound to 127.0.0.1 (its log in ``home/server.log``), yield its
     port once it accepts sessions, stop it on exit."""
     home.mkdir(parents=True, exist_ok=True)
@@ -123,10 +126,11 @@ def standalone_cluster(root: Path, workers: int = 2,
             with (root / f"process{i}.log").open("wb") as log:
                 started.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
                                                 cwd=root, env=env, start_new_session=True))
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + SERVER_START_SECONDS
         while _alive_workers(web) < workers:
             assert all(p.poll() is None for p in started), _logs(root)
-            assert time.monotonic() < deadline, "cluster not up in 120 s\n" + _logs(root)
+            assert time.monotonic() < deadline, (
+                f"cluster not up in {SERVER_START_SECONDS} s\n" + _logs(root))
             time.sleep(1)
         yield url
     finally:
