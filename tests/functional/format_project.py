@@ -1,25 +1,27 @@
 """A dbt project of Delta Lake or Iceberg models, its commands run in dbt processes of
-their own (the format's jars load when a JVM starts): one kept for the commands that run
-to their end (``dbt_worker.py``: its Spark starts once), and one per command that is
-killed, paused or started beside others. A metastore takes one JVM at a time, so the
-kept process stops before any other Spark opens the project's session."""
+their own (the format's jars load when a JVM starts): one kept for the commands run one
+after another (``dbt_worker.py``: its Spark starts once, and again only after a command
+killed it), and one per command that is paused or started beside others. A metastore
+takes one JVM at a time, so the kept process stops before any other Spark opens the
+project's session."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
-import selectors
+import queue
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.functional.dbt_worker import ANSWER
+from tests.functional.dbt_worker import ANSWER, CONSOLE
 
 SCHEMA = "zspark_formats"
 QUERY_MACRO = """
@@ -30,12 +32,44 @@ QUERY_MACRO = """
 {% endmacro %}
 """
 #: The kept dbt process of each session folder (``FormatProject.dbt``).
-WORKERS: dict[Path, subprocess.Popen[str]] = {}
+WORKERS: dict[Path, _Worker] = {}
 #: Seconds a command may take.
 COMMAND_TIMEOUT = 600
 #: 40 characters every value of `s` shares: longer than Delta's and Iceberg's own cuts of
 #: string statistics (32 and 16 characters).
 PREFIX = "customer-account-region-segment-tag-000-"
+
+
+@dataclass
+class _Worker:
+    """A kept dbt process (``dbt_worker.py``) and the lines of its stdout, read by a
+    thread of their own (None once it ends), so a wait for them can time out."""
+
+    process: subprocess.Popen[str]
+    lines: queue.Queue[str | None]
+    reader: threading.Thread
+
+    @classmethod
+    def started(cls, root: Path) -> _Worker:
+        # Its stderr (its Spark's log) goes to a file; Popen keeps its own handle.
+        with (root / "dbt_worker.err").open("a") as errors:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "tests.functional.dbt_worker"], cwd=root,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, text=True,
+                start_new_session=True,
+                env={**os.environ, "PYSPARK_PYTHON": sys.executable, "ZSPARK_STOP_AT": "",
+                     "PYTHONPATH": str(Path(__file__).parents[2])})
+        lines: queue.Queue[str | None] = queue.Queue()
+        reader = threading.Thread(target=_read_lines, args=(process, lines), daemon=True)
+        reader.start()
+        return cls(process, lines, reader)
+
+
+def _read_lines(process: subprocess.Popen[str], lines: queue.Queue[str | None]) -> None:
+    assert process.stdout is not None
+    for line in process.stdout:
+        lines.put(line)
+    lines.put(None)
 
 
 @dataclass
@@ -51,62 +85,66 @@ class FormatProject:
         path.write_text(textwrap.dedent(text).lstrip())
 
     def dbt(self, *args: str, stop_at: str = "") -> subprocess.CompletedProcess[str]:
-        """A dbt command, run in the project's kept dbt process; with ``stop_at``, in a
-        dbt process of its own leading its own process group (its Spark driver in it),
-        killed with the group (SIGKILL) at that step (``stop_points.py``)."""
-        if not stop_at:
-            return self._in_worker(self._command(args))
-        release(self.session_dir)
-        return subprocess.run(
-            self._command(args), cwd=self.root, capture_output=True, text=True,
-            timeout=COMMAND_TIMEOUT, start_new_session=True,
-            env={**os.environ, "PYSPARK_PYTHON": sys.executable, "ZSPARK_STOP_AT": stop_at})
-
-    def _in_worker(self, command: list[str]) -> subprocess.CompletedProcess[str]:
-        worker = WORKERS.get(self.session_dir)
-        if worker is None or worker.poll() is not None:
-            worker = WORKERS[self.session_dir] = subprocess.Popen(
-                [sys.executable, "-m", "tests.functional.dbt_worker"], cwd=self.root,
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=(self.root / "dbt_worker.err").open("a"), text=True,
-                start_new_session=True,
-                env={**os.environ, "PYSPARK_PYTHON": sys.executable, "ZSPARK_STOP_AT": "",
-                     "PYTHONPATH": str(Path(__file__).parents[2])})
-        assert worker.stdin is not None
-        assert worker.stdout is not None
-        worker.stdin.write(json.dumps(command[1:]) + "\n")
-        worker.stdin.flush()
-        deadline = time.monotonic() + COMMAND_TIMEOUT
-        with selectors.DefaultSelector() as waiting:
-            waiting.register(worker.stdout, selectors.EVENT_READ)
-            while time.monotonic() < deadline and waiting.select(deadline - time.monotonic()):
-                line = worker.stdout.readline()
-                if not line:
-                    break  # the worker died
-                if line.startswith(ANSWER):
-                    answer = json.loads(line.removeprefix(ANSWER))
-                    return subprocess.CompletedProcess(command, answer["returncode"],
-                                                       answer["stdout"], "")
-        release(self.session_dir)
-        raise AssertionError(f"dbt {' '.join(command[1:3])} gave no answer: see "
-                             f"{self.root / 'dbt_worker.err'}")
+        """A dbt command, run in the project's kept dbt process; with ``stop_at``, that
+        process (it leads its own process group, its Spark driver in it) kills itself
+        and its group (SIGKILL) on reaching that step (``stop_points.py``), and the next
+        command starts another."""
+        command = self._command(args)
+        return self._answer(self._send(command, stop_at), command)
 
     def killed_while_writing(self, table: Path, *args: str) -> str:
-        """A dbt process killed with its group (SIGKILL) as soon as a data file appears
-        under ``table`` that was not there before: its write begun, its commit not come."""
+        """A command run by the kept dbt process, killed with its group (SIGKILL) as soon
+        as a data file appears under ``table`` that was not there before: its write
+        begun, its commit not come."""
         before = set(table.rglob("*.parquet"))
-        process = self.start(*args)
-        deadline = time.monotonic() + 600
+        command = self._command(args)
+        worker = self._send(command)
+        deadline = time.monotonic() + COMMAND_TIMEOUT
         begun = False
-        while not begun and process.poll() is None and time.monotonic() < deadline:
+        while not begun and worker.process.poll() is None and time.monotonic() < deadline:
             begun = any(f not in before for f in table.rglob("*.parquet"))
             time.sleep(0.005)
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-        output, _ = process.communicate()
-        assert begun, output[-5000:]
-        assert process.returncode == -signal.SIGKILL, output[-5000:]
-        return output
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(worker.process.pid, signal.SIGKILL)
+        killed = self._answer(worker, command)
+        assert begun, killed.stdout[-5000:]
+        assert killed.returncode == -signal.SIGKILL, killed.stdout[-5000:]
+        return killed.stdout
+
+    def _send(self, command: list[str], stop_at: str = "") -> _Worker:
+        """``command`` handed to the kept dbt process (started first if there is none)."""
+        worker = WORKERS.get(self.session_dir)
+        if worker is None or worker.process.poll() is not None:
+            worker = WORKERS[self.session_dir] = _Worker.started(self.root)
+        assert worker.process.stdin is not None
+        worker.process.stdin.write(json.dumps({"args": command[1:], "stop_at": stop_at}) + "\n")
+        worker.process.stdin.flush()
+        return worker
+
+    def _answer(self, worker: _Worker, command: list[str]) -> subprocess.CompletedProcess[str]:
+        """What the kept dbt process said of ``command``: its return code and console
+        output; if it ended first (killed), its exit status and what it had said."""
+        console: list[str] = []
+        deadline = time.monotonic() + COMMAND_TIMEOUT
+        while True:
+            try:
+                line = worker.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                release(self.session_dir)
+                raise AssertionError(f"dbt {' '.join(command[1:3])} gave no answer in "
+                                     f"{COMMAND_TIMEOUT} s: see {self.root / 'dbt_worker.err'}"
+                                     ) from None
+            if line is None:  # the process ended
+                WORKERS.pop(self.session_dir, None)
+                release_worker(worker)
+                return subprocess.CompletedProcess(command, worker.process.returncode,
+                                                   "".join(console), "")
+            if line.startswith(CONSOLE):
+                console.append(json.loads(line.removeprefix(CONSOLE)))
+            elif line.startswith(ANSWER):
+                answer = json.loads(line.removeprefix(ANSWER))
+                return subprocess.CompletedProcess(command, answer["returncode"],
+                                                   "".join(console), "")
 
     def start(self, *args: str, **env: str) -> subprocess.Popen[str]:
         """A dbt process started, not waited for (``env``: more of its environment)."""
@@ -147,21 +185,26 @@ class FormatProject:
 
 
 def release(session_dir: Path) -> None:
-    """The kept dbt process of ``session_dir`` stopped, its Spark with it (the process
-    group killed once the worker has ended, or right away if it does not end)."""
+    """The kept dbt process of ``session_dir`` stopped, its Spark with it."""
     worker = WORKERS.pop(session_dir, None)
-    if worker is None:
-        return
-    assert worker.stdin is not None
+    if worker is not None:
+        release_worker(worker)
+
+
+def release_worker(worker: _Worker) -> None:
+    """A kept dbt process stopped: its input closed, its process group killed once it
+    has ended (or right away if it does not end)."""
+    assert worker.process.stdin is not None
     with contextlib.suppress(BrokenPipeError):
-        worker.stdin.close()
+        worker.process.stdin.close()
     with contextlib.suppress(subprocess.TimeoutExpired):
-        worker.wait(timeout=60)
+        worker.process.wait(timeout=60)
     with contextlib.suppress(ProcessLookupError):
-        os.killpg(worker.pid, signal.SIGKILL)
-    worker.wait()
-    assert worker.stdout is not None
-    worker.stdout.close()
+        os.killpg(worker.process.pid, signal.SIGKILL)
+    worker.process.wait()
+    worker.reader.join(timeout=60)
+    assert worker.process.stdout is not None
+    worker.process.stdout.close()
 
 
 def release_all() -> None:

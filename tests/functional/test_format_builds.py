@@ -120,7 +120,8 @@ def _builds_rebuilds_and_merges(project: FormatProject, file_format: str) -> Non
     on its statistics; a clustered incremental model overwriting partitions: built, then
     two of its seven partitions replaced in one commit, their files its clustered base; a
     clustered microbatch model: four daily batches (the first builds the table, each next
-    one replaces its day), then one day processed again. Then a Spark of its own reads
+    one replaces its day), then one day processed again, then two more days, killed
+    (SIGKILL) after the first one's commit and run again. Then a Spark of its own reads
     the tables: rows, and the files a plain `where` opens on a point query of each
     clustering column."""
     first = project.dbt("build", "--vars", "{n: 100, lo: 0, hi: 50, v: 0, rows: 4000}",
@@ -143,12 +144,24 @@ def _builds_rebuilds_and_merges(project: FormatProject, file_format: str) -> Non
     assert second.returncode == 0, second.stdout[-5000:]
     log = " ".join(second.stdout.split())
     assert "files of whole partitions recorded as their clustered base" in log, log[-3000:]
+    # The third and fourth days again, killed (SIGKILL) once the first batch's rows are
+    # committed, before they are recorded as their day's base: run again, both batches
+    # replace their day once more, every hour still once.
+    third_and_fourth = ("run", "--select", "f_batches", "--vars", "{v: 2}",
+                        "--event-time-start", "2026-01-03", "--event-time-end", "2026-01-05")
+    killed = project.dbt(*third_and_fourth, stop_at="format:opened")
+    assert killed.returncode == -9, killed.stdout[-5000:]
+    again = project.dbt(*third_and_fourth)
+    assert again.returncode == 0, again.stdout[-5000:]
+    assert "Batch 2 of 2" in " ".join(again.stdout.split()), again.stdout[-3000:]
 
     queries = [f"select count(*), sum(id) from {SCHEMA}.f_table",
                f"select count(*), sum(v), sum(id) from {SCHEMA}.f_merge",
                f"select count(*), sum(v), count(distinct b) from {SCHEMA}.f_overwrites",
                f"select count(*), count(distinct id), min(id), max(id), sum(v), "
-               f"min(if(v = 1, day, null)), count(distinct day) from {SCHEMA}.f_batches",
+               f"min(if(v = 1, day, null)), max(if(v = 1, day, null)), "
+               f"min(if(v = 2, day, null)), max(if(v = 2, day, null)), count(distinct day) "
+               f"from {SCHEMA}.f_batches",
                f"select n from {SCHEMA}.c_points",
                f"select * from {SCHEMA}.c_wide", f"select * from {SCHEMA}.c_wide where w_last = 7",
                f"{BOUNDS}{SCHEMA}.c_wide", f"{BOUNDS}{SCHEMA}.c_zorder"]
@@ -160,8 +173,10 @@ def _builds_rebuilds_and_merges(project: FormatProject, file_format: str) -> Non
     assert found[1][2] == ["75", "50", str(sum(range(75)))]
     # Partitions 1 and 2 replaced (their 10 rows with v = 1), the other five kept.
     assert found[2][2] == ["35", "10", "7"]
-    # Every hour once; the second day's 24 rows replaced by its batch run again.
-    assert found.pop(3)[2] == ["96", "96", "0", "95", "24", "2026-01-02", "4"]
+    # Every hour once; the second day's 24 rows replaced by its batch run again (v = 1),
+    # the third and fourth days' by theirs (v = 2).
+    assert found.pop(3)[2] == ["96", "96", "0", "95", str(24 + 48 * 2), "2026-01-02",
+                               "2026-01-02", "2026-01-03", "2026-01-04", "4"]
     assert found[3][2] == ["75"]
     # The 40th column's statistics are kept: a point on it opens one file of eight.
     assert found[4][0] == 3000

@@ -59,7 +59,8 @@ def test_a_partitioned_delta_model_reclusters_only_the_partitions_its_rows_touch
     merge, none clustered) and re-clusters it; p=0 and p=2 untouched. Then merges into
     p=2 killed (SIGKILL): amid the MERGE's write (nothing committed), and once it is
     committed, before the policy judges it (its files left pending); the next merge, of
-    ten rows, finds the killed one's files pending and re-clusters p=2. Rows exact after
+    ten rows, finds the killed one's files pending and re-clusters p=2. Last, an
+    insert_overwrite killed amid its write leaves every file as it was. Rows exact after
     every run, each once."""
     session_dir = tmp_path / "session"
     project = _partitioned_project(tmp_path / "project", session_dir)
@@ -129,6 +130,12 @@ def test_a_partitioned_delta_model_reclusters_only_the_partitions_its_rows_touch
     assert final["p=0"] == after_merge["p=0"]
     assert final["p=1"] == after_merge["p=1"]
     assert not final["p=2"] & after_kill["p=2"]
+    assert _rows(folder) == (920, 920, 610)
+
+    # An insert_overwrite of p=0..2 killed amid its write: nothing of it committed.
+    project.killed_while_writing(
+        folder, "run", "--vars", "{lo: 0, hi: 30, v: 9, strategy: insert_overwrite}")
+    assert _files_by_partition(folder) == final
     assert _rows(folder) == (920, 920, 610)
 
 

@@ -56,6 +56,18 @@ def check_incremental_strategy(model: str, strategy: str, file_format: str,
             f"batch's time, such as its day).")
 
 
+def check_table_format(model: str, relation: str, file_format: str,
+                       table_format: str | None) -> None:
+    """An incremental run writes its rows the way its table was built: a model whose
+    ``file_format`` is not its table's format (``table_format``: 'delta', 'iceberg', or
+    None for a table of neither) is refused before anything is written."""
+    if (table_format or "parquet") != file_format:
+        raise DbtRuntimeError(
+            f"Model '{model}': config 'file_format' is '{file_format}' but {relation} is a "
+            f"{table_format or 'non-Delta, non-Iceberg'} table; run `dbt run --full-refresh "
+            f"--select {model}` to rebuild it as {file_format}.")
+
+
 @dataclass
 class _Rewrite:
     """A re-clustering between its plan and its swap."""
@@ -143,13 +155,6 @@ class IncrementalMethods(metaclass=AdapterMeta):
                                  partition_by: Any = None) -> None:
         check_incremental_strategy(model, strategy, file_format, partition_by)
 
-    @available
-    def zspark_table_format(self, relation: Any) -> str:
-        """'delta' or 'iceberg' when the table is one, else 'parquet', read from the table
-        itself (a relation cached by this run's earlier build, such as a microbatch
-        model's first batch, does not carry its format)."""
-        return self._format_of(relation)[0] or "parquet"
-
     def _stored_layout(self, model: str, relation: Any,
                        properties: dict[str, str] | None = None) -> StoredLayout:
         """The layout stored with ``relation`` (``properties``: its own, when read)."""
@@ -228,7 +233,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
 
     @available
     def zspark_increment(self, model: str, relation: Any, config: dict[str, Any], sql: str,
-                         strategy: str) -> dict[str, Any]:
+                         strategy: str, file_format: str) -> dict[str, Any]:
         """Plan an incremental run of a clustered model, before anything is written.
 
         New rows are keyed with the layout stored with the table. With ``append`` the
@@ -243,8 +248,11 @@ class IncrementalMethods(metaclass=AdapterMeta):
         from dbt.adapters.zspark.recluster import rebuild_files as files_for
         from dbt.adapters.zspark.rewrite import in_partitions, table_runs
 
+        # The format is read from the table itself: a relation cached by this run's
+        # earlier build (a microbatch model's first batch) does not carry it.
+        table_format, properties = self._format_of(relation)
+        check_table_format(model, str(relation), file_format, table_format)
         spark = self._spark_if_session(model, "clustering (zorder_by / hilbert_by / linear_by)")
-        file_format, properties = self._format_of(relation)
         stored = self._stored_layout(model, relation, properties)
         schema = self._schema(spark, sql)
         plan = replace(self._checked_plan(model, relation, stored, config, schema),
@@ -256,8 +264,8 @@ class IncrementalMethods(metaclass=AdapterMeta):
                         f"index unchanged")
             return {"rows": 0, "rewrite": False, "sql": ""}
         files = self._indexed_files(spark, relation, config.get("zspark_index") is not False) \
-            if file_format is None else self._format_file_list(spark, relation, file_format,
-                                                               properties)
+            if table_format is None else self._format_file_list(spark, relation, table_format,
+                                                                properties)
         clustered = clustered_writes(properties)
         runs = None if files is None else table_runs(files, clustered)
         table_sized = files_for(sampled.rows, stored.rows_per_file)
@@ -282,21 +290,21 @@ class IncrementalMethods(metaclass=AdapterMeta):
             decision = plan_increment(touched or [], sampled.rows, stored.rows_per_file,
                                       automatic)
         logger.info(f"zspark: {model}: {decision.action} ({decision.reason})")
-        if file_format is not None:
+        if table_format is not None:
             # Committed as a run of its own first; a re-clustering follows in a commit of
             # its own (zspark_finish_format_increment).
             self._format_plans[str(relation).lower()] = _FormatPlan(
-                decision, plan, stored, file_format, properties,
+                decision, plan, stored, table_format, properties,
                 plan_after=strategy == "merge", automatic=automatic)
             if strategy in ("append", "merge"):
                 # insert_overwrite keeps its table-sized files.
                 decision = new_run(sampled.rows, stored.rows_per_file, "the new rows' own run")
             # The new rows' statistics cut as the build's (zspark_execute_write).
-            written_as = format_table(file_format)
+            written_as = format_table(table_format)
             assert written_as is not None
             self._write_settings[model] = written_as.recorded_write_settings(properties)
         select_sql = self._rewrite_select(spark, relation, plan, stored, decision, sql,
-                                          sampled, runs, schema, file_format)
+                                          sampled, runs, schema, table_format)
         if not decision.rewrites:
             self._files_before[str(relation).lower()] = \
                 {path for path, _, _ in files} if files is not None \

@@ -34,7 +34,7 @@
     {% do persist_constraints(target_relation, model) %}
   {%- else -%}
     {%- set target_relation = existing_relation -%}
-    {%- set step = adapter.zspark_increment(model['name'], target_relation, zconfig, compiled_code, strategy) -%}
+    {%- set step = adapter.zspark_increment(model['name'], target_relation, zconfig, compiled_code, strategy, file_format) -%}
     {%- set index_args = zspark_index_args() -%}
     {{ run_hooks(pre_hooks) }}
     {%- if step.rows == 0 -%}
@@ -92,15 +92,11 @@
   {%- if existing_relation is none or existing_relation.is_view or should_full_refresh() -%}
     {{ return(zspark_build_format_table(file_format, 'incremental')) }}
   {%- endif -%}
-  {%- if adapter.zspark_table_format(existing_relation) != file_format -%}
-    {%- do exceptions.raise_compiler_error(
-          "Model '" ~ model['name'] ~ "': config 'file_format' is '" ~ file_format ~ "' but "
-          ~ existing_relation ~ " is a table of another format; run `dbt run --full-refresh "
-          ~ "--select " ~ model['name'] ~ "` to rebuild it as " ~ file_format ~ ".") -%}
-  {%- endif -%}
-  {#- Known by its format from here on (dbt-spark's statements differ for Iceberg). -#}
+  {#- Planned (a table of another format refused), then known by its format: a relation
+      cached by this run's earlier build, such as a microbatch model's first batch, does
+      not carry it, and dbt-spark's statements differ for Iceberg. -#}
+  {%- set step = adapter.zspark_increment(model['name'], existing_relation, zspark_model_config(), compiled_code, strategy, file_format) -%}
   {%- set existing_relation = existing_relation.incorporate(is_delta=(file_format == 'delta'), is_iceberg=(file_format == 'iceberg')) -%}
-  {%- set step = adapter.zspark_increment(model['name'], existing_relation, zspark_model_config(), compiled_code, strategy) -%}
   {{ run_hooks(pre_hooks) }}
   {%- if step.rows == 0 -%}
     {%- call statement('main') -%} select 0 as rows_inserted {%- endcall -%}
