@@ -65,10 +65,12 @@ bench-pipeline: setup
 bench-thrift: setup
 	$(PY) -m bench.thrift
 
-# zspark's Delta and Iceberg tables beside the formats' own clustering (about 20 minutes).
+# zspark's Delta and Iceberg tables beside the formats' own clustering (about 20 minutes),
+# then the pipeline (a base, ten appends) on each format beside OPTIMIZE after every run.
 bench-formats: setup
 	$(PY) -m bench.formats --rows $(ROWS) --files $(FILES)
 	$(PY) -m bench.report BENCHMARKS.json --out BENCHMARKS.md
+	$(PY) -m bench.format_pipeline --rows $(ROWS) --files $(FILES)
 
 # Hilbert beside the balanced layout (equal and weighted) on uniform, Zipf and correlated data.
 bench-balanced: setup
