@@ -86,7 +86,9 @@ class DeltaTable:
                       properties: Callable[[list[str]], dict[str, str]] | None = None,
                       ) -> str:
         # As OPTIMIZE commits: every action marked as no data change, so the transaction
-        # runs at snapshot isolation and a concurrent append is no conflict.
+        # runs at snapshot isolation and a concurrent append is no conflict; with table
+        # properties in the same commit (a metadata action) Delta checks it against every
+        # concurrent commit, and an append meanwhile fails it before anything is visible.
         from dbt.adapters.zspark.formats.jvm import python_list, scala_list, scala_object
 
         jvm = spark._jvm
