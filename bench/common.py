@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -61,6 +62,46 @@ class Progress:
 
     def __call__(self, message: str) -> None:
         print(f"[{time.monotonic() - self.start:7.1f}s] {message}", flush=True)
+
+
+def write_format_project(root: Path, name: str, session_dir: Path, schema: str,
+                         table_format: str, models: dict[str, str]) -> None:
+    """A dbt project ``name`` whose profile is an embedded session writing
+    ``table_format`` (its driver memory from ``ZSPARK_DRIVER_MEMORY``, 6g by default),
+    with a warm-up model that reads the source table once and ``models`` (file name under
+    models/ -> text, dedented)."""
+    driver_memory = os.environ.get("ZSPARK_DRIVER_MEMORY", "6g")
+    files = {
+        "dbt_project.yml": f"""
+            name: {name}
+            version: "1.0"
+            config-version: 2
+            profile: {name}
+            flags:
+              send_anonymous_usage_stats: false
+        """,
+        "profiles.yml": f"""
+            {name}:
+              target: dev
+              outputs:
+                dev:
+                  type: zspark
+                  method: session
+                  schema: {schema}
+                  session_dir: {session_dir}
+                  table_format: {table_format}
+                  server_side_parameters:
+                    spark.driver.memory: {driver_memory}
+        """,
+        "models/warmup.sql": f"""
+            {{{{ config(materialized='table') }}}}
+            select count(*) as n, sum(lo_revenue) as revenue from {SOURCE_SCHEMA}.{SOURCE_TABLE}
+        """,
+        **{f"models/{file}": text for file, text in models.items()}}
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip())
 
 
 def session_env(session_dir: Path) -> dict[str, str]:

@@ -37,7 +37,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -52,6 +51,7 @@ from bench.common import (
     generate_in_subprocess,
     session_env,
     source_files,
+    write_format_project,
 )
 from bench.formats import peer_statements
 from bench.pipeline import BASE_SHARE, RUNS, STEP_SHARE
@@ -78,51 +78,23 @@ BAR_GAP_POINTS, BAR_REWRITTEN = 3.0, 2.0
 def write_project(root: Path, session_dir: Path, table_format: str) -> None:
     """A dbt project of a warm-up model, the clustered incremental model and the rebuild,
     both reading the orders up to var ``pipeline_upto``."""
-    def put(relative: str, text: str) -> None:
-        path = root / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip())
-
-    put("dbt_project.yml", """
-        name: zspark_bench_format_pipeline
-        version: "1.0"
-        config-version: 2
-        profile: zspark_bench_format_pipeline
-        flags:
-          send_anonymous_usage_stats: false
-    """)
-    put("profiles.yml", f"""
-        zspark_bench_format_pipeline:
-          target: dev
-          outputs:
-            dev:
-              type: zspark
-              method: session
-              schema: {SCHEMA}
-              session_dir: {session_dir}
-              table_format: {table_format}
-              server_side_parameters:
-                spark.driver.memory: {os.environ.get("ZSPARK_DRIVER_MEMORY", "6g")}
-    """)
-    put("models/warmup.sql", f"""
-        {{{{ config(materialized='table') }}}}
-        select count(*) as n, sum(lo_revenue) as revenue from {SOURCE}
-    """)
     columns = list(CLUSTER_COLUMNS)
-    put(f"models/{MODELS[ZSPARK]}.sql", f"""
-        {{{{ config(materialized='incremental', incremental_strategy='append',
-                    file_format='{table_format}', hilbert_by={columns},
-                    file_count=var('base_files')) }}}}
-        select * from {SOURCE} where lo_orderkey <= {{{{ var('pipeline_upto') }}}}
-        {{% if is_incremental() %}}
-          and lo_orderkey > (select max(lo_orderkey) from {{{{ this }}}})
-        {{% endif %}}
-    """)
-    put(f"models/{MODELS[REBUILD]}.sql", f"""
-        {{{{ config(materialized='table', file_format='{table_format}',
-                    hilbert_by={columns}, file_count=var('rebuild_files')) }}}}
-        select * from {SOURCE} where lo_orderkey <= {{{{ var('pipeline_upto') }}}}
-    """)
+    write_format_project(root, "zspark_bench_format_pipeline", session_dir, SCHEMA,
+                         table_format, {
+        f"{MODELS[ZSPARK]}.sql": f"""
+            {{{{ config(materialized='incremental', incremental_strategy='append',
+                        file_format='{table_format}', hilbert_by={columns},
+                        file_count=var('base_files')) }}}}
+            select * from {SOURCE} where lo_orderkey <= {{{{ var('pipeline_upto') }}}}
+            {{% if is_incremental() %}}
+              and lo_orderkey > (select max(lo_orderkey) from {{{{ this }}}})
+            {{% endif %}}
+        """,
+        f"{MODELS[REBUILD]}.sql": f"""
+            {{{{ config(materialized='table', file_format='{table_format}',
+                        hilbert_by={columns}, file_count=var('rebuild_files')) }}}}
+            select * from {SOURCE} where lo_orderkey <= {{{{ var('pipeline_upto') }}}}
+        """})
 
 
 def live_files(spark: SparkSession, table_format: str, table: str) -> FileBounds:

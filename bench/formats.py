@@ -27,7 +27,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -43,6 +42,7 @@ from bench.common import (
     seed_query,
     session_env,
     source_files,
+    write_format_project,
 )
 from bench.plots import skip_chart
 
@@ -58,44 +58,14 @@ IMG_DIR = REPO / "docs" / "img"
 def write_project(root: Path, session_dir: Path, table_format: str, files: int) -> None:
     """A dbt project whose models build zspark's clustered tables of ``table_format``
     from the source table (after a warm-up model that reads it once)."""
-    def put(relative: str, text: str) -> None:
-        path = root / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip())
-
-    put("dbt_project.yml", """
-        name: zspark_bench_formats
-        version: "1.0"
-        config-version: 2
-        profile: zspark_bench_formats
-        flags:
-          send_anonymous_usage_stats: false
-    """)
-    put("profiles.yml", f"""
-        zspark_bench_formats:
-          target: dev
-          outputs:
-            dev:
-              type: zspark
-              method: session
-              schema: {SCHEMA}
-              session_dir: {session_dir}
-              table_format: {table_format}
-              server_side_parameters:
-                spark.driver.memory: 6g
-    """)
-    put("models/warmup.sql", f"""
-        {{{{ config(materialized='table') }}}}
-        select count(*) as n, sum(lo_revenue) as revenue from {SOURCE_SCHEMA}.{SOURCE_TABLE}
-    """)
     columns = list(CLUSTER_COLUMNS)
-    for name, key in (("zs_hilbert", "hilbert_by"), ("zs_balanced", "balanced_by")):
-        put(f"models/{name}.sql", f"""
+    write_format_project(root, "zspark_bench_formats", session_dir, SCHEMA, table_format, {
+        f"{name}.sql": f"""
             -- depends_on: {{{{ ref('warmup') }}}}
             {{{{ config(materialized='table', file_format='{table_format}',
                         {key}={columns}, file_count={files}) }}}}
             select * from {SOURCE_SCHEMA}.{SOURCE_TABLE}
-        """)
+        """ for name, key in (("zs_hilbert", "hilbert_by"), ("zs_balanced", "balanced_by"))})
 
 
 def build_zspark(root: Path, session_dir: Path, log: Progress) -> dict[str, float]:
