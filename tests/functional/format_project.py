@@ -135,8 +135,7 @@ class FormatProject:
                                      f"{COMMAND_TIMEOUT} s: see {self.root / 'dbt_worker.err'}"
                                      ) from None
             if line is None:  # the process ended
-                WORKERS.pop(self.session_dir, None)
-                release_worker(worker)
+                release(self.session_dir)
                 return subprocess.CompletedProcess(command, worker.process.returncode,
                                                    "".join(console), "")
             if line.startswith(CONSOLE):
@@ -185,15 +184,11 @@ class FormatProject:
 
 
 def release(session_dir: Path) -> None:
-    """The kept dbt process of ``session_dir`` stopped, its Spark with it."""
+    """The kept dbt process of ``session_dir`` stopped, its Spark with it: its input
+    closed, its process group killed once it has ended (or right away if it does not)."""
     worker = WORKERS.pop(session_dir, None)
-    if worker is not None:
-        release_worker(worker)
-
-
-def release_worker(worker: _Worker) -> None:
-    """A kept dbt process stopped: its input closed, its process group killed once it
-    has ended (or right away if it does not end)."""
+    if worker is None:
+        return
     assert worker.process.stdin is not None
     with contextlib.suppress(BrokenPipeError):
         worker.process.stdin.close()
