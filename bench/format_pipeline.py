@@ -203,10 +203,27 @@ def run_format(table_format: str, session_dir: Path, rows: int, files: int, runs
     def files_for(order_count: int) -> int:
         return max(1, round(files * order_count / orders))
 
-    source_bytes = sum(f.stat().st_size for f in source_files(session_dir))
+    source_parquet = source_files(session_dir)
+    source_bytes = sum(f.stat().st_size for f in source_parquet)
     target_bytes = max(1, source_bytes // files)
-    values = sample_values(source_files(session_dir), list(CLUSTER_COLUMNS), probes)
+    values = sample_values(source_parquet, list(CLUSTER_COLUMNS), probes)
     steps: dict[str, list[dict[str, Any]]] = {label: [] for label in tables}
+
+    def measured(label: str, run: int, upto: int, expected: int,
+                 seconds: float) -> tuple[dict[str, Any], FileBounds]:
+        """A table after its run: rows (exact?), files, skip per column; its live files."""
+        table = tables[label]
+        spark.catalog.refreshTable(table)
+        live = live_files(spark, table_format, table)
+        count, keys = counted(spark, table)
+        return {"run": run, "upto": upto, "rows": count, "expected_rows": expected,
+                "rows_exact": count == expected and keys == count, "files": live.files,
+                "seconds": seconds,
+                "skip": {c: skip_share(live, c, values[c]) for c in CLUSTER_COLUMNS}}, live
+
+    # Each variant's live files and versions after its last run: those before the next.
+    live_before: dict[str, FileBounds] = {}
+    versions_before: dict[str, set[int]] = {label: set() for label in tables}
     rows_before = 0
     for run in range(runs + 1):
         after = 0 if run == 0 else base_upto + (run - 1) * step
@@ -218,52 +235,41 @@ def run_format(table_format: str, session_dir: Path, rows: int, files: int, runs
         for label, table in tables.items():
             if label == REBUILD:
                 continue
-            live_before = live_files(spark, table_format, table) if run else None
-            versions_before = set(versions(spark, table_format, table))
             if label == ZSPARK:
                 flags = ["--full-refresh"] if run == 0 else []
                 seconds = dbt_run(MODELS[ZSPARK], variables, *flags)
             else:
                 seconds = run_peer(spark, label, table, run, after, upto,
                                    files_for(upto - after), target_bytes)
-            spark.catalog.refreshTable(table)
-            live = live_files(spark, table_format, table)
+            found, live = measured(label, run, upto, expected, seconds)
             # Only appends: a file live before the run and gone after it was rewritten.
             still_live = set(live.paths)
-            gone = {path: int(n) for path, n in zip(live_before.paths, live_before.rows,
-                                                    strict=True)
-                    if path not in still_live} if live_before else {}
+            before = live_before.get(label)
+            gone = {path: int(n) for path, n in zip(before.paths, before.rows, strict=True)
+                    if path not in still_live} if before else {}
+            live_before[label] = live
             rewritten = sum(gone.values())
-            count, keys = counted(spark, table)
-            created = [v for v in versions(spark, table_format, table)
-                       if v not in versions_before]
+            now = versions(spark, table_format, table)
+            created = [v for v in now if v not in versions_before[label]]
+            versions_before[label] = set(now)
             read_back = time_travel(spark, table, created, rows_before, expected)
             steps[label].append({
-                "run": run, "upto": upto, "rows": count, "expected_rows": expected,
-                "rows_exact": count == expected and keys == count, "files": live.files,
-                "rewritten_files": len(gone), "rewritten_rows": rewritten,
-                "seconds": seconds,
-                "skip": {c: skip_share(live, c, values[c]) for c in CLUSTER_COLUMNS},
+                **found, "rewritten_files": len(gone), "rewritten_rows": rewritten,
                 "versions": read_back,
                 "versions_exact": all(v["exact"] for v in read_back)})
-            log(f"{table_format} {label} run {run}: {live.files} files, {count} rows "
-                f"({'exact' if steps[label][-1]['rows_exact'] else 'NOT EXACT'}), rewrote "
+            log(f"{table_format} {label} run {run}: {live.files} files, {found['rows']} rows "
+                f"({'exact' if found['rows_exact'] else 'NOT EXACT'}), rewrote "
                 f"{rewritten} rows, {len(created)} versions "
                 f"({'exact' if steps[label][-1]['versions_exact'] else 'NOT EXACT'}), "
                 f"{seconds:.1f}s")
-        seconds = dbt_run(MODELS[REBUILD], variables)
-        spark.catalog.refreshTable(tables[REBUILD])
-        rebuilt = live_files(spark, table_format, tables[REBUILD])
-        count, keys = counted(spark, tables[REBUILD])
-        skip = {c: skip_share(rebuilt, c, values[c]) for c in CLUSTER_COLUMNS}
-        steps[REBUILD].append({"run": run, "upto": upto, "rows": count,
-                               "expected_rows": expected,
-                               "rows_exact": count == expected and keys == count,
-                               "files": rebuilt.files, "seconds": seconds, "skip": skip})
+        rebuilt, _ = measured(REBUILD, run, upto, expected,
+                              dbt_run(MODELS[REBUILD], variables))
+        steps[REBUILD].append(rebuilt)
+        skip = rebuilt["skip"]
         for label in tables:
             got = steps[label][-1]
             got["gap_points"] = max(100 * (skip[c] - got["skip"][c]) for c in CLUSTER_COLUMNS)
-        log(f"{table_format} run {run}: gap to the rebuild ({rebuilt.files} files, skip "
+        log(f"{table_format} run {run}: gap to the rebuild ({rebuilt['files']} files, skip "
             + " / ".join(f"{100 * skip[c]:.1f}" for c in CLUSTER_COLUMNS) + "): "
             + ", ".join(f"{label} {steps[label][-1]['gap_points']:.1f}"
                         for label in tables if label != REBUILD) + " points")
