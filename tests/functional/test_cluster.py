@@ -3,6 +3,10 @@ executors' Python has pyspark, pandas, numpy and pyarrow but not dbt or this plu
 by the profile's ``spark.pyspark.python``: clustered builds (curves and balanced),
 incremental runs, the index, ``zspark_scan`` and ``skip_coverage`` all run through it.
 
+A clustered Delta and a clustered Iceberg incremental model run on the same cluster: the
+format's jars reach the executors from the driver, the keys are Spark SQL, and the
+re-clustering commit's files are written by the executors.
+
 dbt runs in a subprocess: a process has one SparkContext, and this one's is local.
 """
 
@@ -103,6 +107,98 @@ def run_on_cluster(project: str) -> None:
     print("RESULT " + json.dumps(report))
 
 
+FORMAT_MODELS = {
+    "fmt_events.sql": "{{ config(materialized='table', hilbert_by=['city', 'brand'], "
+                      "file_count=8, file_format=var('format')) }}" + COLUMNS,
+    "fmt_events_inc.sql": "{{ config(materialized='incremental', incremental_strategy='merge', "
+                          "unique_key='id', zorder_by=['city', 'brand'], file_count=8, "
+                          "file_format=var('format')) }}" + COLUMNS,
+    "coverage.yml": textwrap.dedent(f"""
+        version: 2
+        models:
+          - name: fmt_events
+            data_tests:
+              - skip_coverage: {{predicates: {list(PREDICATES)}, min_skip_ratio: 0.3}}
+          - name: fmt_events_inc
+            data_tests:
+              - skip_coverage: {{predicates: {list(PREDICATES)}, min_skip_ratio: 0.3}}
+    """),
+}
+
+
+def run_format_on_cluster(project: str, file_format: str) -> None:
+    """The driver's side of a Delta or Iceberg project on the cluster: a build, a merge
+    of new and matched rows, a full re-clustering on demand and dbt test; then each
+    table's rows, the files a plain ``where`` opens, and the re-clustering's commit."""
+    from dbt.cli.main import dbtRunner
+
+    from bench.measure import files_opened
+    from dbt.adapters.zspark.session import active_session
+
+    runner = dbtRunner()
+    given = ["--project-dir", project, "--profiles-dir", project,
+             "--vars", json.dumps({"format": file_format})]
+
+    def dbt(*args: str, more: dict[str, Any] | None = None) -> Any:
+        extra = ["--vars", json.dumps({"format": file_format, **(more or {})})] if more else []
+        result = runner.invoke([*args, *given, *extra])
+        assert result.success, (args, result.exception)
+        return result.result
+
+    dbt("run")
+    dbt("run", "--select", "fmt_events_inc", more={"start": 3000, "stop": 5000})
+    spark = active_session()
+    table = "zspark_test.fmt_events_inc"
+    before = spark.table(table).count()
+    dbt("run-operation", "zspark_recluster", "--args",
+        json.dumps({"relation": table, "full": True}))
+    tested = dbt("test")
+    spark.catalog.refreshTable(table)
+    if file_format == "delta":
+        history = spark.sql(f"describe history {table}").orderBy("version").collect()
+        last, previous = history[-1]["operation"], history[-2]["version"]
+        earlier = spark.sql(f"select count(*) from {table} version as of {previous}").first()
+    else:
+        snapshots = spark.sql(f"select snapshot_id, operation from {table}.snapshots "
+                              f"order by committed_at").collect()
+        last, previous = snapshots[-1]["operation"], snapshots[-2]["snapshot_id"]
+        earlier = spark.sql(f"select count(*) from {table} version as of {previous}").first()
+    def has_dbt(_: Any) -> bool:
+        import importlib.util
+
+        return importlib.util.find_spec("dbt") is not None
+
+    report: dict[str, Any] = {
+        "executors": spark.sparkContext.parallelize(range(4), 4).map(has_dbt).collect(),
+        "reclustered_by": last, "rows_before_recluster": [before, int(earlier[0])],
+        "tests": sorted(str(r.status) for r in tested.results), "scans": []}
+    for model in ("fmt_events", "fmt_events_inc"):
+        relation = f"zspark_test.{model}"
+        spark.catalog.refreshTable(relation)
+        files = (spark.table(relation).inputFiles() if file_format == "delta"
+                 else spark.table(f"{relation}.files").collect())  # Iceberg: no inputFiles
+        for predicate in PREDICATES:
+            frame = spark.sql(f"select * from {relation} where {predicate}")
+            rows = frame.collect()
+            expected = [r for r in spark.table(relation).collect()
+                        if _matches(r, predicate)]
+            report["scans"].append({
+                "model": model, "predicate": predicate, "rows": len(rows),
+                "opened": files_opened(frame), "files": len(files),
+                "exact": sorted(rows) == sorted(expected)})
+    report["rows"] = {m: spark.table(f"zspark_test.{m}").count()
+                      for m in ("fmt_events", "fmt_events_inc")}
+    report["ids"] = spark.sql(f"select count(distinct id) from {table}").first()[0]
+    print("RESULT " + json.dumps(report))
+
+
+def _matches(row: Any, predicate: str) -> bool:
+    """A point predicate of ``PREDICATES`` checked in Python: the expected rows come from
+    every row, not from a scan that could skip wrongly."""
+    column, value = (part.strip() for part in predicate.split("="))
+    return str(row[column]) == value.strip("'")
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     root = tmp_path_factory.mktemp("cluster")
@@ -111,11 +207,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pat
         yield url, python
 
 
-def test_dbt_runs_on_a_cluster_whose_executors_lack_the_plugin(
-        cluster: tuple[str, Path], tmp_path: Path) -> None:
-    url, python = cluster
+def _run_project(url: str, python: Path, tmp_path: Path, models: dict[str, str],
+                 driver: str, *args: str, profile_lines: str = "") -> tuple[dict[str, Any], str]:
+    """Write a dbt project of ``models`` whose profile runs on the cluster, run ``driver``
+    (a function of this module) on it in a subprocess; its report and its output."""
     project = tmp_path / "project"
-    for name, text in MODELS.items():
+    for name, text in models.items():
         (project / "models" / name).parent.mkdir(parents=True, exist_ok=True)
         (project / "models" / name).write_text(text)
     (project / "dbt_project.yml").write_text(
@@ -129,6 +226,7 @@ def test_dbt_runs_on_a_cluster_whose_executors_lack_the_plugin(
               method: session
               schema: zspark_test
               session_dir: {tmp_path / 'session'}
+              {profile_lines}
               server_side_parameters:
                 spark.master: {url}
                 spark.pyspark.python: {python}
@@ -139,13 +237,21 @@ def test_dbt_runs_on_a_cluster_whose_executors_lack_the_plugin(
     # Nothing in the environment names a Python: the profile alone must reach executors.
     env = {k: v for k, v in os.environ.items() if k != "PYSPARK_PYTHON"}
     result = subprocess.run(
-        [sys.executable, "-c", "import sys; from tests.functional.test_cluster import "
-                               "run_on_cluster; run_on_cluster(sys.argv[1])", str(project)],
+        [sys.executable, "-c", f"import sys; from tests.functional.test_cluster import "
+                               f"{driver}; {driver}(*sys.argv[1:])", str(project), *args],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False)
     output = result.stdout + result.stderr
-    assert result.returncode == 0, output[-5000:]
+    causes = [line for line in output.splitlines() if "Exception" in line or "Error" in line]
+    assert result.returncode == 0, "\n".join(causes[:30]) + "\n...\n" + output[-3000:]
     report = json.loads(next(line for line in result.stdout.splitlines()
                              if line.startswith("RESULT ")).removeprefix("RESULT "))
+    return report, output
+
+
+def test_dbt_runs_on_a_cluster_whose_executors_lack_the_plugin(
+        cluster: tuple[str, Path], tmp_path: Path) -> None:
+    url, python = cluster
+    report, output = _run_project(url, python, tmp_path, MODELS, "run_on_cluster")
 
     assert report["master"] == url
     assert {tuple(e) for e in report["executors"]} == {(str(python), False)}
@@ -155,4 +261,28 @@ def test_dbt_runs_on_a_cluster_whose_executors_lack_the_plugin(
         assert scan["exact"], scan
         assert scan["rows"] > 0, scan
         # A point query on a clustering column opens at most half the files.
+        assert scan["opened"] <= scan["files"] / 2, scan
+
+
+@pytest.mark.parametrize("file_format", ["delta", "iceberg"])
+def test_clustered_format_models_run_on_a_cluster_whose_executors_lack_the_plugin(
+        cluster: tuple[str, Path], tmp_path: Path, file_format: str) -> None:
+    url, python = cluster
+    report, output = _run_project(url, python, tmp_path, FORMAT_MODELS,
+                                  "run_format_on_cluster", file_format,
+                                  profile_lines=f"table_format: {file_format}")
+
+    assert set(report["executors"]) == {False}
+    # The merge added ids 4000..4999 and matched 3000..3999: each id once.
+    assert report["rows"] == {"fmt_events": 4000, "fmt_events_inc": 5000}
+    assert report["ids"] == 5000
+    # The re-clustering is one commit that changes no data: the version before it has
+    # the same rows.
+    assert report["reclustered_by"] == ("OPTIMIZE" if file_format == "delta" else "replace")
+    assert report["rows_before_recluster"] == [5000, 5000]
+    assert report["tests"] == ["pass", "pass"], output[-3000:]  # skip_coverage per model
+    for scan in report["scans"]:
+        assert scan["exact"], scan
+        assert scan["rows"] > 0, scan
+        # Spark's own plain `where` skips by the format's statistics.
         assert scan["opened"] <= scan["files"] / 2, scan

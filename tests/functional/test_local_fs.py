@@ -18,6 +18,7 @@ from dbt.adapters.zspark.connections import (
     RAW_LOCAL_FS_CLASS,
     with_session_defaults,
 )
+from dbt.adapters.zspark.table_formats import with_table_format
 
 
 def last_pid() -> int:
@@ -38,6 +39,12 @@ def test_a_cluster_or_a_profile_file_system_keeps_hadoop_classes() -> None:
     cluster = with_session_defaults({"spark.master": "spark://127.0.0.1:7077"}, "s")
     assert cluster[FILE_SYSTEM] == RAW_LOCAL_FS_CLASS
     assert CLASS_PATH not in cluster
+    # Iceberg asks the file system its scheme: a cluster writing it keeps Hadoop's default.
+    iceberg = with_session_defaults(
+        with_table_format({"spark.master": "spark://127.0.0.1:7077"}, "iceberg"), "s")
+    assert FILE_SYSTEM not in iceberg
+    assert FILE_SYSTEM in with_session_defaults(
+        with_table_format({"spark.master": "spark://127.0.0.1:7077"}, "delta"), "s")
     own = with_session_defaults({FILE_SYSTEM: "org.example.Fs"}, "s")
     assert own[FILE_SYSTEM] == "org.example.Fs"
     assert CLASS_PATH not in own

@@ -24,7 +24,12 @@ from dbt.adapters.spark.connections import (
 )
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.zspark.table_formats import TableFormatError, with_table_format
+from dbt.adapters.zspark.table_formats import (
+    EXTENSIONS,
+    TableFormatError,
+    enabled_formats,
+    with_table_format,
+)
 
 DEFAULT_SESSION_DIR = ".zspark"
 #: The profile setting (in ``server_side_parameters``) naming the executors' Python.
@@ -43,9 +48,11 @@ CLASS_PATH = "spark.driver.extraClassPath"
 FILE_SYSTEM = "spark.hadoop.fs.file.impl"
 
 
-def session_defaults(session_dir: str, master: str | None = None) -> dict[str, str]:
+def session_defaults(session_dir: str, master: str | None = None,
+                     iceberg: bool = False) -> dict[str, str]:
     """Spark settings an embedded session gets unless the profile sets them itself;
-    ``master`` is the profile's ``spark.master`` (none: Spark in this process)."""
+    ``master`` is the profile's ``spark.master`` (none: Spark in this process);
+    ``iceberg``: the session writes Iceberg tables."""
     root = Path(session_dir).resolve()
     return {
         "spark.sql.warehouse.dir": str(root / "warehouse"),
@@ -64,29 +71,36 @@ def session_defaults(session_dir: str, master: str | None = None) -> dict[str, s
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
         # Bigger Arrow batches make the curve-key UDFs 1.5-2x faster.
         "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
-        **local_file_system(master),
+        **local_file_system(master, iceberg),
         "spark.ui.showConsoleProgress": "false",
         "spark.ui.enabled": "false",
     }
 
 
-def local_file_system(master: str | None) -> dict[str, str]:
+def local_file_system(master: str | None, iceberg: bool = False) -> dict[str, str]:
     """Local disk without checksum side files: Hadoop's default local file system writes a
     `.crc` file beside every data file and, lacking its native library (pyspark ships
     none), forks `chmod` for each one. Its raw variant drops the `.crc` files; zspark's own
     (when its jar was built) drops the `chmod` processes too, two per file written. Only
-    where every executor is this JVM: a cluster's executors would not find the class."""
+    where every executor is this JVM: a cluster's executors would not find the class.
+    Iceberg asks a file system for its scheme, which the raw one cannot answer: a cluster
+    writing Iceberg keeps Hadoop's default.
+
+    >>> local_file_system("spark://h:7077"), local_file_system("spark://h:7077", iceberg=True)
+    ({'spark.hadoop.fs.file.impl': 'org.apache.hadoop.fs.RawLocalFileSystem'}, {})
+    """
     if (master or "local").startswith("local") and LOCAL_FS_JAR.is_file():
         return {CLASS_PATH: str(LOCAL_FS_JAR),
                 FILE_SYSTEM: LOCAL_FS_CLASS}
-    return {FILE_SYSTEM: RAW_LOCAL_FS_CLASS}
+    return {} if iceberg else {FILE_SYSTEM: RAW_LOCAL_FS_CLASS}
 
 
 def with_session_defaults(settings: dict[str, Any], session_dir: str) -> dict[str, Any]:
     """A profile's ``server_side_parameters`` with :func:`session_defaults` filled in.
     A class path of the profile keeps its entries and gains the file system's jar; a file
     system of the profile leaves the jar out."""
-    defaults = session_defaults(session_dir, settings.get("spark.master"))
+    iceberg = "iceberg" in enabled_formats(settings.get(EXTENSIONS))
+    defaults = session_defaults(session_dir, settings.get("spark.master"), iceberg)
     jar = defaults.pop(CLASS_PATH, None)
     merged = {**defaults, **settings}
     if jar is not None and FILE_SYSTEM not in settings:
