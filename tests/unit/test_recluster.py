@@ -12,7 +12,10 @@ from dbt.adapters.zspark.recluster import (
     MAX_FILES_FACTOR,
     MERGE,
     NOTHING,
+    ReclusterPlan,
     Run,
+    deferred,
+    new_run,
     plan_increment,
     plan_on_demand,
     rebuild_files,
@@ -173,3 +176,16 @@ def test_clustered_writes_keep_those_with_files_left_and_add_the_new_ones() -> N
     # Write 1 has no file left; write 3 is pending; write 4 was just clustered.
     after = clustered_writes_after(properties, [named(2), named(3)], [named(4)])
     assert after == {"zspark.layout.clustered_writes": ids(2, 4)}
+
+
+def test_a_deferred_recluster_rewrites_nothing_and_says_why() -> None:
+    """Over a server without Python a Delta or Iceberg re-clustering waits: the policy's
+    merge or full rewrite becomes the new rows' own run, nothing rewritten."""
+    full = ReclusterPlan(FULL, ("a", "b"), 900, 4, "table mostly pending")
+    waits = deferred(full, "needs a session")
+    assert (waits.action, waits.rewritten_paths, waits.rewritten_rows, waits.pieces) == \
+        (APPEND, (), 0, 4)
+    assert not waits.rewrites
+    assert waits.reason == "full of 900 rows deferred: needs a session"
+    own_run = new_run(100, 50, "own run")
+    assert deferred(own_run, "needs a session") is own_run

@@ -22,6 +22,7 @@ from typing import Any
 from dbt.adapters.base import available
 from dbt.adapters.base.meta import AdapterMeta
 from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.zspark.stop_points import stop_point
 
@@ -40,6 +41,10 @@ class FormatIncrementMethods(metaclass=AdapterMeta):
     _rewrites: dict[str, Any]
     _file_rows: dict[str, int | None]
     _spark: Callable[..., Any]
+    config: Any
+    _spark_if_session: Callable[..., Any]
+    _is_session: Callable[[], bool]
+    _fetch: Callable[[str], list[Any]]
     _schema: Callable[[Any, str], dict[str, str]]
     _format_files: Callable[..., tuple[str, list[tuple[str, str]]]]
     _rewrite_select: Callable[..., str]
@@ -48,13 +53,23 @@ class FormatIncrementMethods(metaclass=AdapterMeta):
     execute: Callable[..., Any]
     zspark_log_format_stats: Callable[..., None]
 
+    def _session_reclusters(self, decision: Any, file_format: str) -> Any:
+        """The policy's ``decision``, its re-clustering deferred over a server without
+        Python: the format's commit that changes no data is made through its JVM API."""
+        from dbt.adapters.zspark.recluster import deferred
+
+        if self._is_session():
+            return decision
+        return deferred(decision, f"a {file_format} re-clustering needs `method: session` "
+                                  f"(run zspark_recluster there, or `dbt run --full-refresh`)")
+
     def _format_file_list(self, spark: Any, relation: Any, file_format: str,
                           properties: dict[str, str]) -> list[tuple[str, int, int]]:
         """A Delta or Iceberg table's live files as the policy reads an index: (path,
         rows, modification time in ms)."""
         view, _ = self._format_files(spark, relation, file_format, properties)
-        return [(str(r[0]), int(r[1] or 0), int(r[2] or 0)) for r in spark.sql(
-            f"select file_path, row_count, file_mtime from {view}").collect()]
+        return [(str(r[0]), int(r[1] or 0), int(r[2] or 0)) for r in self._fetch(
+            f"select file_path, row_count, file_mtime from {view}")]
 
     @available
     def zspark_record_base(self, model: str, relation: Any, file_format: str) -> None:
@@ -65,7 +80,7 @@ class FormatIncrementMethods(metaclass=AdapterMeta):
         from dbt.adapters.zspark.layout_state import clustered_writes_property
         from dbt.adapters.zspark.rewrite import set_properties_sql
 
-        spark = self._spark(model, "recording a clustered base")
+        spark = self._spark_if_session(model, "recording a clustered base")
         properties = self._table_properties(relation)
         files = self._format_file_list(spark, relation, file_format, properties)
         stop_point("format:base")
@@ -84,7 +99,7 @@ class FormatIncrementMethods(metaclass=AdapterMeta):
         planned = self._format_plans.pop(key)
         before = self._files_before.pop(key, set())
         stop_point("format:appended")
-        spark = self._spark(model, "re-clustering")
+        spark = self._spark_if_session(model, "re-clustering")
         decision = planned.decision
         # Rows that opened partitions of their own (the policy's "no rows yet where the
         # new rows land"), or replaced whole ones (insert_overwrite), were written as
@@ -105,8 +120,10 @@ class FormatIncrementMethods(metaclass=AdapterMeta):
                 judged = in_partitions(files, planned.plan.partition_by, {
                     file_partition(path, planned.plan.partition_by)
                     for path, _, _ in files if path not in before})
-            decision = plan_increment(table_runs(judged, clustered_writes(planned.properties)),
-                                      0, planned.stored.rows_per_file, planned.automatic)
+            decision = self._session_reclusters(
+                plan_increment(table_runs(judged, clustered_writes(planned.properties)),
+                               0, planned.stored.rows_per_file, planned.automatic),
+                planned.file_format)
             logger.info(f"zspark: {model}: after the merge: {decision.action} "
                         f"({decision.reason})")
         if not decision.rewrites:
@@ -156,6 +173,13 @@ class FormatIncrementMethods(metaclass=AdapterMeta):
         from dbt.adapters.zspark.recluster import plan_on_demand
         from dbt.adapters.zspark.rewrite import table_runs
 
+        if not self._is_session():
+            raise DbtRuntimeError(
+                f"zspark_recluster: {relation}: re-clustering a {file_format} table needs "
+                f"`method: session`: its commit that changes no data is made through the "
+                f"format's JVM API, which `method: {self.config.credentials.method}` cannot "
+                f"reach. Run it with a session profile, or rebuild the table with `dbt run "
+                f"--full-refresh --select {model}` over this one.")
         spark = self._spark(model, "re-clustering")
         stored = self._stored_layout(model, relation, properties)
         files = self._format_file_list(spark, relation, file_format, properties)

@@ -209,19 +209,13 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, SparkAdapter):
 
         allowed = CLUSTERED_FORMATS if materialized in ("table", "incremental") \
             else ("parquet",)
-        problem = None
         if file_format not in allowed:
-            problem = (f"Allowed: {', '.join(repr(f) for f in allowed)}. zspark does not "
-                       f"cluster {materialized} models of {file_format} tables yet")
-        elif file_format != "parquet" and not self._is_session():
-            problem = (f"Allowed over `method: {self.config.credentials.method}`: 'parquet'. "
-                       f"Clustered {file_format} tables are built with `method: session` "
-                       f"for now")
-        if problem is not None:
             raise DbtRuntimeError(
                 f"Model '{model}': config 'file_format' is '{file_format}' on a clustered "
-                f"{materialized} model. {problem}; without zorder_by, hilbert_by, linear_by "
-                f"and balanced_by the model builds unclustered.")
+                f"{materialized} model. Allowed: {', '.join(repr(f) for f in allowed)}. zspark "
+                f"does not cluster {materialized} models of {file_format} tables yet; without "
+                f"zorder_by, hilbert_by, linear_by and balanced_by the model builds "
+                f"unclustered.")
 
     @available
     def zspark_check_config(self, model: str, config: dict[str, Any],
@@ -796,16 +790,14 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, SparkAdapter):
         """After a clustered Delta or Iceberg build (``just_built``) or increment: its files
         and rows, and the layout figures, from the format's own statistics (the table's
         index)."""
-        from pyspark.sql import functions as sf
-
         from dbt.adapters.zspark.index import IndexSummary
 
         stop_point("format:committed")
-        spark = self._spark(model, "reading a table format's statistics")
+        spark = self._spark_if_session(model, "reading a table format's statistics")
         self._lap(relation, "write")
         view, columns = self._format_files(spark, relation, file_format,
                                            self._table_properties(relation))
-        totals = spark.table(view).agg(sf.count(sf.lit(1)), sf.sum("row_count")).first()
+        totals = self._fetch(f"select count(1), sum(row_count) from {view}")[0]
         summary = IndexSummary(view, int(totals[0]), int(totals[1] or 0),
                                [name for name, _ in columns])
         self._lap(relation, "index")
@@ -816,21 +808,25 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, SparkAdapter):
                       properties: dict[str, str], every_column: bool = False,
                       ) -> tuple[str, list[tuple[str, str]]]:
         """A temporary view of a Delta or Iceberg table's live files, one ``__zindex``
-        file row each from the format's statistics, and the columns it bounds: those a
+        file row each from the format's statistics (over a server without Python, as
+        ``FormatTable.active_files_sql`` reads them), and the columns it bounds: those a
         clustered build keeps statistics on (its ``properties`` store the layout), or
         with ``every_column`` all it can bound."""
-        from dbt.adapters.zspark.clustering import model_schema
         from dbt.adapters.zspark.formats import stats_columns
         from dbt.adapters.zspark.udfs import udf_name
 
         written_as = format_table(file_format)
         assert written_as is not None
-        schema = model_schema(spark, f"select * from {relation}")
+        schema = self._schema(spark, f"select * from {relation}")
         stored = StoredLayout.from_properties(properties)
         clustering = list(stored.columns) if stored is not None else []
         columns = stats_columns(schema, clustering, list(schema) if every_column else None)
         view = f"zspark_files_{udf_name(str(relation)).removeprefix('zspark_key_')}"
-        written_as.active_files(spark, str(relation), columns).createOrReplaceTempView(view)
+        if spark is not None:
+            written_as.active_files(spark, str(relation), columns).createOrReplaceTempView(view)
+        else:  # a server's session keeps the view for the statements that follow
+            self.execute(f"create or replace temporary view {view} as "
+                         f"{written_as.active_files_sql(str(relation), columns)}")
         return view, columns
 
     def _layout_health(self, spark: Any, relation: Any, index: Any, sample: LayoutSample,
@@ -928,7 +924,7 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, SparkAdapter):
     def _file_stats(self, spark: Any, relation: Any) -> tuple[Any, bool]:
         """Where a table's per-file statistics are read: its ``__zindex``, or for a Delta
         or Iceberg table a view of the format's own (then True)."""
-        file_format, properties = self._format_of(relation) if spark is not None else (None, {})
+        file_format, properties = self._format_of(relation)
         if file_format is None:
             return self._index_relation(relation), False
         return self._format_files(spark, relation, file_format, properties)[0], True
@@ -956,11 +952,10 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, SparkAdapter):
         predicates."""
         file_format, properties = of_format
         if file_format is not None:
-            spark = self._spark(str(relation), f"reading {file_format} statistics")
+            spark = self._spark_if_session(str(relation), f"reading {file_format} statistics")
             index, _ = self._format_files(spark, relation, file_format, properties,
                                           every_column=True)
-            columns = [(f.name, f.dataType.simpleString())
-                       for f in spark.table(index).schema.fields]
+            columns = list(self._described(f"describe table {index}").items())
         else:
             index = self._index_relation(relation)
             columns = [(c.name, c.data_type) for c in self.get_columns_in_relation(index)]

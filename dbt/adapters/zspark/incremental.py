@@ -119,6 +119,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
     _write_settings: dict[str, dict[str, str]]
     zspark_log_format_stats: Callable[..., None]
     _format_file_list: Callable[..., list[tuple[str, int, int]]]
+    _session_reclusters: Callable[..., Any]
     _recluster_format_table: Callable[..., dict[str, Any]]
     _clustered_inserts: dict[str, bool]
     _files_before: dict[str, set[str]]
@@ -289,6 +290,8 @@ class IncrementalMethods(metaclass=AdapterMeta):
                                  clustered) if plan.partition_by else runs
             decision = plan_increment(touched or [], sampled.rows, stored.rows_per_file,
                                       automatic)
+            if table_format is not None:
+                decision = self._session_reclusters(decision, table_format)
         logger.info(f"zspark: {model}: {decision.action} ({decision.reason})")
         if table_format is not None:
             # Committed as a run of its own first; a re-clustering follows in a commit of

@@ -137,6 +137,21 @@ def new_run(rows: int, rows_per_file: int, reason: str) -> ReclusterPlan:
     return ReclusterPlan(APPEND, (), 0, _pieces(rows, rows_per_file), reason)
 
 
+def deferred(decision: ReclusterPlan, why: str) -> ReclusterPlan:
+    """``decision`` without its re-clustering, which waits (``why``): nothing rewritten,
+    the rows it would have merged stay pending.
+
+    >>> deferred(ReclusterPlan(MERGE, ("a",), 9, 2, "2 runs"), "no session").reason
+    'merge of 9 rows deferred: no session'
+    >>> deferred(new_run(10, 5, "own run"), "no session").action
+    'append'
+    """
+    if not decision.rewrites:
+        return decision
+    return ReclusterPlan(APPEND, (), 0, decision.pieces,
+                         f"{decision.action} of {decision.rewritten_rows} rows deferred: {why}")
+
+
 def _pieces(rows: int, rows_per_file: int) -> int:
     piece_rows = max(1, rows_per_file // PIECES_PER_FILE)
     return max(1, math.ceil(rows / piece_rows))

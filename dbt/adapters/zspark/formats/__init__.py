@@ -62,6 +62,11 @@ class FormatTable(Protocol):
         every bound one the file's rows provably lie within (else NULL: unknown)."""
         ...
 
+    def active_files_sql(self, table: str, columns: Sequence[TypedColumn]) -> str:
+        """The same rows by Spark SQL alone, for a server that runs no Python (thrift);
+        bounds the format cannot give in SQL are read from the files' rows (exact)."""
+        ...
+
     def replace_files(self, spark: SparkSession, table: str, rewritten: Sequence[str],
                       rewrite: Callable[[DataFrame], DataFrame],
                       properties: Callable[[list[str]], dict[str, str]] | None = None,

@@ -81,6 +81,15 @@ class DeltaTable:
                for name, t in columns for stat in ("min", "max", "nulls")])
         return spark.createDataFrame(rows, schema)
 
+    def active_files_sql(self, table: str, columns: Sequence[TypedColumn]) -> str:
+        # Spark SQL has no view of the log's statistics: each live file's bounds are
+        # aggregated from its rows (exact; the columns alone are read), as a Parquet
+        # table's index over thrift.
+        from dbt.adapters.zspark.sql_index import index_sql
+        from dbt.adapters.zspark.stats import ColumnRef
+
+        return index_sql(table, [ColumnRef((name,), spark_type) for name, spark_type in columns])
+
     def replace_files(self, spark: SparkSession, table: str, rewritten: Sequence[str],
                       rewrite: Callable[[DataFrame], DataFrame],
                       properties: Callable[[list[str]], dict[str, str]] | None = None,

@@ -45,7 +45,10 @@ class IcebergTable:
 
     def active_files(self, spark: SparkSession, table: str,
                      columns: Sequence[TypedColumn]) -> DataFrame:
-        return spark.sql(active_files_sql(table, columns))
+        return spark.sql(self.active_files_sql(table, columns))
+
+    def active_files_sql(self, table: str, columns: Sequence[TypedColumn]) -> str:
+        return active_files_sql(table, columns)  # its metadata tables are SQL already
 
     def replace_files(self, spark: SparkSession, table: str, rewritten: Sequence[str],
                       rewrite: Callable[[DataFrame], DataFrame],

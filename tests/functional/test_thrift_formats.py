@@ -1,0 +1,156 @@
+"""Clustered Delta and Iceberg models over dbt-spark's `thrift` method: a Spark Thrift
+Server with the format's jars and settings, no Python on it. Builds and appends key rows
+in Spark SQL and write through the format's own `create or replace` and `insert`; the
+layout figures and `skip_coverage` read each file's bounds by SQL. A re-clustering, a
+commit of the format made through its JVM API, waits for a session: the policy defers
+it, and `zspark_recluster` is refused by name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bench.servers import own_metastore, thrift_server
+from dbt.adapters.zspark.table_formats import table_format
+from tests.functional.test_thrift import SPARK_ENV, _dbt, _file_keys, _sql
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = "zf"
+ROWS = """
+select id,
+       concat('CITY', lpad(cast(pmod(hash(id, 1), 50) as string), 3, '0')) as city,
+       cast(pmod(hash(id, 2), 1000) as int) as brand
+from range({{ var('start', 0) }}, {{ var('stop', 4000) }})
+"""
+PREDICATES = ("city = 'CITY007'", "brand = 42")
+
+
+@pytest.fixture(scope="module", params=["delta", "iceberg"])
+def server(request: pytest.FixtureRequest,
+           tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
+    """A Thrift server set up for one format (its jars, extensions and catalog)."""
+    file_format = str(request.param)
+    home = tmp_path_factory.mktemp(f"thrift_{file_format}")
+    wanted = table_format(file_format)
+    # On the server's own class path, as a server's jars folder would hold them: jars
+    # added at run time are not seen by the classes Spark generates for its queries.
+    jars = os.pathsep.join(str(jar) for jar in wanted.jar_files())
+    conf = {**own_metastore(home), **wanted.settings, "spark.driver.extraClassPath": jars}
+    with thrift_server(home, conf, SPARK_ENV) as port:
+        _sql(port, f"create schema if not exists {SCHEMA}")
+        yield file_format, port
+
+
+def _project(root: Path, port: int, file_format: str) -> Path:
+    models = {
+        "fmt_table.sql": "{{ config(materialized='table', hilbert_by=['city', 'brand'], "
+                         f"file_count=8, file_format='{file_format}') }}}}" + ROWS,
+        "fmt_inc.sql": "{{ config(materialized='incremental', incremental_strategy='append', "
+                       f"zorder_by=['city', 'brand'], file_count=8, "
+                       f"file_format='{file_format}') }}}}" + ROWS,
+        "coverage.yml": textwrap.dedent(f"""
+            version: 2
+            models:
+              - name: fmt_table
+                data_tests:
+                  - skip_coverage: {{predicates: {list(PREDICATES)}, min_skip_ratio: 0.3}}
+              - name: fmt_inc
+                data_tests:
+                  - skip_coverage: {{predicates: {list(PREDICATES)}, min_skip_ratio: 0.3}}
+        """),
+    }
+    for name, text in models.items():
+        (root / "models" / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / "models" / name).write_text(text)
+    (root / "dbt_project.yml").write_text(
+        "name: thrift_formats\nversion: '1.0'\nconfig-version: 2\nprofile: thrift_formats\n"
+        "flags:\n  send_anonymous_usage_stats: false\n")
+    (root / "profiles.yml").write_text(textwrap.dedent(f"""
+        thrift_formats:
+          target: dev
+          outputs:
+            dev:
+              type: zspark
+              method: thrift
+              host: 127.0.0.1
+              port: {port}
+              user: dbt
+              schema: {SCHEMA}
+    """))
+    return root
+
+
+def _data_files(port: int, table: str, file_format: str) -> list[str]:
+    """The table's live data files, from the format's own listing."""
+    if file_format == "iceberg":
+        return sorted(str(r[0]) for r in _sql(port, f"select file_path from {table}.files"))
+    return sorted(str(r[0]) for r in _sql(port, f"select distinct input_file_name() from {table}")
+                  if r[0])
+
+
+def _expected(port: int, start: int, stop: int) -> list[tuple[object, ...]]:
+    query = ROWS.replace("{{ var('start', 0) }}", str(start)).replace(
+        "{{ var('stop', 4000) }}", str(stop))
+    return sorted(_sql(port, query))
+
+
+def test_clustered_format_models_build_and_append_over_thrift(
+        server: tuple[str, int], tmp_path: Path) -> None:
+    file_format, port = server
+    project = _project(tmp_path, port, file_format)
+
+    built = " ".join(_dbt(project, "run").split())
+    assert "keys in Spark SQL: no Python on the server" in built
+    assert f"in its {file_format} statistics" in built
+    assert "city depth" in built  # the layout figures, from the bounds read by SQL
+    for model in ("fmt_table", "fmt_inc"):
+        table = f"{SCHEMA}.{model}"
+        assert sorted(_sql(port, f"select * from {table}")) == _expected(port, 0, 4000)
+        properties = {str(k): str(v) for k, v in _sql(port, f"show tblproperties {table}")}
+        if file_format == "delta":
+            # The statistics every engine skips by cover the clustering columns.
+            assert properties["delta.dataSkippingStatsColumns"].startswith("`city`,`brand`")
+        else:
+            assert properties["write.metadata.metrics.column.city"] == "full"
+        files = _data_files(port, table, file_format)
+        assert 4 <= len(files) <= 8, files
+        for path in files:  # every file sorted by the stored layout's key
+            keys = _file_keys(properties, path)
+            assert keys == sorted(keys), path
+
+    # An append small against the table: the new rows' own run, keyed by the stored layout.
+    appended = " ".join(_dbt(project, "run", "-s", "fmt_inc", "--vars",
+                             json.dumps({"start": 4000, "stop": 4500})).split())
+    assert "keyed with the table's stored layout" in appended
+    # One larger than the table: the policy would re-cluster; over thrift it waits.
+    grown = " ".join(_dbt(project, "run", "-s", "fmt_inc", "--vars",
+                          json.dumps({"start": 4500, "stop": 12000})).split())
+    assert f"deferred: a {file_format} re-clustering needs `method: session`" in grown
+    table = f"{SCHEMA}.fmt_inc"
+    assert sorted(_sql(port, f"select * from {table}")) == _expected(port, 0, 12000)
+
+    refused = " ".join(_dbt(project, "run-operation", "zspark_recluster", "--args",
+                            json.dumps({"relation": table}), expect_pass=False).split())
+    assert f"zspark_recluster: {table}: re-clustering a {file_format} table needs " \
+           f"`method: session`" in refused
+    assert "--full-refresh --select fmt_inc" in refused
+    assert sorted(_sql(port, f"select * from {table}")) == _expected(port, 0, 12000)
+
+    tested = " ".join(_dbt(project, "test").split())
+    assert "PASS=2" in tested, tested[-3000:]
+
+    # A full refresh rebuilds it clustered over thrift, in one commit of the format.
+    _dbt(project, "run", "-s", "fmt_inc", "--full-refresh", "--vars",
+         json.dumps({"start": 0, "stop": 12000}))
+    assert sorted(_sql(port, f"select * from {table}")) == _expected(port, 0, 12000)
+    properties = {str(k): str(v) for k, v in _sql(port, f"show tblproperties {table}")}
+    for path in _data_files(port, table, file_format):
+        keys = _file_keys(properties, path)
+        assert keys == sorted(keys), path
