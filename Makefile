@@ -69,8 +69,8 @@ bench-thrift: setup
 # then the pipeline (a base, ten appends) on each format beside OPTIMIZE after every run.
 bench-formats: setup
 	$(PY) -m bench.formats --rows $(ROWS) --files $(FILES)
-	$(PY) -m bench.report BENCHMARKS.json --out BENCHMARKS.md
 	$(PY) -m bench.format_pipeline --rows $(ROWS) --files $(FILES)
+	$(PY) -m bench.report BENCHMARKS.json --out BENCHMARKS.md
 
 # Hilbert beside the balanced layout (equal and weighted) on uniform, Zipf and correlated data.
 bench-balanced: setup

@@ -71,8 +71,9 @@ SOURCE = f"{SOURCE_SCHEMA}.{SOURCE_TABLE}"
 DEFAULT_OUT = REPO / "BENCHMARKS-format-pipeline.json"
 DEFAULT_SESSION_DIR = REPO / ".bench-format-pipeline"
 IMG_DIR = REPO / "docs" / "img"
-# The bar for a clustered incremental model.
+# The bar for a clustered incremental model, and the scale it is set at.
 BAR_GAP_POINTS, BAR_REWRITTEN = 3.0, 2.0
+BAR_ROWS, BAR_FILES = 2_000_000, 1000
 
 
 def write_project(root: Path, session_dir: Path, table_format: str) -> None:
@@ -366,8 +367,8 @@ def draw_picture(path: Path, table_format: str, steps: dict[str, list[dict[str, 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rows", type=int, default=2_000_000)
-    parser.add_argument("--files", type=int, default=1000,
+    parser.add_argument("--rows", type=int, default=BAR_ROWS)
+    parser.add_argument("--files", type=int, default=BAR_FILES,
                         help="files of the whole source: sets the rows per file")
     parser.add_argument("--runs", type=int, default=RUNS, help="appends after the base")
     parser.add_argument("--probes", type=int, default=300)

@@ -54,7 +54,7 @@ def _project(root: Path, port: int, file_format: str) -> Path:
                          f"file_count=8, file_format='{file_format}') }}}}" + ROWS,
         "fmt_inc.sql": "{{ config(materialized='incremental', incremental_strategy='append', "
                        f"zorder_by=['city', 'brand'], file_count=8, "
-                       f"file_format='{file_format}') }}}}" + ROWS,
+                       f"file_format=var('file_format', '{file_format}')) }}}}" + ROWS,
         "coverage.yml": textwrap.dedent(f"""
             version: 2
             models:
@@ -141,6 +141,13 @@ def test_clustered_format_models_build_and_append_over_thrift(
     assert f"zspark_recluster: {table}: re-clustering a {file_format} table needs " \
            f"`method: session`" in refused
     assert "--full-refresh --select fmt_inc" in refused
+    assert sorted(_sql(port, f"select * from {table}")) == _expected(port, 0, 12000)
+
+    # The model turned Parquet over its Delta or Iceberg table: refused, nothing written.
+    other = " ".join(_dbt(project, "run", "-s", "fmt_inc", "--vars", json.dumps(
+        {"start": 12000, "stop": 13000, "file_format": "parquet"}), expect_pass=False).split())
+    assert f"Model 'fmt_inc': config 'file_format' is 'parquet' but {table} is a " \
+           f"{file_format} table; run `dbt run --full-refresh --select fmt_inc`" in other
     assert sorted(_sql(port, f"select * from {table}")) == _expected(port, 0, 12000)
 
     tested = " ".join(_dbt(project, "test").split())
