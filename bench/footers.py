@@ -68,6 +68,21 @@ def files_holding(bounds: FileBounds, column: str, values: Sequence[Any]) -> np.
     """For each value, how many files a point query on it must open."""
     if not values:
         return np.zeros(0, dtype=np.int64)
+    return np.asarray(_opened(bounds, column, values).sum(axis=1), dtype=np.int64)
+
+
+def rows_skip_share(bounds: FileBounds, column: str, values: Sequence[Any]) -> float:
+    """Mean share of the rows a point query skips (in the files it need not open), over
+    ``values``: small files count for their rows, not as much as a full one."""
+    total = int(bounds.rows.sum())
+    if not values or total == 0:
+        return 0.0
+    read = _opened(bounds, column, values) @ bounds.rows
+    return float(1.0 - read.mean() / total)
+
+
+def _opened(bounds: FileBounds, column: str, values: Sequence[Any]) -> np.ndarray:
+    """values x files: whether a point query on the value must open the file."""
     points = np.array(values, dtype=object)
     low_list, high_list = bounds.low[column], bounds.high[column]
     # A file without stats may hold anything: give it the widest possible range.
@@ -75,8 +90,8 @@ def files_holding(bounds: FileBounds, column: str, values: Sequence[Any]) -> np.
     low = np.array([floor if v is None else v for v in low_list], dtype=object)
     high = np.array([ceil if v is None else v for v in high_list], dtype=object)
     empty = bounds.rows == 0
-    inside = (low[None, :] <= points[:, None]) & (points[:, None] <= high[None, :]) & ~empty
-    return np.asarray(inside.sum(axis=1), dtype=np.int64)
+    return np.asarray((low[None, :] <= points[:, None]) & (points[:, None] <= high[None, :])
+                      & ~empty)
 
 
 def skip_share(bounds: FileBounds, column: str, values: Sequence[Any]) -> float:

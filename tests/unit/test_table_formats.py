@@ -82,11 +82,12 @@ def test_a_session_writes_a_format_only_when_its_extension_is_set() -> None:
 def test_the_format_modules_examples_hold() -> None:
     import doctest
 
-    from dbt.adapters.zspark import formats, layout_state
+    from dbt.adapters.zspark import connections, formats, layout_state, reach
     from dbt.adapters.zspark.formats import delta, iceberg
 
-    # layout_state: which write made a file, by the names Spark, Delta and Iceberg give.
-    for module in (formats, delta, iceberg, layout_state):
+    # layout_state: which write made a file, by the names Spark, Delta and Iceberg give;
+    # reach: a server's DESCRIBE rows; connections: a cluster writing Iceberg.
+    for module in (formats, delta, iceberg, layout_state, reach, connections):
         assert doctest.testmod(module).failed == 0, module.__name__
 
 

@@ -135,12 +135,9 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, SparkAdapter):
 
     def _described(self, sql: str) -> dict[str, str]:
         """Column name -> Spark type of a ``DESCRIBE`` statement's column section."""
-        described: dict[str, str] = {}
-        for name, spark_type, *_ in self._fetch(sql):
-            if not name or str(name).startswith("#"):
-                break
-            described[str(name)] = str(spark_type)
-        return described
+        from dbt.adapters.zspark.reach import described
+
+        return described(self._fetch(sql))
 
     def _server_cores(self) -> int:
         """The parallelism a server's shuffles are sized to: its default parallelism, the
@@ -393,11 +390,10 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, SparkAdapter):
 
     # -- runs that survive a kill (swap.py: the protocol; model_lock.py: one run at a time)
     def _versions(self, relation: Any) -> Any:
-        from dbt.adapters.zspark.folders import ServerFolders, SessionFolders
         from dbt.adapters.zspark.table_versions import TableVersions
 
-        folders = (SessionFolders(self._spark(relation.identifier, "the warehouse's folders"))
-                   if self._is_session() else ServerFolders())
+        folders = self._reach(self._spark_if_session(relation.identifier,
+                                                     "the warehouse's folders")).folders()
         return TableVersions(relation.schema, relation.identifier, self._fetch,
                              lambda sql: self.execute(sql), folders)
 
@@ -822,11 +818,7 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, SparkAdapter):
         clustering = list(stored.columns) if stored is not None else []
         columns = stats_columns(schema, clustering, list(schema) if every_column else None)
         view = f"zspark_files_{udf_name(str(relation)).removeprefix('zspark_key_')}"
-        if spark is not None:
-            written_as.active_files(spark, str(relation), columns).createOrReplaceTempView(view)
-        else:  # a server's session keeps the view for the statements that follow
-            self.execute(f"create or replace temporary view {view} as "
-                         f"{written_as.active_files_sql(str(relation), columns)}")
+        self._reach(spark).files_view(written_as, str(relation), columns, view)
         return view, columns
 
     def _layout_health(self, spark: Any, relation: Any, index: Any, sample: LayoutSample,
@@ -845,7 +837,7 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, SparkAdapter):
             for c, t in typed for s in ("min", "max"))
         query = (f"select file_path, row_count, {picked} from {index} "
                  f"where row_group is null and row_count > 0")
-        files = spark.sql(query).toPandas() if spark is not None else self._frame(query, {
+        files = self._reach(spark).frame(query, {
             f"{c}.{s}": key_input_type(t) for c, t in typed for s in ("min", "max")})
         bounds = {c: files[[f"{c}.min", f"{c}.max"]].set_axis(["min", "max"], axis=1)
                   for c in sample.columns}
@@ -857,20 +849,6 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, SparkAdapter):
             self._table_properties(relation))
         health = layout_health(bounds, sample.rows.head(PROBES), rebuilt, sum(rows), pending)
         return health, files
-
-    def _frame(self, sql: str, types: dict[str, str]) -> Any:
-        """A query's rows as a pandas frame, the columns named in ``types`` in the form a
-        session's ``toPandas`` gives them."""
-        import pandas as pd
-
-        from dbt.adapters.zspark.sql_build import thrift_value
-
-        names, rows = self._query(sql)
-        frame = pd.DataFrame.from_records(rows, columns=names)
-        for name, spark_type in types.items():
-            frame[name] = pd.Series([thrift_value(v, spark_type) for v in frame[name]],
-                                    dtype=None if len(frame) else object)
-        return frame
 
     def _table_properties(self, relation: Any) -> dict[str, str]:
         _, table = self.execute(f"show tblproperties {relation}", fetch=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dbt.adapters.base import available
 from dbt.adapters.base.meta import AdapterMeta
@@ -21,6 +21,9 @@ from dbt.adapters.zspark.layout_state import StoredLayout, StoredLayoutError
 from dbt.adapters.zspark.planning import ClusteringConfigError, ClusteringPlan, plan_clustering
 from dbt.adapters.zspark.sqltext import quote
 from dbt.adapters.zspark.stop_points import stop_point
+
+if TYPE_CHECKING:
+    from dbt.adapters.zspark.reach import SparkReach
 
 logger = AdapterLogger("zspark")
 
@@ -134,6 +137,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
     _repair_index: Callable[..., bool]
     _table_properties: Callable[[Any], dict[str, str]]
     _fetch: Callable[[str], list[tuple[Any, ...]]]
+    _query: Callable[[str], tuple[list[str], list[tuple[Any, ...]]]]
     _described: Callable[[str], dict[str, str]]
     _server_cores: Callable[[], int]
     _update_sql_index: Callable[..., Any]
@@ -141,7 +145,6 @@ class IncrementalMethods(metaclass=AdapterMeta):
     _publish_sql_index: Callable[..., Any]
     _location: Callable[[Any], str]
     _execute_with: Callable[[dict[str, str], str], Any]
-    _frame: Callable[[str, dict[str, str]], Any]
     _server_has_table: Callable[[Any], bool]
     zspark_execute_write: Callable[[str, str], Any]
     zspark_next_version: Callable[[Any], Any]
@@ -195,42 +198,36 @@ class IncrementalMethods(metaclass=AdapterMeta):
                 f"'boundary' (rebuild the table with it, or run it in a session).")
         return plan
 
-    # -- the two ways of running Spark: a session in this process (UDF keys, footers) or
-    # a server reached by SQL alone (spark is None: SQL keys, the index by aggregation).
+    # -- the two ways of reaching Spark (reach.py): a session in this process (UDF keys,
+    # footers, the formats' JVM APIs) or a server by SQL alone (spark is None).
     def _spark_if_session(self, model: str, what: str) -> Any:
         return self._spark(model, what) if self._is_session() else None
 
-    def _schema(self, spark: Any, sql: str) -> dict[str, str]:
-        """Output columns of ``sql`` and their Spark types, without running it."""
-        from dbt.adapters.zspark.clustering import model_schema
+    def _reach(self, spark: Any) -> SparkReach:
+        """How this step reaches Spark: through ``spark``, or the server by SQL (None)."""
+        from dbt.adapters.zspark.reach import ServerReach, SessionReach
 
         if spark is not None:
-            return model_schema(spark, sql)
-        return self._described(f"describe query {sql}")
+            return SessionReach(spark)
+        return ServerReach(self._fetch, lambda sql: self.execute(sql), self._query,
+                           self._server_cores)
+
+    def _schema(self, spark: Any, sql: str) -> dict[str, str]:
+        """Output columns of ``sql`` and their Spark types, without running it."""
+        return self._reach(spark).schema(sql)
 
     def _sample(self, spark: Any, plan: ClusteringPlan, sql: str,
                 schema: dict[str, str], expected_rows: int | None = None) -> Any:
         """The first pass over ``sql``: a uniform sample and the row count (``expected_rows``:
         what the input held at its last build, when known)."""
-        from dbt.adapters.zspark.clustering import sample_input
-        from dbt.adapters.zspark.sql_build import sample_input_sql
-
-        if spark is not None:
-            return sample_input(spark, plan, sql, expected_rows)
-        return sample_input_sql(self._fetch, plan, sql, schema, expected_rows)
+        return self._reach(spark).sample(plan, sql, schema, expected_rows)
 
     def _keyed(self, spark: Any, plan: ClusteringPlan, sql: str, sampled: Any,
                stored: StoredLayout | None, file_count: int, schema: dict[str, str],
                pieces: bool, file_per_partition: bool) -> Any:
         """The clustered SELECT of a sampled input (keys by UDF, or in SQL)."""
-        from dbt.adapters.zspark.clustering import keyed_build
-        from dbt.adapters.zspark.sql_build import keyed_sql_build
-
-        if spark is not None:
-            return keyed_build(spark, plan, sql, sampled, stored, file_count, pieces,
-                               file_per_partition)
-        return keyed_sql_build(self._fetch, plan, sql, sampled, stored, file_count,
-                               self._server_cores(), schema, pieces, file_per_partition)
+        return self._reach(spark).keyed(plan, sql, sampled, stored, file_count, schema,
+                                        pieces, file_per_partition)
 
     @available
     def zspark_increment(self, model: str, relation: Any, config: dict[str, Any], sql: str,
@@ -459,15 +456,11 @@ class IncrementalMethods(metaclass=AdapterMeta):
         rows = int(self._fetch(f"select sum(row_count) from {index} where row_group is null")
                    [0][0] or 0)
         fraction = min(1.0, 100_000 / max(rows, 1))
-        if spark is not None:
-            sample = (spark.table(str(relation)).selectExpr(*inputs, *parts)
-                      .sample(fraction=fraction, seed=17).toPandas())
-        else:
-            sample = self._frame(
-                f"select {', '.join([*inputs, *parts])} from {relation} "
-                f"where rand(17) < {fraction!r}",
-                {**{c: key_input_type(t) for c, t in zip(columns, types, strict=True)},
-                 **{part_column(i): t for i, (_, t) in enumerate(partition_types)}})
+        sample = self._reach(spark).frame(
+            f"select {', '.join([*inputs, *parts])} from {relation} "
+            f"where rand(17) < {fraction!r}",
+            {**{c: key_input_type(t) for c, t in zip(columns, types, strict=True)},
+             **{part_column(i): t for i, (_, t) in enumerate(partition_types)}})
         keys = stored.key_function(types)(*(sample[c] for c in columns))
         # A Delta or Iceberg table is replaced whole by each clustered build: none pending.
         health, files = self._layout_health(spark, relation, index, LayoutSample(
