@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,29 @@ from typing import Any
 from dbt.tests.util import run_dbt
 
 SCHEMA = "zspark_test"
+
+
+def skip_coverage_yml(models: Sequence[str], predicates: Sequence[str],
+                      min_skip_ratio: float = 0.3) -> str:
+    """A schema file giving each of ``models`` a ``skip_coverage`` test of ``predicates``."""
+    declared = "".join(
+        f"  - name: {model}\n    data_tests:\n      - skip_coverage: "
+        f"{{predicates: {list(predicates)}, min_skip_ratio: {min_skip_ratio}}}\n"
+        for model in models)
+    return "version: 2\nmodels:\n" + declared
+
+
+def write_project(root: Path, name: str, models: Mapping[str, str], profile: str) -> None:
+    """A dbt project ``name`` in ``root``: its ``models`` (file name -> text) and the
+    profile ``name`` whose text (its targets, unindented) is ``profile``."""
+    for file_name, text in models.items():
+        (root / "models" / file_name).parent.mkdir(parents=True, exist_ok=True)
+        (root / "models" / file_name).write_text(text)
+    (root / "dbt_project.yml").write_text(
+        f"name: {name}\nversion: '1.0'\nconfig-version: 2\nprofile: {name}\n"
+        "flags:\n  send_anonymous_usage_stats: false\n")
+    (root / "profiles.yml").write_text(
+        f"{name}:\n" + textwrap.indent(textwrap.dedent(profile).strip() + "\n", "  "))
 
 
 @dataclass

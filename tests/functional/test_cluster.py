@@ -16,7 +16,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 import pytest
 
 from bench.servers import executor_python, standalone_cluster
+from tests.functional.dbt_project import skip_coverage_yml, write_project
 
 pytestmark = pytest.mark.spark
 
@@ -42,19 +42,7 @@ MODELS = {
                       "zorder_by=['city', 'brand'], file_count=8) }}" + COLUMNS,
     "events_bal.sql": "{{ config(materialized='incremental', incremental_strategy='append', "
                       "balanced_by=['city', 'brand'], file_count=8) }}" + COLUMNS,
-    "coverage.yml": textwrap.dedent(f"""
-        version: 2
-        models:
-          - name: events
-            data_tests:
-              - skip_coverage: {{predicates: {list(PREDICATES)}, min_skip_ratio: 0.3}}
-          - name: events_inc
-            data_tests:
-              - skip_coverage: {{predicates: {list(PREDICATES)}, min_skip_ratio: 0.3}}
-          - name: events_bal
-            data_tests:
-              - skip_coverage: {{predicates: {list(PREDICATES)}, min_skip_ratio: 0.3}}
-    """),
+    "coverage.yml": skip_coverage_yml(["events", "events_inc", "events_bal"], PREDICATES),
 }
 
 MODELS_BUILT = ("events", "events_inc", "events_bal")
@@ -113,16 +101,7 @@ FORMAT_MODELS = {
     "fmt_events_inc.sql": "{{ config(materialized='incremental', incremental_strategy='merge', "
                           "unique_key='id', zorder_by=['city', 'brand'], file_count=8, "
                           "file_format=var('format')) }}" + COLUMNS,
-    "coverage.yml": textwrap.dedent(f"""
-        version: 2
-        models:
-          - name: fmt_events
-            data_tests:
-              - skip_coverage: {{predicates: {list(PREDICATES)}, min_skip_ratio: 0.3}}
-          - name: fmt_events_inc
-            data_tests:
-              - skip_coverage: {{predicates: {list(PREDICATES)}, min_skip_ratio: 0.3}}
-    """),
+    "coverage.yml": skip_coverage_yml(["fmt_events", "fmt_events_inc"], PREDICATES),
 }
 
 
@@ -212,28 +191,22 @@ def _run_project(url: str, python: Path, tmp_path: Path, models: dict[str, str],
     """Write a dbt project of ``models`` whose profile runs on the cluster, run ``driver``
     (a function of this module) on it in a subprocess; its report and its output."""
     project = tmp_path / "project"
-    for name, text in models.items():
-        (project / "models" / name).parent.mkdir(parents=True, exist_ok=True)
-        (project / "models" / name).write_text(text)
-    (project / "dbt_project.yml").write_text(
-        "name: on_cluster\nversion: '1.0'\nconfig-version: 2\nprofile: cluster\n")
-    (project / "profiles.yml").write_text(textwrap.dedent(f"""
-        cluster:
-          target: dev
-          outputs:
-            dev:
-              type: zspark
-              method: session
-              schema: zspark_test
-              session_dir: {tmp_path / 'session'}
-              {profile_lines}
-              server_side_parameters:
-                spark.master: {url}
-                spark.pyspark.python: {python}
-                spark.executor.memory: 1g
-                spark.driver.memory: 1g
-                spark.sql.shuffle.partitions: "4"
-    """))
+    write_project(project, "on_cluster", models, f"""
+        target: dev
+        outputs:
+          dev:
+            type: zspark
+            method: session
+            schema: zspark_test
+            session_dir: {tmp_path / 'session'}
+            {profile_lines}
+            server_side_parameters:
+              spark.master: {url}
+              spark.pyspark.python: {python}
+              spark.executor.memory: 1g
+              spark.driver.memory: 1g
+              spark.sql.shuffle.partitions: "4"
+    """)
     # Nothing in the environment names a Python: the profile alone must reach executors.
     env = {k: v for k, v in os.environ.items() if k != "PYSPARK_PYTHON"}
     result = subprocess.run(

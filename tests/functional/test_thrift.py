@@ -24,6 +24,7 @@ import pytest
 from pyhive import hive  # dbt-spark[PyHive]: the thrift method's client
 
 from bench.servers import own_metastore, thrift_server
+from tests.functional.dbt_project import skip_coverage_yml
 
 pytestmark = pytest.mark.spark
 
@@ -230,13 +231,7 @@ def test_a_clustered_table_builds_over_thrift_with_keys_and_index_in_sql(
         (models / f"{name}_scan{i}.sql").write_text(
             f"{{{{ config(materialized='table') }}}}\n"
             f"select * from {{{{ zspark_scan(ref('{name}'), \"{predicate}\") }}}} t\n")
-    (models / f"{name}.yml").write_text(textwrap.dedent(f"""
-        version: 2
-        models:
-          - name: {name}
-            data_tests:
-              - skip_coverage: {{predicates: {list(POINT_QUERIES)}, min_skip_ratio: 0.3}}
-    """))
+    (models / f"{name}.yml").write_text(skip_coverage_yml([name], POINT_QUERIES))
     output = " ".join(_dbt(project, "run", "-s", f"{name}*").split())
     assert "keys in Spark SQL: no Python on the server" in output
     assert "index built by SQL (no Python on the server): bounds per file, row groups not " \

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 
 from bench.servers import own_metastore, thrift_server
 from dbt.adapters.zspark.table_formats import table_format
+from tests.functional.dbt_project import skip_coverage_yml, write_project
 from tests.functional.test_thrift import SPARK_ENV, _dbt, _file_keys, _sql
 
 pytestmark = pytest.mark.spark
@@ -55,35 +55,19 @@ def _project(root: Path, port: int, file_format: str) -> Path:
         "fmt_inc.sql": "{{ config(materialized='incremental', incremental_strategy='append', "
                        f"zorder_by=['city', 'brand'], file_count=8, "
                        f"file_format=var('file_format', '{file_format}')) }}}}" + ROWS,
-        "coverage.yml": textwrap.dedent(f"""
-            version: 2
-            models:
-              - name: fmt_table
-                data_tests:
-                  - skip_coverage: {{predicates: {list(PREDICATES)}, min_skip_ratio: 0.3}}
-              - name: fmt_inc
-                data_tests:
-                  - skip_coverage: {{predicates: {list(PREDICATES)}, min_skip_ratio: 0.3}}
-        """),
+        "coverage.yml": skip_coverage_yml(["fmt_table", "fmt_inc"], PREDICATES),
     }
-    for name, text in models.items():
-        (root / "models" / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / "models" / name).write_text(text)
-    (root / "dbt_project.yml").write_text(
-        "name: thrift_formats\nversion: '1.0'\nconfig-version: 2\nprofile: thrift_formats\n"
-        "flags:\n  send_anonymous_usage_stats: false\n")
-    (root / "profiles.yml").write_text(textwrap.dedent(f"""
-        thrift_formats:
-          target: dev
-          outputs:
-            dev:
-              type: zspark
-              method: thrift
-              host: 127.0.0.1
-              port: {port}
-              user: dbt
-              schema: {SCHEMA}
-    """))
+    write_project(root, "thrift_formats", models, f"""
+        target: dev
+        outputs:
+          dev:
+            type: zspark
+            method: thrift
+            host: 127.0.0.1
+            port: {port}
+            user: dbt
+            schema: {SCHEMA}
+    """)
     return root
 
 
