@@ -209,8 +209,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
 
         if spark is not None:
             return SessionReach(spark)
-        return ServerReach(self._fetch, lambda sql: self.execute(sql), self._query,
-                           self._server_cores)
+        return ServerReach(self._query, lambda sql: self.execute(sql), self._server_cores)
 
     def _schema(self, spark: Any, sql: str) -> dict[str, str]:
         """Output columns of ``sql`` and their Spark types, without running it."""

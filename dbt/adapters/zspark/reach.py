@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from dbt.adapters.zspark.layout_state import StoredLayout
     from dbt.adapters.zspark.planning import ClusteringPlan
 
-#: A query's rows; a statement run for its effect.
-Fetch = Callable[[str], list[tuple[Any, ...]]]
+#: A query's column names and rows; a statement run for its effect.
+Query = Callable[[str], tuple[list[str], list[tuple[Any, ...]]]]
 Execute = Callable[[str], Any]
 
 
@@ -111,9 +111,11 @@ class ServerReach:
     runs_python = False
     spark = None
 
-    def __init__(self, fetch: Fetch, execute: Execute, query: Callable[..., Any],
-                 cores: Callable[[], int]) -> None:
-        self._fetch, self._execute, self._query, self._cores = fetch, execute, query, cores
+    def __init__(self, query: Query, execute: Execute, cores: Callable[[], int]) -> None:
+        self._query, self._execute, self._cores = query, execute, cores
+
+    def _fetch(self, sql: str) -> list[tuple[Any, ...]]:
+        return self._query(sql)[1]
 
     def schema(self, sql: str) -> dict[str, str]:
         return described(self._fetch(f"describe query {sql}"))
