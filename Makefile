@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup demo test bench bench-formats bench-keys bench-scale bench-pipeline bench-thrift bench-balanced bench-kills bench-quick bench-report lint
+.PHONY: setup demo test bench bench-formats bench-formats-bar bench-keys bench-scale bench-pipeline bench-thrift bench-balanced bench-kills bench-quick bench-report lint
 
 # Scale of `make bench` (seed 002: 1000 files).
 ROWS ?= 2000000
@@ -70,6 +70,12 @@ bench-thrift: setup
 bench-formats: setup
 	$(PY) -m bench.formats --rows $(ROWS) --files $(FILES)
 	$(PY) -m bench.format_pipeline --rows $(ROWS) --files $(FILES)
+	$(PY) -m bench.report BENCHMARKS.json --out BENCHMARKS.md
+
+# The Delta pipeline alone, at the bar's scale (--no-peers: zspark and the rebuild only).
+bench-formats-bar: setup
+	$(PY) -m bench.format_pipeline --rows $(ROWS) --files $(FILES) --formats delta \
+		--out BENCHMARKS-format-pipeline-bar.json
 	$(PY) -m bench.report BENCHMARKS.json --out BENCHMARKS.md
 
 # Hilbert beside the balanced layout (equal and weighted) on uniform, Zipf and correlated data.

@@ -166,8 +166,9 @@ def run_peer(spark: SparkSession, label: str, table: str, run: int, after: int, 
 
 
 def run_format(table_format: str, session_dir: Path, rows: int, files: int, runs: int,
-               probes: int, out: Path) -> None:
-    """In this process: dbt's runs, the peers' and every measurement (``out``: JSON)."""
+               probes: int, out: Path, peers: bool = True) -> None:
+    """In this process: dbt's runs, the peers' (unless not ``peers``) and every
+    measurement (``out``: JSON, rewritten after every run so a stopped run keeps them)."""
     from dbt.cli.main import dbtRunner
 
     from bench.footers import rows_skip_share, sample_values, skip_share
@@ -191,8 +192,8 @@ def run_format(table_format: str, session_dir: Path, rows: int, files: int, runs
     dbt_run("warmup", {})
     spark = active_session()
     spark.sparkContext.setLogLevel("ERROR")
-    peers = PEERS[table_format]
-    tables = {label: f"{SCHEMA}.{name}" for label, name in {**MODELS, **peers}.items()}
+    peer_models = PEERS[table_format] if peers else {}
+    tables = {label: f"{SCHEMA}.{name}" for label, name in {**MODELS, **peer_models}.items()}
     for table in tables.values():
         spark.sql(f"drop table if exists {table}"
                   + (" purge" if table_format == "iceberg" else ""))
@@ -281,8 +282,14 @@ def run_format(table_format: str, session_dir: Path, rows: int, files: int, runs
                         f"{steps[label][-1]['rows_gap_points']:.1f})"
                         for label in tables if label != REBUILD) + " points")
         rows_before = expected
+        out.write_text(json.dumps(steps, indent=1, default=str))
     spark.stop()
-    out.write_text(json.dumps(steps, indent=1, default=str))
+
+
+def picture_name(out: Path, table_format: str) -> str:
+    """The picture of a format's pipeline whose figures are in ``out``
+    (BENCHMARKS-format-pipeline.json: format-pipeline-delta.png, ...)."""
+    return f"{out.stem.removeprefix('BENCHMARKS-')}-{table_format}.png"
 
 
 def summarize(steps: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
@@ -381,6 +388,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runs", type=int, default=RUNS, help="appends after the base")
     parser.add_argument("--probes", type=int, default=300)
     parser.add_argument("--formats", nargs="+", choices=FORMATS, default=list(FORMATS))
+    parser.add_argument("--no-peers", dest="peers", action="store_false",
+                        help="zspark and the rebuild only: the bar's figures, without the "
+                             "peers' OPTIMIZE of the whole table at every run")
     parser.add_argument("--session-dir", type=Path, default=DEFAULT_SESSION_DIR,
                         help="a session directory per format is made in it")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
@@ -390,12 +400,13 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.run_format:
         run_format(args.run_format, args.session_dir, args.rows, args.files, args.runs,
-                   args.probes, args.measured)
+                   args.probes, args.measured, args.peers)
         return
 
     log = Progress()
     report: dict[str, Any] = {
         "config": {"rows": args.rows, "files": args.files, "runs": args.runs,
+                   "peers": args.peers,
                    "base_share": BASE_SHARE, "step_share": STEP_SHARE, "probes": args.probes,
                    "date": time.strftime("%Y-%m-%d %H:%M"),
                    "command": "python -m bench.format_pipeline " + " ".join(
@@ -410,7 +421,8 @@ def main(argv: list[str] | None = None) -> None:
             [sys.executable, "-m", "bench.format_pipeline", "--run-format", table_format,
              "--session-dir", str(session_dir), "--rows", str(args.rows),
              "--files", str(args.files), "--runs", str(args.runs),
-             "--probes", str(args.probes), "--measured", str(measured)],
+             "--probes", str(args.probes), "--measured", str(measured),
+             *([] if args.peers else ["--no-peers"])],
             cwd=REPO, env={**session_env(session_dir), "PYTHONPATH": os.pathsep.join(
                 filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}, check=False)
         if done.returncode != 0:
@@ -418,7 +430,7 @@ def main(argv: list[str] | None = None) -> None:
         steps = json.loads(measured.read_text())
         totals = summarize(steps)
         found = {"steps": steps, "totals": totals, "bar": bar(table_format, totals[ZSPARK])}
-        picture = args.img_dir / f"format-pipeline-{table_format}.png"
+        picture = args.img_dir / picture_name(args.out, table_format)
         draw_picture(picture, table_format, steps,
                      f"{table_format}: base of 50% then {args.runs} appends of 5% "
                      f"({args.rows:,} rows, {args.files} files for all of them)")

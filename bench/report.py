@@ -267,10 +267,14 @@ def render(results: dict[str, Any], out: Path, img_dir: Path) -> None:
     formats_json = out.parent / "BENCHMARKS-formats.json"
     if formats_json.exists():
         lines += formats_section(json.loads(formats_json.read_text()), out.parent)
-    format_pipeline_json = out.parent / "BENCHMARKS-format-pipeline.json"
-    if format_pipeline_json.exists():
-        lines += format_pipeline_section(json.loads(format_pipeline_json.read_text()),
-                                         img_dir, out.parent)
+    for name, heading in (("BENCHMARKS-format-pipeline.json", "Pipeline on Delta Lake and Iceberg"),
+                          ("BENCHMARKS-format-pipeline-bar.json",
+                           "Pipeline on Delta Lake at the bar's scale")):
+        format_pipeline_json = out.parent / name
+        if format_pipeline_json.exists():
+            lines += format_pipeline_section(json.loads(format_pipeline_json.read_text()),
+                                             img_dir, out.parent, heading,
+                                             format_pipeline_json)
 
     tests = results.get("tests", [])
     if tests:
@@ -641,10 +645,13 @@ def _number(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
-def format_pipeline_section(results: dict[str, Any], img_dir: Path,
-                            report_dir: Path) -> list[str]:
-    """The "Pipeline on Delta Lake and Iceberg" section from ``python -m
-    bench.format_pipeline``'s JSON, with its picture per format."""
+def format_pipeline_section(results: dict[str, Any], img_dir: Path, report_dir: Path,
+                            heading: str = "Pipeline on Delta Lake and Iceberg",
+                            source: Path = Path("BENCHMARKS-format-pipeline.json")
+                            ) -> list[str]:
+    """A section (``heading``) from ``python -m bench.format_pipeline``'s JSON
+    (``source``), with its picture per format; a run without the peers (``--no-peers``)
+    has zspark and the rebuild only."""
     # Here, not at the top: bench.format_pipeline imports bench.run, which imports this.
     from bench.format_pipeline import (
         BAR_FILES,
@@ -654,6 +661,7 @@ def format_pipeline_section(results: dict[str, Any], img_dir: Path,
         FORMATS,
         REBUILD,
         ZSPARK,
+        picture_name,
     )
 
     config, formats = results["config"], results["formats"]
@@ -661,16 +669,26 @@ def format_pipeline_section(results: dict[str, Any], img_dir: Path,
         return []
     command = (f"python -m bench.format_pipeline --rows {config['rows']} "
                f"--files {config['files']} --runs {config['runs']}")
+    peers = config.get("peers", True)
     if list(formats) != list(FORMATS):
         command += " --formats " + " ".join(formats)
-    lines = ["## Pipeline on Delta Lake and Iceberg", "",
-             f"Produced by `make bench-formats` (`{command}`, {config['date']}): seed 002's "
+    if not peers:
+        command += " --no-peers"
+    target = "bench-formats"
+    if source.name != "BENCHMARKS-format-pipeline.json":
+        command += f" --out {source.name}"
+        target = "bench-formats-bar"
+    by_peers = ("and by the format's own clustering run after every append (Delta "
+                "`OPTIMIZE ... ZORDER BY`, Delta liquid `CLUSTER BY` + `OPTIMIZE`, Iceberg "
+                "`rewrite_data_files` zorder)" if peers else
+                "(without the peers: their figures at this scale are in the section above "
+                "or in a run without `--no-peers`)")
+    lines = [f"## {heading}", "",
+             f"Produced by `make {target}` (`{command}`, {config['date']}): seed 002's "
              f"rows, a base of the first {config['base_share']:.0%} of the orders, then "
              f"{config['runs']} appends of {config['step_share']:.0%} each, into each format "
              "by a clustered incremental zspark model (Hilbert on s_city, c_city, p_brand, "
-             "`append`, zspark's default re-clustering policy) and by the format's own "
-             "clustering run after every append (Delta `OPTIMIZE ... ZORDER BY`, Delta liquid "
-             "`CLUSTER BY` + `OPTIMIZE`, Iceberg `rewrite_data_files` zorder). The reference "
+             f"`append`, zspark's default re-clustering policy) {by_peers}. The reference "
              "at every run is the rebuild: zspark's clustered `table` model of the same rows, "
              f"a file asked for every {config['rows'] // config['files']:,} rows. *Skip* is "
              f"the share of files a point query skips, over {config['probes']} values drawn "
@@ -717,7 +735,7 @@ def format_pipeline_section(results: dict[str, Any], img_dir: Path,
         lines += _table(["run", "rows", "files (zspark / rebuild)", "rows rewritten",
                          "gap (points)", "gap by rows (points)", "seconds"], per_run)
         lines.append("")
-        picture = img_dir / f"format-pipeline-{table_format}.png"
+        picture = img_dir / picture_name(source, table_format)
         if picture.exists():
             lines += [f"![gap to the rebuild and rows rewritten per run, {table_format}]"
                       f"({os.path.relpath(picture, report_dir)})", ""]
@@ -751,8 +769,9 @@ def format_pipeline_section(results: dict[str, Any], img_dir: Path,
               "(more, smaller files skip more): after the last run the rebuild has "
               f"{rebuilt_files} files, the zspark model {zspark_files}, as it writes each "
               f"append as pieces of its own until a merge (up to {most:.1f}x the rebuild's "
-              f"files over the runs), and the peers {min(peer_files)} to {max(peer_files)}, "
-              "as they follow their byte targets."]
+              "files over the runs)"
+              + (f", and the peers {min(peer_files)} to {max(peer_files)}, as they follow "
+                 "their byte targets." if peer_files else ".")]
     if (config["rows"], config["files"]) != (BAR_ROWS, BAR_FILES):
         lines[-1] += (f" This is a {config['rows']:,}-row run at {config['files']} files, "
                       f"not the {BAR_ROWS:,}-row, {BAR_FILES}-file one the bar names.")
