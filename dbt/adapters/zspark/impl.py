@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from dbt.adapters.base import available
@@ -28,11 +28,7 @@ from dbt.adapters.zspark.formats import (
 )
 from dbt.adapters.zspark.health import LayoutSample
 from dbt.adapters.zspark.incremental import PROBES, IncrementalMethods, _FormatPlan, _Rewrite
-from dbt.adapters.zspark.layout_state import (
-    StoredLayout,
-    StoredLayoutError,
-    clustered_writes_property,
-)
+from dbt.adapters.zspark.layout_state import StoredLayout, StoredLayoutError
 from dbt.adapters.zspark.planning import ClusteringConfigError, ClusteringPlan, plan_clustering
 from dbt.adapters.zspark.rewrite import set_properties_sql
 from dbt.adapters.zspark.scan import FileKey, scan_sql, skippable_files_sql
@@ -46,11 +42,12 @@ from dbt.adapters.zspark.swap import (
 )
 from dbt.adapters.zspark.table_versions import APPEND, BATCH, BATCH_KEY, OVERWRITE
 
+if TYPE_CHECKING:
+    from dbt.adapters.zspark.reach import StagedIndex
+
 logger = AdapterLogger("zspark")
 
 
-#: In the names of the tables a build stages and backs up (``<name>__zspark_new``).
-LEFTOVER_MARK = "__zspark_"
 #: Spark's rows-per-file cut of a write, set around each clustered write.
 FILE_ROWS_SETTING = "spark.sql.files.maxRecordsPerFile"
 
@@ -82,9 +79,9 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, SparkAdapter):
         super().__init__(*args, **kwargs)
         # Boundary samples of this run's clustered builds, reused as probes for the log.
         self._samples: dict[str, Any] = {}
-        # Index rows (held by the executors) and locations of staging tables, read before
-        # their swap and written once the table has its final name.
-        self._staged: dict[str, tuple[Any, str]] = {}
+        # Indexes of staging tables, read before their swap and written once the table has
+        # its final name.
+        self._staged: dict[str, StagedIndex] = {}
         # Rows per file and step timings of this run's clustered writes.
         self._file_rows: dict[str, int | None] = {}
         self._timings: dict[str, dict[str, float]] = {}
@@ -247,11 +244,9 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, SparkAdapter):
         except ClusteringConfigError as error:
             raise DbtRuntimeError(str(error)) from error
         assert plan is not None
-        if spark is None and plan.curve_method != "boundary":
-            raise DbtRuntimeError(
-                f"Model '{model}': config 'curve_method' is '{plan.curve_method}', which "
-                f"computes keys in Python; `method: {self.config.credentials.method}` runs "
-                f"no Python in Spark. Allowed there: 'boundary'.")
+        self._refuse_keys_in_python(self._reach(spark), model, plan.curve_method,
+                                    f"config 'curve_method' is '{plan.curve_method}', "
+                                    f"which computes keys in Python")
         last_rows = self._rows_last_built(previous)
         logger.info(
             f"zspark: {model}: {plan.layout.name} layout on {', '.join(plan.columns)} "
@@ -365,29 +360,6 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, SparkAdapter):
         timings[step] = timings.get(step, 0.0) + now - timings["since"]
         timings["since"] = now
 
-    @available
-    def zspark_drop_leftover(self, relation: Any) -> None:
-        """Drop a derived table's staging copy (an index's next version, written beside it
-        over thrift) that a run which died left behind. In a session, also the files of
-        one that died before its table was registered: Spark refuses to create a managed
-        table over a location that exists. (A table's own versions are never dropped this
-        way: ``zspark_begin`` repairs them by the swap's protocol.)"""
-        if LEFTOVER_MARK not in relation.identifier:
-            raise DbtRuntimeError(f"zspark: {relation} is not a staging or backup table")
-        self.execute(f"drop table if exists {relation}")
-        if not self._is_session():
-            return
-        spark = self._spark(relation.identifier, "clearing a dead build's files")
-        if not spark.catalog.databaseExists(relation.schema):
-            return
-        schema = spark.catalog.getDatabase(relation.schema).locationUri
-        jvm = spark.sparkContext._jvm
-        path = jvm.org.apache.hadoop.fs.Path(f"{schema.rstrip('/')}/{relation.identifier.lower()}")
-        files = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-        if files.exists(path):
-            files.delete(path, True)
-            logger.info(f"zspark: removed {path.toString()}, left by a build that died")
-
     # -- runs that survive a kill (swap.py: the protocol; model_lock.py: one run at a time)
     def _versions(self, relation: Any) -> Any:
         from dbt.adapters.zspark.table_versions import TableVersions
@@ -428,7 +400,8 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, SparkAdapter):
                     self.cache_dropped(self._version(relation, action.source))
 
             versions.recover(state, cached)
-            if self._server_has_table(relation) and self._is_session():
+            if self._server_has_table(relation) and self._reach(self._spark_if_session(
+                    model, "a stopped run's batch")).journals_batches:
                 batch = versions.recover_batch(self._table_properties(relation).get(BATCH_KEY))
                 if batch is not None:
                     done.append(Action("batch", BATCH, why=batch))
@@ -451,7 +424,8 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, SparkAdapter):
     def zspark_begin_batch(self, model: str, relation: Any) -> Any:
         """The batch an append or an overwrite writes before its files move into the table
         (a session; over a server, None: Spark's own commit writes into the table)."""
-        if not self._is_session():
+        spark = self._spark_if_session(model, "an append's batch")
+        if not self._reach(spark).journals_batches:
             return None
         batch = self._version(relation, BATCH)
         self.execute(f"create table {batch} like {relation}")
@@ -500,8 +474,7 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, SparkAdapter):
         if not has_index and (stored is None or not create):
             return False
         if has_index:
-            if spark is not None:
-                spark.catalog.refreshTable(str(index))
+            self._reach(spark).refresh(index)
             listed = {str(r[0]) for r in self._fetch(
                 f"select file_path from {index} where row_group is null")}
             if listed == self._table_files(spark, relation):
@@ -582,90 +555,15 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, SparkAdapter):
     def zspark_build_index(self, relation: Any, clustering: list[str] | None = None,
                            configured: list[str] | None = None) -> dict[str, Any]:
         """Build ``<table>__zindex`` from the table's Parquet footers and log the layout."""
-        from dbt.adapters.zspark.index import build_index
-
         index = self._index_relation(relation)
-        if not self._is_session():
-            summary = self._write_sql_index(relation, index, clustering, configured)
-            return self._log_index(None, relation, index, summary)
-        spark = self._spark(relation.identifier, "the file-stats index")
-        summary = build_index(spark, str(relation), str(index), clustering or (), configured)
+        spark = self._spark_if_session(relation.identifier, "the file-stats index")
+        summary = self._reach(spark).build_index(relation, index, clustering, configured)
         return self._log_index(spark, relation, index, summary)
-
-    def _write_sql_index(self, relation: Any, index: Any, clustering: list[str] | None,
-                         configured: list[str] | None) -> Any:
-        """(Re)write ``index`` by one SQL aggregation over ``relation`` (``sql_index.py``):
-        per file bounds, no row groups."""
-        from dbt.adapters.zspark.index import index_columns
-        from dbt.adapters.zspark.sql_index import described_columns, index_sql
-
-        available = described_columns(list(self._described(f"describe table {relation}")
-                                           .items()))
-        columns = index_columns(available, clustering or (), configured)
-        self.execute(f"drop table if exists {index}")
-        self.execute(f"create table {index} using parquet as select /*+ COALESCE(1) */ * "
-                     f"from ({index_sql(str(relation), columns)}) zspark_index")
-        logger.info(f"zspark: {relation.identifier}: index built by SQL (no Python on the "
-                    f"server): bounds per file, row groups not indexed")
-        return self._sql_index_summary(index)
-
-    def _update_sql_index(self, relation: Any, index: Any, added: list[str],
-                          removed: list[str], clustering: list[str] | None,
-                          configured: list[str] | None) -> Any:
-        """Thrift: add the index rows of the files ``added`` to ``relation`` (one SQL
-        aggregation over them) and drop those of the files ``removed``. None when there is
-        no index, or its columns are not the ones asked for now."""
-        from dbt.adapters.zspark.index import index_columns
-        from dbt.adapters.zspark.sql_index import described_columns, index_sql
-
-        if not self._server_has_table(index):
-            return None
-        available = described_columns(list(self._described(f"describe table {relation}")
-                                           .items()))
-        new_rows = index_sql(str(relation), index_columns(available, clustering or (),
-                                                          configured), added)
-        if self._described(f"describe query {new_rows}") != \
-                self._described(f"describe table {index}"):
-            return None
-        if not removed:
-            if added:
-                self.execute(f"insert into {index} select /*+ COALESCE(1) */ * "
-                             f"from ({new_rows}) zspark_added")
-            return self._sql_index_summary(index)
-        # Parquet tables have no DELETE: the next index is written beside it and renamed.
-        listed = ", ".join(map(sql_string, removed))
-        next_index = index.incorporate(path={"identifier": index.identifier + "__zspark_new"})
-        self.zspark_drop_leftover(next_index)
-        self.execute(f"create table {next_index} using parquet as select /*+ COALESCE(1) */ * "
-                     f"from (select * from {index} where file_path not in ({listed}) "
-                     f"union all {new_rows}) zspark_index")
-        self.execute(f"drop table {index}")
-        self.execute(f"alter table {next_index} rename to {index}")
-        return self._sql_index_summary(index)
 
     def _server_has_table(self, relation: Any) -> bool:
         """Does the metastore hold ``relation`` (asked by SQL, any connection)?"""
         return bool(self._fetch(f"show tables in {relation.schema} like "
                                 f"{sql_string(relation.identifier)}"))
-
-    def _sql_index_summary(self, index: Any) -> Any:
-        from dbt.adapters.zspark.index import IndexSummary
-        from dbt.adapters.zspark.pruning import indexed_columns
-
-        files, rows = self._fetch(f"select count(1), coalesce(sum(row_count), 0) from {index} "
-                                  f"where row_group is null")[0]
-        columns = indexed_columns(self._described(f"describe table {index}"))
-        return IndexSummary(str(index), int(files), int(rows), columns)
-
-    def _location(self, relation: Any) -> str:
-        """A table's location in the form of its files' paths (``file:/...``)."""
-        from dbt.adapters.zspark.stats import spark_path
-
-        rows = self._fetch(f"describe table extended {relation}")
-        location = next((str(r[1]) for r in rows if r[0] == "Location"), "")
-        if not location:
-            raise DbtRuntimeError(f"zspark: no location for {relation}")
-        return spark_path(location).rstrip("/")
 
     @available
     def zspark_stage_index(self, staging: Any, target: Any,
@@ -673,31 +571,13 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, SparkAdapter):
                            configured: list[str] | None = None) -> None:
         """Read the index of a build's staging table before it replaces the model's table,
         so that a failure reading footers leaves the previous table and its index as they
-        were. The rows wait in the executors' memory until :meth:`zspark_publish_index`."""
-        from dbt.adapters.zspark.index import read_index, table_location
-
+        were. The rows wait (a session's executors hold them; a server, a table of their
+        own) until :meth:`zspark_publish_index`."""
         stop_point("build:written")
-        if not self._is_session():
-            # Written as a table of its own: a thrift session holds nothing between calls.
-            self._lap(target, "write")
-            staged = self._index_relation(staging)
-            self._write_sql_index(staging, staged, clustering, configured)
-            if clustering:
-                files = [str(r[0]) for r in self._fetch(f"select file_path from {staged}")]
-                self.execute(set_properties_sql(str(staging), clustered_writes_property(files)))
-            self._staged[str(staging).lower()] = (None, self._location(staging))
-            self._lap(target, "index")
-            return
-        spark = self._spark(staging.identifier, "the file-stats index")
+        spark = self._spark_if_session(staging.identifier, "the file-stats index")
         self._lap(target, "write")
-        rows = read_index(spark, str(staging), clustering or (), configured)
-        self._staged[str(staging).lower()] = (rows, table_location(spark, str(staging)))
-        if clustering:
-            # Before the swap, so the table and the record of its clustered files appear
-            # together.
-            files = [str(r[0]) for r in rows.where("row_group is null")
-                     .select("file_path").collect()]
-            self.execute(set_properties_sql(str(staging), clustered_writes_property(files)))
+        self._staged[str(staging).lower()] = self._reach(spark).stage_index(
+            staging, self._index_relation(staging), clustering, configured)
         self._lap(target, "index")
 
     @available
@@ -705,55 +585,15 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, SparkAdapter):
                              configured: list[str] | None = None) -> dict[str, Any]:
         """After the swap: the staged rows, their paths moved to the model's table, are
         written as ``<model>__zindex``. Should the paths not match the table's files, or the
-        staged rows be gone, the footers are read again."""
-        from dbt.adapters.zspark.index import build_index, relocate_index
-
+        staged rows be gone, the index is built again."""
         index = self._index_relation(target)
-        rows, location = self._staged.pop(str(staging).lower())
-        if not self._is_session():
-            return self._publish_sql_index(staging, target, index, location, clustering,
-                                           configured)
-        spark = self._spark(target.identifier, "the file-stats index")
-        summary = None
-        try:
-            summary = relocate_index(spark, rows, str(index), str(target), location)
-        except Exception as error:  # e.g. an executor holding staged rows was lost
-            logger.warning(f"zspark: {target.identifier}: staged index rows unusable "
-                           f"({type(error).__name__}); reading footers again")
-        else:
-            if summary is None:
-                logger.warning(f"zspark: {target.identifier}: staged index does not match "
-                               f"the table's files after the swap; reading footers again")
-        finally:
-            rows.unpersist()
-        if summary is None:
-            summary = build_index(spark, str(target), str(index), clustering or (), configured)
+        staged = self._staged.pop(str(staging).lower())
+        spark = self._spark_if_session(target.identifier, "the file-stats index")
+        summary = self._reach(spark).publish_index(staged, target, index, clustering,
+                                                   configured)
         stop_point("index:published")
         self._lap(target, "index")
         return self._log_index(spark, target, index, summary)
-
-    def _publish_sql_index(self, staging: Any, target: Any, index: Any, staged_at: str,
-                           clustering: list[str] | None,
-                           configured: list[str] | None) -> dict[str, Any]:
-        """Thrift: the staged index's rows, their paths moved to the table, become the
-        table's index; should they not list exactly the table's files, it is built again."""
-        from dbt.adapters.zspark.sql_index import relocated_sql, unmatched_files_sql
-
-        staged = self._index_relation(staging)
-        columns = list(self._described(f"describe table {staged}"))
-        self.execute(f"drop table if exists {index}")
-        self.execute(f"create table {index} using parquet as "
-                     f"{relocated_sql(str(staged), columns, staged_at, self._location(target))}")
-        self.execute(f"drop table if exists {staged}")
-        if any(int(r[0]) for r in self._fetch(unmatched_files_sql(str(index), str(target)))):
-            logger.warning(f"zspark: {target.identifier}: staged index does not match the "
-                           f"table's files after the swap; indexing again")
-            summary = self._write_sql_index(target, index, clustering, configured)
-        else:
-            summary = self._sql_index_summary(index)
-        stop_point("index:published")
-        self._lap(target, "index")
-        return self._log_index(None, target, index, summary)
 
     def _log_index(self, spark: Any, relation: Any, index: Any, summary: Any,
                    held_in: str | None = None, just_built: bool = False) -> dict[str, Any]:

@@ -140,12 +140,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
     _query: Callable[[str], tuple[list[str], list[tuple[Any, ...]]]]
     _described: Callable[[str], dict[str, str]]
     _server_cores: Callable[[], int]
-    _update_sql_index: Callable[..., Any]
-    _write_sql_index: Callable[..., Any]
-    _publish_sql_index: Callable[..., Any]
-    _location: Callable[[Any], str]
     _execute_with: Callable[[dict[str, str], str], Any]
-    _server_has_table: Callable[[Any], bool]
     zspark_execute_write: Callable[[str, str], Any]
     zspark_next_version: Callable[[Any], Any]
     zspark_swap_in: Callable[..., None]
@@ -190,13 +185,22 @@ class IncrementalMethods(metaclass=AdapterMeta):
                 f"Model '{model}': the clustering config no longer matches the layout stored "
                 f"with {relation}: {drift}. Run `dbt run --full-refresh --select {model}` to "
                 f"rebuild the table with the new layout.")
-        if not self._is_session() and stored.curve_method != "boundary":
-            raise DbtRuntimeError(
-                f"Model '{model}': {relation} is keyed with curve_method "
-                f"'{stored.curve_method}', computed in Python; `method: "
-                f"{self.config.credentials.method}` runs no Python in Spark. Allowed there: "
-                f"'boundary' (rebuild the table with it, or run it in a session).")
+        self._refuse_keys_in_python(
+            self._reach(self._spark_if_session(model, "clustering")), model,
+            stored.curve_method, f"{relation} is keyed with curve_method "
+            f"'{stored.curve_method}', computed in Python",
+            " (rebuild the table with it, or run it in a session)")
         return plan
+
+    def _refuse_keys_in_python(self, reach: SparkReach, model: str, curve_method: str,
+                               keyed: str, remedy: str = "") -> None:
+        """Refuse, before anything is written, keys (``keyed``: how) that only Python
+        computes where ``reach`` runs none: there every key is Spark SQL."""
+        if reach.runs_python or curve_method == "boundary":
+            return
+        raise DbtRuntimeError(
+            f"Model '{model}': {keyed}; `method: {self.config.credentials.method}` runs no "
+            f"Python in Spark. Allowed there: 'boundary'{remedy}.")
 
     # -- the two ways of reaching Spark (reach.py): a session in this process (UDF keys,
     # footers, the formats' JVM APIs) or a server by SQL alone (spark is None).
@@ -208,7 +212,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
         from dbt.adapters.zspark.reach import ServerReach, SessionReach
 
         if spark is not None:
-            return SessionReach(spark)
+            return SessionReach(spark, lambda sql: self.execute(sql))
         return ServerReach(self._query, lambda sql: self.execute(sql), self._server_cores)
 
     def _schema(self, spark: Any, sql: str) -> dict[str, str]:
@@ -327,16 +331,10 @@ class IncrementalMethods(metaclass=AdapterMeta):
         None when the table has no index."""
         index = self._index_relation(relation)
         self._repair_index(relation.identifier, relation, create)
-        query = f"select file_path, row_count, file_mtime from {index} where row_group is null"
-        if spark is None:
-            if not self._server_has_table(index):
-                return None
-            found = self._fetch(query)
-        else:
-            if not spark.catalog.tableExists(str(index)):
-                return None
-            spark.catalog.refreshTable(str(index))
-            found = [tuple(r) for r in spark.sql(query).collect()]
+        found = self._reach(spark).fresh_rows(
+            index, f"select file_path, row_count, file_mtime from {index} where row_group is null")
+        if found is None:
+            return None
         return [(str(r[0]), int(r[1]), int(r[2] or 0)) for r in found]
 
     def _rewrite_select(self, spark: Any, relation: Any, plan: ClusteringPlan,
@@ -567,6 +565,7 @@ class IncrementalMethods(metaclass=AdapterMeta):
             write_id,
         )
         from dbt.adapters.zspark.pruning import indexed_columns
+        from dbt.adapters.zspark.reach import StagedIndex
         from dbt.adapters.zspark.recluster import FULL
         from dbt.adapters.zspark.rewrite import (
             FILE_PER_TASK,
@@ -601,7 +600,8 @@ class IncrementalMethods(metaclass=AdapterMeta):
         index = self._index_relation(relation)
         names = indexed_columns(self._described(f"describe table {index}"))
         staged_index = self._index_relation(staging)
-        summary = self._write_sql_index(staging, staged_index, names, [])
+        reach = self._reach(None)
+        summary = reach.build_index(staging, staged_index, names, [])
         expected = rewrite.table_rows + rewrite.new_rows
         if summary.rows != expected or summary.files != len(present):
             raise DbtRuntimeError(
@@ -611,20 +611,17 @@ class IncrementalMethods(metaclass=AdapterMeta):
         stop_point("rewrite:linked")
         self.execute(set_properties_sql(str(staging), {CLUSTERED_WRITES_KEY: ",".join(
             sorted(w for w in now_clustered if w is not None))}))
-        staged_at = self._location(staging)
+        staged = StagedIndex(reach.location(staging), staged_index)
         self.zspark_swap_in(model, relation, relation)
         self._lap(relation, "index")
-        self._publish_sql_index(staging, relation, index, staged_at, names, [])
+        summary = reach.publish_index(staged, relation, index, names, [])
+        stop_point("index:published")
+        self._lap(relation, "index")
+        self._log_index(None, relation, index, summary)
 
     def _table_files(self, spark: Any, relation: Any) -> set[str]:
         """A table's data files (holding rows), named as the index names them."""
-        from dbt.adapters.zspark.stats import spark_path
-
-        if spark is None:
-            return {str(r[0]) for r in self._fetch(
-                f"select distinct _metadata.file_path from {relation}")}
-        spark.catalog.refreshTable(str(relation))
-        return {spark_path(f) for f in spark.table(str(relation)).inputFiles()}
+        return self._reach(spark).table_files(relation)
 
     @available
     def zspark_finish_increment(self, model: str, relation: Any, want_index: bool,
@@ -632,7 +629,6 @@ class IncrementalMethods(metaclass=AdapterMeta):
                                 configured: list[str] | None = None) -> dict[str, Any]:
         """After the insert: add the new files' footers to the index (and drop the rows of
         files an overwrite replaced), then log the layout."""
-        from dbt.adapters.zspark.index import build_index, update_index
         from dbt.adapters.zspark.layout_state import clustered_writes_after
         from dbt.adapters.zspark.rewrite import set_properties_sql
 
@@ -650,18 +646,12 @@ class IncrementalMethods(metaclass=AdapterMeta):
         if not want_index:
             return {"added": len(added), "removed": len(removed)}
         index = self._index_relation(relation)
-        if spark is None:
-            summary = self._update_sql_index(relation, index, added, removed, clustering,
-                                             configured)
-        else:
-            summary = update_index(spark, str(relation), str(index), added, removed,
-                                   clustering or (), configured)
+        reach = self._reach(spark)
+        summary = reach.update_index(relation, index, added, removed, clustering, configured)
         if summary is None:
             logger.warning(f"zspark: {relation.identifier}: no index matching the configured "
                            f"columns; indexing every file")
-            summary = build_index(spark, str(relation), str(index), clustering or (),
-                                  configured) if spark is not None else \
-                self._write_sql_index(relation, index, clustering, configured)
+            summary = reach.build_index(relation, index, clustering, configured)
         stop_point("append:indexed")
         self._lap(relation, "index")
         logger.info(f"zspark: {relation.identifier}: {len(added)} files added, "

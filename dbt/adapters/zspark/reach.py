@@ -5,12 +5,22 @@ A session runs Python inside Spark (the ``direct`` curve method's UDFs, footer r
 reaches the JVM APIs a table format commits through; a server runs SQL only: keys in Spark
 SQL, samples and file bounds fetched as rows. The adapter asks for one per step
 (``ZSparkAdapter._reach``) and calls it without asking which it is.
+
+A Parquet table's ``__zindex`` follows the same line: a session reads the files' footers
+(``index.py``) and holds a staging table's rows in its executors until the swap; a server
+aggregates the files' rows by SQL (``sql_index.py``) into a table of their own. Either
+runs its statements through dbt's connection, so they are logged in the order they run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
+
+from dbt.adapters.events.logging import AdapterLogger
+
+from dbt.adapters.zspark.sqltext import sql_string
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -18,19 +28,40 @@ if TYPE_CHECKING:
     from dbt.adapters.zspark.clustering import InputSample, PreparedBuild
     from dbt.adapters.zspark.folders import Folders
     from dbt.adapters.zspark.formats import FormatTable, TypedColumn
+    from dbt.adapters.zspark.index import IndexSummary
     from dbt.adapters.zspark.layout_state import StoredLayout
     from dbt.adapters.zspark.planning import ClusteringPlan
+
+logger = AdapterLogger("zspark")
 
 #: A query's column names and rows; a statement run for its effect.
 Query = Callable[[str], tuple[list[str], list[tuple[Any, ...]]]]
 Execute = Callable[[str], Any]
+#: A dbt relation: ``str()`` is its name in SQL; ``schema`` and ``identifier`` its parts.
+Relation = Any
+
+
+@dataclass
+class StagedIndex:
+    """The index of a build's staging table, read before the swap renames it into the
+    model's table: the staging table's ``location`` (its files' paths' prefix until then)
+    and where the ``rows`` wait (a session: a DataFrame its executors hold; a server: the
+    relation they were written to, as a thrift session holds nothing between calls)."""
+
+    location: str
+    rows: Any
 
 
 class SparkReach(Protocol):
-    """What a clustered build, a run's planning and the layout figures ask of Spark."""
+    """What a clustered build, a run's planning, the layout figures and the file-stats
+    index ask of Spark."""
 
     #: Whether Python runs inside Spark (UDF keys, footer reads, a format's JVM API).
     runs_python: bool
+    #: Whether an append or an overwrite writes a batch table first and moves its files
+    #: into the table (``table_versions.py``: the folders are at hand), rather than let
+    #: Spark's own commit write into the table.
+    journals_batches: bool
     #: The SparkSession (None over a server).
     spark: Any
 
@@ -64,14 +95,65 @@ class SparkReach(Protocol):
         """The warehouse's folders as this connection sees them."""
         ...
 
+    def location(self, table: Relation) -> str:
+        """A table's location in the form of its files' paths (``file:/...``, no
+        trailing /)."""
+        ...
+
+    def refresh(self, table: Relation) -> None:
+        """Forget the files this connection remembers of ``table``, so the next read
+        lists them afresh."""
+        ...
+
+    def table_files(self, table: Relation) -> set[str]:
+        """A table's data files (holding rows), named as the index names them."""
+        ...
+
+    def fresh_rows(self, table: Relation, sql: str) -> list[tuple[Any, ...]] | None:
+        """The rows of ``sql``, a query of ``table``, its files listed afresh; None when
+        there is no ``table``."""
+        ...
+
+    def build_index(self, table: Relation, index: Relation, clustering: Sequence[str] | None,
+                    configured: Sequence[str] | None) -> IndexSummary:
+        """(Re)write ``index`` from every data file of ``table``: the ``clustering``
+        columns first, then the ``configured`` ones (None: the first 32 indexable)."""
+        ...
+
+    def update_index(self, table: Relation, index: Relation, added: Sequence[str],
+                     removed: Sequence[str], clustering: Sequence[str] | None,
+                     configured: Sequence[str] | None) -> IndexSummary | None:
+        """Add the rows of the files ``added`` to ``table`` to its ``index`` and drop those
+        of the files ``removed``. None (nothing written) when there is no index, or its
+        columns are not the ones asked for now."""
+        ...
+
+    def stage_index(self, table: Relation, index: Relation, clustering: Sequence[str] | None,
+                    configured: Sequence[str] | None) -> StagedIndex:
+        """The index of a build's staging ``table``, read before it replaces the model's
+        table (over a server written to ``index``). With ``clustering``, the table's
+        properties record its files as clustered writes, before the swap, so the table
+        and that record appear together."""
+        ...
+
+    def publish_index(self, staged: StagedIndex, table: Relation, index: Relation,
+                      clustering: Sequence[str] | None,
+                      configured: Sequence[str] | None) -> IndexSummary:
+        """After the swap: the ``staged`` rows, their paths moved to ``table``, written as
+        its ``index``; should they not list exactly the table's files, or be gone, the
+        index is built again."""
+        ...
+
 
 class SessionReach:
-    """Spark in this process: UDFs and the JVM are at hand."""
+    """Spark in this process: UDFs and the JVM are at hand. Statements still go through
+    dbt's connection (``execute``), in the order a server's would."""
 
     runs_python = True
+    journals_batches = True
 
-    def __init__(self, spark: Any) -> None:
-        self.spark = spark
+    def __init__(self, spark: Any, execute: Execute) -> None:
+        self.spark, self._execute = spark, execute
 
     def schema(self, sql: str) -> dict[str, str]:
         from dbt.adapters.zspark.clustering import model_schema
@@ -104,11 +186,84 @@ class SessionReach:
 
         return SessionFolders(self.spark)
 
+    def location(self, table: Relation) -> str:
+        from dbt.adapters.zspark.index import table_location
+
+        return table_location(self.spark, str(table))
+
+    def refresh(self, table: Relation) -> None:
+        self.spark.catalog.refreshTable(str(table))
+
+    def table_files(self, table: Relation) -> set[str]:
+        from dbt.adapters.zspark.stats import spark_path
+
+        self.refresh(table)
+        return {spark_path(f) for f in self.spark.table(str(table)).inputFiles()}
+
+    def fresh_rows(self, table: Relation, sql: str) -> list[tuple[Any, ...]] | None:
+        if not self.spark.catalog.tableExists(str(table)):
+            return None
+        self.refresh(table)
+        return [tuple(r) for r in self.spark.sql(sql).collect()]
+
+    def build_index(self, table: Relation, index: Relation, clustering: Sequence[str] | None,
+                    configured: Sequence[str] | None) -> IndexSummary:
+        from dbt.adapters.zspark.index import build_index
+
+        return build_index(self.spark, str(table), str(index), clustering or (), configured)
+
+    def update_index(self, table: Relation, index: Relation, added: Sequence[str],
+                     removed: Sequence[str], clustering: Sequence[str] | None,
+                     configured: Sequence[str] | None) -> IndexSummary | None:
+        from dbt.adapters.zspark.index import update_index
+
+        return update_index(self.spark, str(table), str(index), added, removed,
+                            clustering or (), configured)
+
+    def stage_index(self, table: Relation, index: Relation, clustering: Sequence[str] | None,
+                    configured: Sequence[str] | None) -> StagedIndex:
+        """The rows wait in the executors' memory (a failure reading footers leaves the
+        model's table and its index as they were)."""
+        from dbt.adapters.zspark.index import read_index
+        from dbt.adapters.zspark.layout_state import clustered_writes_property
+        from dbt.adapters.zspark.rewrite import set_properties_sql
+
+        rows = read_index(self.spark, str(table), clustering or (), configured)
+        staged = StagedIndex(self.location(table), rows)
+        if clustering:
+            files = [str(r[0]) for r in rows.where("row_group is null")
+                     .select("file_path").collect()]
+            self._execute(set_properties_sql(str(table), clustered_writes_property(files)))
+        return staged
+
+    def publish_index(self, staged: StagedIndex, table: Relation, index: Relation,
+                      clustering: Sequence[str] | None,
+                      configured: Sequence[str] | None) -> IndexSummary:
+        from dbt.adapters.zspark.index import relocate_index
+
+        summary = None
+        try:
+            summary = relocate_index(self.spark, staged.rows, str(index), str(table),
+                                     staged.location)
+        except Exception as error:  # e.g. an executor holding staged rows was lost
+            logger.warning(f"zspark: {table.identifier}: staged index rows unusable "
+                           f"({type(error).__name__}); reading footers again")
+        else:
+            if summary is None:
+                logger.warning(f"zspark: {table.identifier}: staged index does not match "
+                               f"the table's files after the swap; reading footers again")
+        finally:
+            staged.rows.unpersist()
+        if summary is None:
+            summary = self.build_index(table, index, clustering, configured)
+        return summary
+
 
 class ServerReach:
     """A server reached by SQL alone: every step is a statement or a query."""
 
     runs_python = False
+    journals_batches = False
     spark = None
 
     def __init__(self, query: Query, execute: Execute, cores: Callable[[], int]) -> None:
@@ -156,6 +311,123 @@ class ServerReach:
         from dbt.adapters.zspark.folders import ServerFolders
 
         return ServerFolders()
+
+    def _described(self, sql: str) -> dict[str, str]:
+        return described(self._fetch(sql))
+
+    def _has_table(self, table: Relation) -> bool:
+        return bool(self._fetch(f"show tables in {table.schema} like "
+                                f"{sql_string(table.identifier)}"))
+
+    def location(self, table: Relation) -> str:
+        from dbt_common.exceptions import DbtRuntimeError
+
+        from dbt.adapters.zspark.stats import spark_path
+
+        rows = self._fetch(f"describe table extended {table}")
+        location = next((str(r[1]) for r in rows if r[0] == "Location"), "")
+        if not location:
+            raise DbtRuntimeError(f"zspark: no location for {table}")
+        return spark_path(location).rstrip("/")
+
+    def refresh(self, table: Relation) -> None:
+        """Nothing: every query lists the files as the server sees them."""
+
+    def table_files(self, table: Relation) -> set[str]:
+        return {str(r[0]) for r in self._fetch(
+            f"select distinct _metadata.file_path from {table}")}
+
+    def fresh_rows(self, table: Relation, sql: str) -> list[tuple[Any, ...]] | None:
+        if not self._has_table(table):
+            return None
+        return self._fetch(sql)
+
+    def build_index(self, table: Relation, index: Relation, clustering: Sequence[str] | None,
+                    configured: Sequence[str] | None) -> IndexSummary:
+        """By one SQL aggregation over ``table`` (``sql_index.py``): per file bounds, no
+        row groups."""
+        from dbt.adapters.zspark.index import index_columns
+        from dbt.adapters.zspark.sql_index import described_columns, index_sql
+
+        available = described_columns(list(self._described(f"describe table {table}")
+                                           .items()))
+        columns = index_columns(available, clustering or (), configured)
+        self._execute(f"drop table if exists {index}")
+        self._execute(f"create table {index} using parquet as select /*+ COALESCE(1) */ * "
+                      f"from ({index_sql(str(table), columns)}) zspark_index")
+        logger.info(f"zspark: {table.identifier}: index built by SQL (no Python on the "
+                    f"server): bounds per file, row groups not indexed")
+        return self._index_summary(index)
+
+    def update_index(self, table: Relation, index: Relation, added: Sequence[str],
+                     removed: Sequence[str], clustering: Sequence[str] | None,
+                     configured: Sequence[str] | None) -> IndexSummary | None:
+        """The added files' rows by one SQL aggregation over them."""
+        from dbt.adapters.zspark.index import index_columns
+        from dbt.adapters.zspark.sql_index import described_columns, index_sql
+
+        if not self._has_table(index):
+            return None
+        available = described_columns(list(self._described(f"describe table {table}")
+                                           .items()))
+        new_rows = index_sql(str(table), index_columns(available, clustering or (),
+                                                       configured), added)
+        if self._described(f"describe query {new_rows}") != \
+                self._described(f"describe table {index}"):
+            return None
+        if not removed:
+            if added:
+                self._execute(f"insert into {index} select /*+ COALESCE(1) */ * "
+                              f"from ({new_rows}) zspark_added")
+            return self._index_summary(index)
+        # Parquet tables have no DELETE: the next index is written beside it and renamed
+        # (a copy a run that died left there is dropped first).
+        listed = ", ".join(map(sql_string, removed))
+        next_index = index.incorporate(path={"identifier": index.identifier + "__zspark_new"})
+        self._execute(f"drop table if exists {next_index}")
+        self._execute(f"create table {next_index} using parquet as select /*+ COALESCE(1) */ * "
+                      f"from (select * from {index} where file_path not in ({listed}) "
+                      f"union all {new_rows}) zspark_index")
+        self._execute(f"drop table {index}")
+        self._execute(f"alter table {next_index} rename to {index}")
+        return self._index_summary(index)
+
+    def stage_index(self, table: Relation, index: Relation, clustering: Sequence[str] | None,
+                    configured: Sequence[str] | None) -> StagedIndex:
+        from dbt.adapters.zspark.layout_state import clustered_writes_property
+        from dbt.adapters.zspark.rewrite import set_properties_sql
+
+        self.build_index(table, index, clustering, configured)
+        if clustering:
+            files = [str(r[0]) for r in self._fetch(f"select file_path from {index}")]
+            self._execute(set_properties_sql(str(table), clustered_writes_property(files)))
+        return StagedIndex(self.location(table), index)
+
+    def publish_index(self, staged: StagedIndex, table: Relation, index: Relation,
+                      clustering: Sequence[str] | None,
+                      configured: Sequence[str] | None) -> IndexSummary:
+        """The staged index's table gives way to ``index``."""
+        from dbt.adapters.zspark.sql_index import relocated_sql, unmatched_files_sql
+
+        columns = list(self._described(f"describe table {staged.rows}"))
+        self._execute(f"drop table if exists {index}")
+        moved = relocated_sql(str(staged.rows), columns, staged.location, self.location(table))
+        self._execute(f"create table {index} using parquet as {moved}")
+        self._execute(f"drop table if exists {staged.rows}")
+        if any(int(r[0]) for r in self._fetch(unmatched_files_sql(str(index), str(table)))):
+            logger.warning(f"zspark: {table.identifier}: staged index does not match the "
+                           f"table's files after the swap; indexing again")
+            return self.build_index(table, index, clustering, configured)
+        return self._index_summary(index)
+
+    def _index_summary(self, index: Relation) -> IndexSummary:
+        from dbt.adapters.zspark.index import IndexSummary
+        from dbt.adapters.zspark.pruning import indexed_columns
+
+        files, rows = self._fetch(f"select count(1), coalesce(sum(row_count), 0) from {index} "
+                                  f"where row_group is null")[0]
+        columns = indexed_columns(self._described(f"describe table {index}"))
+        return IndexSummary(str(index), int(files), int(rows), columns)
 
 
 def described(rows: Sequence[tuple[Any, ...]]) -> dict[str, str]:
