@@ -14,16 +14,16 @@ them pending and merges them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
 from dbt.adapters.base import available
-from dbt.adapters.base.meta import AdapterMeta
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.zspark.adapter_base import ZSparkAdapterBase, _FormatPlan
 from dbt.adapters.zspark.stop_points import stop_point
 
 logger = AdapterLogger("zspark")
@@ -32,44 +32,8 @@ CONFLICTS = ("io.delta.exceptions.Concurrent", "ValidationException",
              "CommitFailedException")
 
 
-class FormatIncrementMethods(metaclass=AdapterMeta):
-    """@available methods of clustered Delta and Iceberg incremental runs; the state and
-    helpers they use are the adapter's."""
-
-    _format_plans: dict[str, Any]
-    _files_before: dict[str, set[str]]
-    _rewrites: dict[str, Any]
-    _file_rows: dict[str, int | None]
-    _spark: Callable[..., Any]
-    config: Any
-    _spark_if_session: Callable[..., Any]
-    _is_session: Callable[[], bool]
-    _fetch: Callable[[str], list[Any]]
-    _schema: Callable[[Any, str], dict[str, str]]
-    _format_files: Callable[..., tuple[str, list[tuple[str, str]]]]
-    _rewrite_select: Callable[..., str]
-    _table_properties: Callable[[Any], dict[str, str]]
-    _stored_layout: Callable[..., Any]
-    execute: Callable[..., Any]
-    zspark_log_format_stats: Callable[..., None]
-
-    def _session_reclusters(self, decision: Any, file_format: str) -> Any:
-        """The policy's ``decision``, its re-clustering deferred over a server without
-        Python: the format's commit that changes no data is made through its JVM API."""
-        from dbt.adapters.zspark.recluster import deferred
-
-        if self._is_session():
-            return decision
-        return deferred(decision, f"a {file_format} re-clustering needs `method: session` "
-                                  f"(run zspark_recluster there, or `dbt run --full-refresh`)")
-
-    def _format_file_list(self, spark: Any, relation: Any, file_format: str,
-                          properties: dict[str, str]) -> list[tuple[str, int, int]]:
-        """A Delta or Iceberg table's live files as the policy reads an index: (path,
-        rows, modification time in ms)."""
-        view, _ = self._format_files(spark, relation, file_format, properties)
-        return [(str(r[0]), int(r[1] or 0), int(r[2] or 0)) for r in self._fetch(
-            f"select file_path, row_count, file_mtime from {view}")]
+class FormatIncrementMethods(ZSparkAdapterBase):
+    """@available methods of clustered Delta and Iceberg incremental runs."""
 
     @available
     def zspark_record_base(self, model: str, relation: Any, file_format: str) -> None:
@@ -168,7 +132,7 @@ class FormatIncrementMethods(metaclass=AdapterMeta):
                                 properties: dict[str, str], full: bool) -> dict[str, Any]:
         """``zspark_recluster`` on a Delta or Iceberg table: the pending runs merged (or,
         ``full``, the whole table re-clustered) in one commit that changes no data."""
-        from dbt.adapters.zspark.incremental import _FormatPlan, stored_table_plan
+        from dbt.adapters.zspark.incremental import stored_table_plan
         from dbt.adapters.zspark.layout_state import clustered_writes
         from dbt.adapters.zspark.recluster import plan_on_demand
         from dbt.adapters.zspark.rewrite import table_runs

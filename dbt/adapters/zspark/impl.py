@@ -1,23 +1,23 @@
 """ZSparkAdapter: dbt-spark plus clustered builds, a file-stats index and skip-aware scans.
 
 Jinja stays thin: each ``@available`` method below validates its input in Python and
-hands back plain values or SQL text.
+hands back plain values or SQL text. Incremental runs and re-clustering come from the
+mixins of ``incremental.py`` and ``format_increments.py``; the state and helpers they
+share with this module, from ``adapter_base.py``.
 """
 
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import numpy as np
 from dbt.adapters.base import available
 from dbt.adapters.events.logging import AdapterLogger
-from dbt.adapters.spark.connections import SparkConnectionMethod
-from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
+from dbt.adapters.spark.impl import SparkConfig
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.zspark.adapter_base import ZSparkAdapterBase
 from dbt.adapters.zspark.connections import ZSparkConnectionManager
 from dbt.adapters.zspark.format_increments import FormatIncrementMethods
 from dbt.adapters.zspark.formats import (
@@ -26,30 +26,21 @@ from dbt.adapters.zspark.formats import (
     stats_columns,
     string_stats_length,
 )
-from dbt.adapters.zspark.health import LayoutSample
-from dbt.adapters.zspark.incremental import PROBES, IncrementalMethods, _FormatPlan, _Rewrite
+from dbt.adapters.zspark.incremental import IncrementalMethods
 from dbt.adapters.zspark.layout_state import StoredLayout, StoredLayoutError
-from dbt.adapters.zspark.planning import ClusteringConfigError, ClusteringPlan, plan_clustering
+from dbt.adapters.zspark.planning import ClusteringConfigError, plan_clustering
 from dbt.adapters.zspark.rewrite import set_properties_sql
 from dbt.adapters.zspark.scan import FileKey, scan_sql, skippable_files_sql
-from dbt.adapters.zspark.sqltext import property_list, quote, sql_string
+from dbt.adapters.zspark.sqltext import property_list, sql_string
 from dbt.adapters.zspark.stop_points import stop_point
 from dbt.adapters.zspark.swap import (
     NEXT,
-    PREVIOUS,
     Action,
     AmbiguousSwapStateError,
 )
 from dbt.adapters.zspark.table_versions import APPEND, BATCH, BATCH_KEY, OVERWRITE
 
-if TYPE_CHECKING:
-    from dbt.adapters.zspark.reach import StagedIndex
-
 logger = AdapterLogger("zspark")
-
-
-#: Spark's rows-per-file cut of a write, set around each clustered write.
-FILE_ROWS_SETTING = "spark.sql.files.maxRecordsPerFile"
 
 
 @dataclass
@@ -71,36 +62,9 @@ class ZSparkConfig(SparkConfig):
     zspark_recluster: bool | None = None
 
 
-class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, SparkAdapter):
+class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, ZSparkAdapterBase):
     ConnectionManager = ZSparkConnectionManager  # type: ignore[assignment]
     AdapterSpecificConfigs = ZSparkConfig  # type: ignore[assignment]
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        # Boundary samples of this run's clustered builds, reused as probes for the log.
-        self._samples: dict[str, Any] = {}
-        # Indexes of staging tables, read before their swap and written once the table has
-        # its final name.
-        self._staged: dict[str, StagedIndex] = {}
-        # Rows per file and step timings of this run's clustered writes.
-        self._file_rows: dict[str, int | None] = {}
-        self._timings: dict[str, dict[str, float]] = {}
-        # Layouts of this run's full builds, as table properties of the CREATE TABLE.
-        self._layout_properties: dict[str, dict[str, str]] = {}
-        # Session settings around this run's writes of Delta and Iceberg tables (their
-        # statistics' string cut).
-        self._write_settings: dict[str, dict[str, str]] = {}
-        # Re-clusterings between their plan and their swap, and each incremental run's
-        # strategy.
-        self._rewrites: dict[str, _Rewrite] = {}
-        self._format_plans: dict[str, _FormatPlan] = {}
-        self._clustered_inserts: dict[str, bool] = {}
-        # The table's files before an incremental run's insert.
-        self._files_before: dict[str, set[str]] = {}
-        # The parallelism of a thrift server, asked on its first clustered write.
-        self._cores: int | None = None
-        # Locks this process holds (lock view -> the thread that took it).
-        self._locks: dict[str, int] = {}
 
     @classmethod
     def type(cls) -> str:
@@ -115,62 +79,6 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, SparkAdapter):
         return [relation.incorporate(is_iceberg=True)
                 if names_an_iceberg_table(getattr(relation, "information", None)) else relation
                 for relation in super()._build_spark_relation_list(row_list, relation_info_func)]
-
-    # -- session ---------------------------------------------------------------------
-    def _is_session(self) -> bool:
-        return bool(self.config.credentials.method == SparkConnectionMethod.SESSION)
-
-    def _query(self, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
-        """A query's column names and rows as the connection returns them (no type
-        guessing, unlike ``execute``)."""
-        _, cursor = self.connections.add_query(sql, auto_begin=False)
-        names = [str(d[0]) for d in cursor.description or []]
-        return names, [tuple(row) for row in cursor.fetchall() or []]
-
-    def _fetch(self, sql: str) -> list[tuple[Any, ...]]:
-        return self._query(sql)[1]
-
-    def _described(self, sql: str) -> dict[str, str]:
-        """Column name -> Spark type of a ``DESCRIBE`` statement's column section."""
-        from dbt.adapters.zspark.reach import described
-
-        return described(self._fetch(sql))
-
-    def _server_cores(self) -> int:
-        """The parallelism a server's shuffles are sized to: its default parallelism, the
-        N of a ``local[N]`` master, else a quarter of its shuffle partitions (asked once
-        per dbt invocation)."""
-        if self._cores is None:
-            self._cores = self._ask_server_cores()
-        return self._cores
-
-    def _ask_server_cores(self) -> int:
-        import re
-
-        from dbt.adapters.zspark.partitioning import PARTITIONS_PER_CORE
-
-        def setting(key: str) -> str:
-            rows = self._fetch(f"set {key}")
-            return str(rows[0][1]) if rows else ""
-
-        local = re.fullmatch(r"local\[(\d+)(,\d+)?\]", setting("spark.master"))
-        for value, share in ((setting("spark.default.parallelism"), 1),
-                             (local.group(1) if local else "", 1),
-                             (setting("spark.sql.shuffle.partitions"), PARTITIONS_PER_CORE)):
-            if value.isdigit():
-                return max(1, int(value) // share)
-        return 1
-
-    def _spark(self, model: str, what: str) -> Any:
-        if not self._is_session():
-            raise DbtRuntimeError(
-                f"Model '{model}': {what} runs Python (curve-key UDFs, footer reads) inside "
-                f"Spark and needs `method: session`; this profile uses "
-                f"`method: {self.config.credentials.method}`."
-            )
-        from dbt.adapters.zspark.session import active_session
-
-        return active_session()
 
     # -- clustered builds ---------------------------------------------------------------
     @available
@@ -287,60 +195,10 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, SparkAdapter):
             return None
         return None if stored is None else stored.rows
 
-    def _keep(self, relation: Any, plan: ClusteringPlan, prepared: Any,
-              new_layout: bool) -> None:
-        """Keep what the rest of a build needs (its sample, timings) and log the write."""
-        key = str(relation).lower()
-        self._file_rows[plan.model] = prepared.file_rows
-        self._samples[key] = LayoutSample(plan.columns, plan.column_types, prepared.sample,
-                                          prepared.sample_keys, prepared.sample_partitions)
-        self._timings[key] = {"sample": prepared.sample_seconds, "since": time.perf_counter()}
-        spread = prepared.spread
-        how = (f"{spread.partitions} sorted partitions cut every {spread.rows_per_file} rows"
-               if spread is not None and spread.rows_per_file else "one file per partition")
-        keyed = "" if new_layout else ", keyed with the table's stored layout"
-        if prepared.note:
-            logger.info(f"zspark: {plan.model}: {prepared.note}")
-        logger.info(
-            f"zspark: {plan.model}: writing {prepared.input_rows} rows into "
-            f"{prepared.file_count} files ({how}{keyed})"
-        )
-
     @available
     def zspark_layout_properties(self, model: str) -> dict[str, str]:
         """Table properties that store the layout of this run's full build of ``model``."""
         return self._layout_properties.pop(model, {})
-
-    @available
-    def zspark_execute_write(self, model: str, sql: str) -> Any:
-        """Run the statement that writes this run's clustered rows of ``model``, its
-        partitions cut into files of the planned rows.
-
-        Rows per file is a session setting for this one statement, not a writer option of
-        the table: a table option would override it in every later write (pieces, merges).
-        """
-        rows = self._file_rows.pop(model, None)
-        settings = self._write_settings.pop(model, {})
-        if rows:
-            settings[FILE_ROWS_SETTING] = str(int(rows))
-        if not settings:
-            return self.execute(sql)[0]
-        return self._execute_with(settings, sql)
-
-    def _execute_with(self, settings: dict[str, str], sql: str) -> Any:
-        """Run ``sql`` with session ``settings``, restored afterwards."""
-        previous: dict[str, str | None] = {}
-        for key in settings:
-            rows = self._fetch(f"set {key}")
-            previous[key] = str(rows[0][1]) if rows else None
-        for key, value in settings.items():
-            self.execute(f"set {key} = {value}")
-        try:
-            return self.execute(sql)[0]
-        finally:
-            for key, before in previous.items():
-                self.execute(f"set {key} = {before}" if before not in (None, "<undefined>")
-                             else f"reset {key}")
 
     @available
     def zspark_property_list(self, configured: dict[str, Any] | None,
@@ -348,39 +206,7 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, SparkAdapter):
         """The model's ``options`` / ``tblproperties`` config with what the build adds."""
         return property_list({**(configured or {}), **added})
 
-    def _lap(self, relation: Any, step: str) -> None:
-        """Charge the time since the last step of a build to ``step``."""
-        timings = self._timings.get(str(relation).lower())
-        if timings is not None:
-            self._lap_into(timings, step)
-
-    @staticmethod
-    def _lap_into(timings: dict[str, float], step: str) -> None:
-        now = time.perf_counter()
-        timings[step] = timings.get(step, 0.0) + now - timings["since"]
-        timings["since"] = now
-
     # -- runs that survive a kill (swap.py: the protocol; model_lock.py: one run at a time)
-    def _versions(self, relation: Any) -> Any:
-        from dbt.adapters.zspark.table_versions import TableVersions
-
-        folders = self._reach(self._spark_if_session(relation.identifier,
-                                                     "the warehouse's folders")).folders()
-        return TableVersions(relation.schema, relation.identifier, self._fetch,
-                             lambda sql: self.execute(sql), folders)
-
-    def _version(self, relation: Any, role: str) -> Any:
-        from dbt.adapters.zspark.table_versions import version_names
-
-        return relation.incorporate(
-            path={"identifier": version_names(relation.identifier.lower())[role]},
-            type="table")
-
-    @available
-    def zspark_next_version(self, relation: Any) -> Any:
-        """The name a build or a re-clustering writes the table's next version under."""
-        return self._version(relation, NEXT)
-
     @available
     def zspark_begin(self, model: str, relation: Any) -> None:
         """First step of every zspark run on ``relation``: take its lock, then repair what
@@ -442,51 +268,6 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, SparkAdapter):
         self._versions(relation).publish_batch(mode)
         self.cache_dropped(batch)
 
-    @available
-    def zspark_swap_in(self, model: str, target: Any, old_relation: Any = None) -> None:
-        """Make the written next version of ``target`` the table (``swap.py``)."""
-        stop_point("swap:begin")
-        versions = self._versions(target)
-        if old_relation is not None and old_relation.is_view:
-            # A view holds no rows: it goes first, and the swap has no previous version.
-            self.execute(f"drop view if exists {old_relation}")
-            self.cache_dropped(old_relation)
-            old_relation = None
-        versions.swap(replaces=old_relation is not None)
-        if old_relation is not None:
-            self.cache_renamed(target, self._version(target, PREVIOUS))
-            self.cache_dropped(self._version(target, PREVIOUS))
-        self.cache_renamed(self._version(target, NEXT), target)
-
-    def _repair_index(self, model: str, relation: Any, create: bool = False) -> bool:
-        """Rebuild the index of a table whose index does not list exactly its files (a run
-        stopped between its write and its index), or (``create``) of a clustered table
-        that lost it; True when it was rebuilt."""
-        from dbt.adapters.zspark.pruning import indexed_columns
-
-        index = self._index_relation(relation)
-        spark = self._spark_if_session(model, "the file-stats index")
-        has_index = self._server_has_table(index)
-        try:
-            stored = StoredLayout.from_properties(self._table_properties(relation))
-        except StoredLayoutError:
-            stored = None
-        if not has_index and (stored is None or not create):
-            return False
-        if has_index:
-            self._reach(spark).refresh(index)
-            listed = {str(r[0]) for r in self._fetch(
-                f"select file_path from {index} where row_group is null")}
-            if listed == self._table_files(spark, relation):
-                return False
-        configured = indexed_columns(list(self._described(f"describe table {index}"))) \
-            if has_index else None
-        clustering = list(stored.columns) if stored is not None else []
-        logger.warning(f"zspark: {model}: the index {index.identifier} does not list exactly "
-                       f"the files of {relation}; rebuilding it")
-        self.zspark_build_index(relation, clustering, configured)
-        return True
-
     def _lock(self, model: str, relation: Any) -> None:
         """Take the lock of ``relation`` for this run (``model_lock.py``), or fail naming
         the run that holds it."""
@@ -546,26 +327,6 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, SparkAdapter):
 
     # -- index --------------------------------------------------------------------------
     @available
-    def zspark_index_name(self, relation: Any) -> str:
-        from dbt.adapters.zspark.index import INDEX_SUFFIX
-
-        return f"{relation.identifier}{INDEX_SUFFIX}"
-
-    @available
-    def zspark_build_index(self, relation: Any, clustering: list[str] | None = None,
-                           configured: list[str] | None = None) -> dict[str, Any]:
-        """Build ``<table>__zindex`` from the table's Parquet footers and log the layout."""
-        index = self._index_relation(relation)
-        spark = self._spark_if_session(relation.identifier, "the file-stats index")
-        summary = self._reach(spark).build_index(relation, index, clustering, configured)
-        return self._log_index(spark, relation, index, summary)
-
-    def _server_has_table(self, relation: Any) -> bool:
-        """Does the metastore hold ``relation`` (asked by SQL, any connection)?"""
-        return bool(self._fetch(f"show tables in {relation.schema} like "
-                                f"{sql_string(relation.identifier)}"))
-
-    @available
     def zspark_stage_index(self, staging: Any, target: Any,
                            clustering: list[str] | None = None,
                            configured: list[str] | None = None) -> None:
@@ -595,104 +356,18 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, SparkAdapter):
         self._lap(target, "index")
         return self._log_index(spark, target, index, summary)
 
-    def _log_index(self, spark: Any, relation: Any, index: Any, summary: Any,
-                   held_in: str | None = None, just_built: bool = False) -> dict[str, Any]:
-        """Log a table's files, rows and layout figures (``just_built``: by a commit that
-        replaced every file, so none is pending re-clustering)."""
-        message = (
-            f"zspark: {relation.identifier}: {summary.files} files, {summary.rows} rows, "
-            f"{len(summary.columns)} columns indexed in {held_in or index.identifier}"
-        )
-        sample = self._samples.pop(str(relation).lower(), None)
-        if sample is not None and summary.files:
-            try:
-                health, _ = self._layout_health(spark, relation, index, sample, just_built)
-                message += "; layout: " + health.describe()
-            except Exception as error:  # the figures inform; they never fail a build
-                logger.warning(f"zspark: {relation.identifier}: layout figures unavailable "
-                               f"({type(error).__name__}: {error})")
-        timings = self._timings.pop(str(relation).lower(), None)
-        if timings is not None:
-            self._lap_into(timings, "log")
-            steps = ("sample", "write", "index", "log")
-            message += "; seconds: " + ", ".join(
-                f"{step} {timings.get(step, 0.0):.1f}" for step in steps)
-        logger.info(message)
-        return {"files": summary.files, "rows": summary.rows, "columns": summary.columns}
-
+    # -- re-clustering on demand --------------------------------------------------------
     @available
-    def zspark_log_format_stats(self, model: str, relation: Any, file_format: str,
-                                just_built: bool = True) -> None:
-        """After a clustered Delta or Iceberg build (``just_built``) or increment: its files
-        and rows, and the layout figures, from the format's own statistics (the table's
-        index)."""
-        from dbt.adapters.zspark.index import IndexSummary
-
-        stop_point("format:committed")
-        spark = self._spark_if_session(model, "reading a table format's statistics")
-        self._lap(relation, "write")
-        view, columns = self._format_files(spark, relation, file_format,
-                                           self._table_properties(relation))
-        totals = self._fetch(f"select count(1), sum(row_count) from {view}")[0]
-        summary = IndexSummary(view, int(totals[0]), int(totals[1] or 0),
-                               [name for name, _ in columns])
-        self._lap(relation, "index")
-        self._log_index(spark, relation, view, summary, held_in=f"its {file_format} statistics",
-                        just_built=just_built)
-
-    def _format_files(self, spark: Any, relation: Any, file_format: str,
-                      properties: dict[str, str], every_column: bool = False,
-                      ) -> tuple[str, list[tuple[str, str]]]:
-        """A temporary view of a Delta or Iceberg table's live files, one ``__zindex``
-        file row each from the format's statistics (over a server without Python, as
-        ``FormatTable.active_files_sql`` reads them), and the columns it bounds: those a
-        clustered build keeps statistics on (its ``properties`` store the layout), or
-        with ``every_column`` all it can bound."""
-        from dbt.adapters.zspark.formats import stats_columns
-        from dbt.adapters.zspark.udfs import udf_name
-
-        written_as = format_table(file_format)
-        assert written_as is not None
-        schema = self._schema(spark, f"select * from {relation}")
-        stored = StoredLayout.from_properties(properties)
-        clustering = list(stored.columns) if stored is not None else []
-        columns = stats_columns(schema, clustering, list(schema) if every_column else None)
-        view = f"zspark_files_{udf_name(str(relation)).removeprefix('zspark_key_')}"
-        self._reach(spark).files_view(written_as, str(relation), columns, view)
-        return view, columns
-
-    def _layout_health(self, spark: Any, relation: Any, index: Any, sample: LayoutSample,
-                       just_built: bool = False) -> tuple[Any, Any]:
-        """Depth and overlaps per clustering column from the index, probed with a sample of
-        the rows, against a rebuild estimated from the same sample; and the index's files
-        (path, rows and each column's bounds as ``<column>.min`` / ``<column>.max``)."""
-        from dbt.adapters.zspark.clustering import key_input_sql, key_input_type
-        from dbt.adapters.zspark.health import layout_health, rebuild_bounds
-        from dbt.adapters.zspark.layout_state import pending_rows
-        from dbt.adapters.zspark.pruning import stat_column
-
-        typed = list(zip(sample.columns, sample.types, strict=True))
-        picked = ", ".join(
-            f"{key_input_sql(quote(stat_column(c, s)), t)} as {quote(f'{c}.{s}')}"
-            for c, t in typed for s in ("min", "max"))
-        query = (f"select file_path, row_count, {picked} from {index} "
-                 f"where row_group is null and row_count > 0")
-        files = self._reach(spark).frame(query, {
-            f"{c}.{s}": key_input_type(t) for c, t in typed for s in ("min", "max")})
-        bounds = {c: files[[f"{c}.min", f"{c}.max"]].set_axis(["min", "max"], axis=1)
-                  for c in sample.columns}
-        rebuilt = rebuild_bounds(sample.rows, sample.partitions, np.asarray(sample.keys),
-                                 sample.columns, len(files))
-        rows = [int(r) for r in files["row_count"]]
-        pending = 0 if just_built else pending_rows(
-            list(zip(map(str, files["file_path"]), rows, strict=True)),
-            self._table_properties(relation))
-        health = layout_health(bounds, sample.rows.head(PROBES), rebuilt, sum(rows), pending)
-        return health, files
-
-    def _table_properties(self, relation: Any) -> dict[str, str]:
-        _, table = self.execute(f"show tblproperties {relation}", fetch=True)
-        return {str(row[0]): str(row[1]) for row in table.rows}
+    def zspark_recluster(self, relation: Any, full: bool = False) -> dict[str, Any]:
+        """``zspark_recluster``: merge the pending runs (or, ``full``, re-cluster the whole
+        table) into the table's next version; a no-op when there is nothing to do. A Delta
+        or Iceberg table is re-clustered in a commit of its format instead."""
+        model = relation.identifier
+        file_format, properties = self._format_of(relation)
+        if file_format is not None:
+            return self._recluster_format_table(model, relation, file_format, properties,
+                                                bool(full))
+        return self._recluster_parquet_table(model, relation, full)
 
     # -- skip-aware scans --------------------------------------------------------------
     @available
@@ -738,28 +413,6 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, SparkAdapter):
                                          table_columns=table_columns)
         except pruning.PredicateError as error:
             raise DbtRuntimeError(str(error)) from error
-
-    def _file_stats(self, spark: Any, relation: Any) -> tuple[Any, bool]:
-        """Where a table's per-file statistics are read: its ``__zindex``, or for a Delta
-        or Iceberg table a view of the format's own (then True)."""
-        file_format, properties = self._format_of(relation)
-        if file_format is None:
-            return self._index_relation(relation), False
-        return self._format_files(spark, relation, file_format, properties)[0], True
-
-    def _format_of(self, relation: Any) -> tuple[str | None, dict[str, str]]:
-        """('delta' or 'iceberg' when ``relation`` is a table of that format, else None;
-        its properties)."""
-        from dbt.adapters.zspark.formats import format_of
-
-        try:
-            properties = self._table_properties(relation)
-        except DbtRuntimeError:  # not a table (yet)
-            return None, {}
-        return format_of(properties), properties
-
-    def _index_relation(self, relation: Any) -> Any:
-        return relation.incorporate(path={"identifier": self.zspark_index_name(relation)})
 
     def _skipped_files(self, relation: Any, predicates: list[str],
                        of_format: tuple[str | None, dict[str, str]] = (None, {}),

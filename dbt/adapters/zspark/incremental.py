@@ -8,22 +8,18 @@ and swap it in, report the layout. The decisions are made by the pure modules
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import Any
 
 from dbt.adapters.base import available
-from dbt.adapters.base.meta import AdapterMeta
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.zspark.layout_state import StoredLayout, StoredLayoutError
+from dbt.adapters.zspark.adapter_base import ZSparkAdapterBase, _FormatPlan
+from dbt.adapters.zspark.layout_state import StoredLayout
 from dbt.adapters.zspark.planning import ClusteringConfigError, ClusteringPlan, plan_clustering
 from dbt.adapters.zspark.sqltext import quote
 from dbt.adapters.zspark.stop_points import stop_point
-
-if TYPE_CHECKING:
-    from dbt.adapters.zspark.reach import SparkReach
 
 logger = AdapterLogger("zspark")
 
@@ -34,8 +30,6 @@ INCREMENTAL_STRATEGIES = ("append", "insert_overwrite")
 FORMAT_INCREMENTAL_STRATEGIES = ("append", "merge", "insert_overwrite", "microbatch")
 #: Strategies whose rows replace the partitions they fall in: written whole, clustered.
 OVERWRITING_STRATEGIES = ("insert_overwrite", "microbatch")
-#: Sample values a point query is probed with when the layout is judged.
-PROBES = 1000
 
 
 def check_incremental_strategy(model: str, strategy: str, file_format: str,
@@ -71,33 +65,6 @@ def check_table_format(model: str, relation: str, file_format: str,
             f"--select {model}` to rebuild it as {file_format}.")
 
 
-@dataclass
-class _Rewrite:
-    """A re-clustering between its plan and its swap."""
-
-    decision: Any  # recluster.ReclusterPlan
-    new_rows: int
-    table_rows: int
-    #: Table properties of a new layout (full re-clustering), else None.
-    layout: dict[str, str] | None
-    partition_by: list[str]
-
-
-@dataclass
-class _FormatPlan:
-    """A Delta or Iceberg incremental run between its plan and its re-clustering."""
-
-    decision: Any  # recluster.ReclusterPlan: what the policy chose, new rows aside
-    plan: ClusteringPlan
-    stored: StoredLayout
-    file_format: str
-    properties: dict[str, str]
-    #: The policy decides once the rows are committed (a MERGE rewrites files it
-    #: matches, unknown before): with automatic re-clustering, or not.
-    plan_after: bool = False
-    automatic: bool = True
-
-
 def stored_table_plan(model: str, stored: StoredLayout,
                       schema: dict[str, str]) -> ClusteringPlan:
     """The clustering plan of a table's stored layout (a re-clustering on demand keys the
@@ -110,65 +77,15 @@ def stored_table_plan(model: str, stored: StoredLayout,
     return plan
 
 
-class IncrementalMethods(metaclass=AdapterMeta):
+class IncrementalMethods(ZSparkAdapterBase):
     """@available methods of clustered incremental runs, re-clustering and the layout
-    report; the state and helpers they use are the adapter's."""
-
-    _rewrites: dict[str, _Rewrite]
-    _format_plans: dict[str, _FormatPlan]
-    _format_of: Callable[[Any], tuple[str | None, dict[str, str]]]
-    _format_files: Callable[..., tuple[str, list[tuple[str, str]]]]
-    _file_rows: dict[str, int | None]
-    _write_settings: dict[str, dict[str, str]]
-    zspark_log_format_stats: Callable[..., None]
-    _format_file_list: Callable[..., list[tuple[str, int, int]]]
-    _session_reclusters: Callable[..., Any]
-    _recluster_format_table: Callable[..., dict[str, Any]]
-    _clustered_inserts: dict[str, bool]
-    _files_before: dict[str, set[str]]
-    config: Any
-    _spark: Callable[..., Any]
-    _keep: Callable[..., None]
-    _lap: Callable[..., None]
-    _log_index: Callable[..., dict[str, Any]]
-    _layout_health: Callable[..., tuple[Any, Any]]
-    _index_relation: Callable[[Any], Any]
-    _file_stats: Callable[[Any, Any], tuple[Any, bool]]
-    _repair_index: Callable[..., bool]
-    _table_properties: Callable[[Any], dict[str, str]]
-    _fetch: Callable[[str], list[tuple[Any, ...]]]
-    _query: Callable[[str], tuple[list[str], list[tuple[Any, ...]]]]
-    _described: Callable[[str], dict[str, str]]
-    _server_cores: Callable[[], int]
-    _execute_with: Callable[[dict[str, str], str], Any]
-    zspark_execute_write: Callable[[str, str], Any]
-    zspark_next_version: Callable[[Any], Any]
-    zspark_swap_in: Callable[..., None]
-    execute: Callable[..., Any]
-    _is_session: Callable[[], bool]
-    get_columns_in_relation: Callable[[Any], list[Any]]
+    report."""
 
     @available
     def zspark_check_incremental(self, model: str, strategy: str,
                                  file_format: str = "parquet",
                                  partition_by: Any = None) -> None:
         check_incremental_strategy(model, strategy, file_format, partition_by)
-
-    def _stored_layout(self, model: str, relation: Any,
-                       properties: dict[str, str] | None = None) -> StoredLayout:
-        """The layout stored with ``relation`` (``properties``: its own, when read)."""
-        try:
-            stored = StoredLayout.from_properties(
-                self._table_properties(relation) if properties is None else properties)
-        except StoredLayoutError as error:
-            stored, problem = None, str(error)
-        else:
-            problem = "it has no stored clustering layout"
-        if stored is None:
-            raise DbtRuntimeError(
-                f"Model '{model}': cannot add clustered rows to {relation}: {problem}. Run "
-                f"`dbt run --full-refresh --select {model}` to rebuild it clustered.")
-        return stored
 
     def _checked_plan(self, model: str, relation: Any, stored: StoredLayout,
                       config: dict[str, Any], schema: dict[str, str]) -> ClusteringPlan:
@@ -191,46 +108,6 @@ class IncrementalMethods(metaclass=AdapterMeta):
             f"'{stored.curve_method}', computed in Python",
             " (rebuild the table with it, or run it in a session)")
         return plan
-
-    def _refuse_keys_in_python(self, reach: SparkReach, model: str, curve_method: str,
-                               keyed: str, remedy: str = "") -> None:
-        """Refuse, before anything is written, keys (``keyed``: how) that only Python
-        computes where ``reach`` runs none: there every key is Spark SQL."""
-        if reach.runs_python or curve_method == "boundary":
-            return
-        raise DbtRuntimeError(
-            f"Model '{model}': {keyed}; `method: {self.config.credentials.method}` runs no "
-            f"Python in Spark. Allowed there: 'boundary'{remedy}.")
-
-    # -- the two ways of reaching Spark (reach.py): a session in this process (UDF keys,
-    # footers, the formats' JVM APIs) or a server by SQL alone (spark is None).
-    def _spark_if_session(self, model: str, what: str) -> Any:
-        return self._spark(model, what) if self._is_session() else None
-
-    def _reach(self, spark: Any) -> SparkReach:
-        """How this step reaches Spark: through ``spark``, or the server by SQL (None)."""
-        from dbt.adapters.zspark.reach import ServerReach, SessionReach
-
-        if spark is not None:
-            return SessionReach(spark, lambda sql: self.execute(sql))
-        return ServerReach(self._query, lambda sql: self.execute(sql), self._server_cores)
-
-    def _schema(self, spark: Any, sql: str) -> dict[str, str]:
-        """Output columns of ``sql`` and their Spark types, without running it."""
-        return self._reach(spark).schema(sql)
-
-    def _sample(self, spark: Any, plan: ClusteringPlan, sql: str,
-                schema: dict[str, str], expected_rows: int | None = None) -> Any:
-        """The first pass over ``sql``: a uniform sample and the row count (``expected_rows``:
-        what the input held at its last build, when known)."""
-        return self._reach(spark).sample(plan, sql, schema, expected_rows)
-
-    def _keyed(self, spark: Any, plan: ClusteringPlan, sql: str, sampled: Any,
-               stored: StoredLayout | None, file_count: int, schema: dict[str, str],
-               pieces: bool, file_per_partition: bool) -> Any:
-        """The clustered SELECT of a sampled input (keys by UDF, or in SQL)."""
-        return self._reach(spark).keyed(plan, sql, sampled, stored, file_count, schema,
-                                        pieces, file_per_partition)
 
     @available
     def zspark_increment(self, model: str, relation: Any, config: dict[str, Any], sql: str,
@@ -316,13 +193,6 @@ class IncrementalMethods(metaclass=AdapterMeta):
             strategy in OVERWRITING_STRATEGIES or decision.clustered_write
         return {"rows": sampled.rows, "rewrite": decision.rewrites, "sql": select_sql}
 
-    def _fixes_file_rows(self, relation: Any) -> bool:
-        """Does the table carry rows per file as its own writer option (earlier builds of
-        this plugin set one)? It then overrides every write's own cut."""
-        _, table = self.execute(f"describe table extended {relation}", fetch=True)
-        return any(str(row[0]) == "Storage Properties" and "maxRecordsPerFile=" in str(row[1])
-                   for row in table.rows)
-
     def _indexed_files(self, spark: Any, relation: Any,
                        create: bool = True) -> list[tuple[str, int, int]] | None:
         """The table's files from its index (path, rows, modification time), the index
@@ -337,70 +207,14 @@ class IncrementalMethods(metaclass=AdapterMeta):
             return None
         return [(str(r[0]), int(r[1]), int(r[2] or 0)) for r in found]
 
-    def _rewrite_select(self, spark: Any, relation: Any, plan: ClusteringPlan,
-                        stored: StoredLayout, decision: Any, sql: str, sampled: Any,
-                        runs: list[Any] | None, schema: dict[str, str],
-                        file_format: str | None = None) -> str:
-        """The keyed SELECT an incremental run or a re-clustering writes (``schema``: the
-        columns of ``sql``; ``file_format``: of a Delta or Iceberg table)."""
-        from dbt.adapters.zspark.formats import format_table
-        from dbt.adapters.zspark.recluster import FULL
-        from dbt.adapters.zspark.rewrite import rows_of_files_sql
-
-        model = plan.model
-        written_as = format_table(file_format) if file_format else None
-        # A writer that cuts no files by rows (Iceberg's), or a table fixing its own cut,
-        # gets a shuffle partition per file.
-        file_per_partition = (written_as is not None and not written_as.cuts_files_by_rows) \
-            or self._fixes_file_rows(relation)
-        if not decision.rewrites:
-            prepared = self._keyed(spark, plan, sql, sampled, stored, decision.pieces,
-                                   schema, pieces=True, file_per_partition=file_per_partition)
-            self._keep(relation, plan, prepared, new_layout=False)
-            return str(prepared.select_sql)
-        table_schema = {c.name: c.data_type for c in self.get_columns_in_relation(relation)}
-        columns = list(table_schema)
-        everything = decision.action == FULL
-        # A format table's files are always named: its rewrite replaces exactly those,
-        # and a concurrent writer's rows must not be read into it.
-        whole_table = written_as is None and \
-            len(decision.rewritten_paths) == sum(r.files for r in runs or [])
-        old_sql = rows_of_files_sql(str(relation), columns,
-                                    None if whole_table else decision.rewritten_paths,
-                                    written_as.path_column if written_as else None)
-        old = self._sample(spark, plan, old_sql, table_schema)
-        if sql:
-            listed = ", ".join(quote(c) for c in columns)
-            union_sql = f"select {listed} from (\n{sql}\n) zspark_new union all {old_sql}"
-            both = sampled.union(old)
-        else:  # re-clustering on demand: only the table's own rows
-            union_sql, both = old_sql, old
-        prepared = self._keyed(spark, plan, union_sql, both, None if everything else stored,
-                               decision.pieces, table_schema, pieces=not everything,
-                               file_per_partition=file_per_partition)
-        self._keep(relation, plan, prepared, new_layout=everything)
-        self._rewrites[str(relation).lower()] = _Rewrite(
-            decision=decision, new_rows=sampled.rows if sql else 0,
-            table_rows=sum(r.rows for r in runs or []),
-            layout=prepared.layout.to_properties() if everything and prepared.layout else None,
-            partition_by=list(plan.partition_by))
-        logger.info(f"zspark: {model}: rewriting {decision.rewritten_rows} rows of "
-                    f"{len(decision.rewritten_paths)} files into the table's next version")
-        return str(prepared.select_sql)
-
-    @available
-    def zspark_recluster(self, relation: Any, full: bool = False) -> dict[str, Any]:
-        """``zspark_recluster``: merge the pending runs (or, ``full``, re-cluster the whole
-        table) into the table's next version; a no-op when there is nothing to do."""
+    def _recluster_parquet_table(self, model: str, relation: Any,
+                                 full: bool) -> dict[str, Any]:
+        """``zspark_recluster`` on a Parquet table: the pending runs merged (or, ``full``,
+        the whole table re-clustered) into its next version, swapped in."""
         from dbt.adapters.zspark.layout_state import clustered_writes
         from dbt.adapters.zspark.recluster import plan_on_demand
         from dbt.adapters.zspark.rewrite import table_runs
 
-        model = relation.identifier
-        file_format, properties = self._format_of(relation)
-        if file_format is not None:
-            return self._recluster_format_table(model, relation, file_format, properties,
-                                                bool(full))
         spark = self._spark_if_session(model, "re-clustering")
         stored = self._stored_layout(model, relation)
         files = self._indexed_files(spark, relation)
@@ -421,6 +235,14 @@ class IncrementalMethods(metaclass=AdapterMeta):
         self.zspark_execute_write(model, f"insert into {staging} {select_sql}")
         self.zspark_finish_rewrite(model, relation, staging)
         return {"action": decision.action, "rewritten_rows": decision.rewritten_rows}
+
+    def _file_stats(self, spark: Any, relation: Any) -> tuple[Any, bool]:
+        """Where a table's per-file statistics are read: its ``__zindex``, or for a Delta
+        or Iceberg table a view of the format's own (then True)."""
+        file_format, properties = self._format_of(relation)
+        if file_format is None:
+            return self._index_relation(relation), False
+        return self._format_files(spark, relation, file_format, properties)[0], True
 
     @available
     def zspark_layout_report(self, relation: Any, x: str | None = None, y: str | None = None,
@@ -618,10 +440,6 @@ class IncrementalMethods(metaclass=AdapterMeta):
         stop_point("index:published")
         self._lap(relation, "index")
         self._log_index(None, relation, index, summary)
-
-    def _table_files(self, spark: Any, relation: Any) -> set[str]:
-        """A table's data files (holding rows), named as the index names them."""
-        return self._reach(spark).table_files(relation)
 
     @available
     def zspark_finish_increment(self, model: str, relation: Any, want_index: bool,
