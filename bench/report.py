@@ -678,9 +678,10 @@ def format_pipeline_section(results: dict[str, Any], img_dir: Path, report_dir: 
     if source.name != "BENCHMARKS-format-pipeline.json":
         command += f" --out {source.name}"
         target = "bench-formats-bar"
-    by_peers = ("and by the format's own clustering run after every append (Delta "
-                "`OPTIMIZE ... ZORDER BY`, Delta liquid `CLUSTER BY` + `OPTIMIZE`, Iceberg "
-                "`rewrite_data_files` zorder)" if peers else
+    own = {"delta": "Delta `OPTIMIZE ... ZORDER BY`, Delta liquid `CLUSTER BY` + `OPTIMIZE`",
+           "iceberg": "Iceberg `rewrite_data_files` zorder"}
+    by_peers = ("and by the format's own clustering run after every append ("
+                + ", ".join(own[f] for f in formats if f in own) + ")" if peers else
                 "(without the peers: their figures at this scale are in the section above "
                 "or in a run without `--no-peers`)")
     lines = [f"## {heading}", "",
