@@ -36,6 +36,22 @@ def write_project(root: Path, name: str, models: Mapping[str, str], profile: str
         f"{name}:\n" + textwrap.indent(textwrap.dedent(profile).strip() + "\n", "  "))
 
 
+def thrift_profile(port: int, schema: str) -> str:
+    """The targets of a profile that reaches the Thrift server on ``port`` of this machine
+    (for :func:`write_project`)."""
+    return f"""
+        target: dev
+        outputs:
+          dev:
+            type: zspark
+            method: thrift
+            host: 127.0.0.1
+            port: {port}
+            user: dbt
+            schema: {schema}
+    """
+
+
 @dataclass
 class DbtProject:
     root: Path

@@ -24,7 +24,7 @@ import pytest
 from pyhive import hive  # dbt-spark[PyHive]: the thrift method's client
 
 from bench.servers import own_metastore, thrift_server
-from tests.functional.dbt_project import skip_coverage_yml
+from tests.functional.dbt_project import skip_coverage_yml, thrift_profile, write_project
 
 pytestmark = pytest.mark.spark
 
@@ -94,46 +94,26 @@ def project(thrift_port: int, tmp_path_factory: pytest.TempPathFactory) -> Path:
                f"location '{files / 'index'}'")
 
     root = tmp_path_factory.mktemp("thrift_project")
-    texts = {
-        "dbt_project.yml": """
-            name: zspark_thrift
-            version: "1.0"
-            config-version: 2
-            profile: zspark_thrift
-            flags:
-              send_anonymous_usage_stats: false
-        """,
-        "profiles.yml": f"""
-            zspark_thrift:
-              target: dev
-              outputs:
-                dev:
-                  type: zspark
-                  method: thrift
-                  host: 127.0.0.1
-                  port: {port}
-                  user: dbt
-                  schema: {SCHEMA}
-        """,
-        "models/sources.yml": f"""
+    models = {
+        "sources.yml": f"""
             version: 2
             sources:
               - name: zt
                 schema: {SCHEMA}
                 tables: [{{name: events}}, {{name: events_unindexed}}]
         """,
-        "models/high_ids.sql": f"""
+        "high_ids.sql": f"""
             {{{{ config(materialized='table') }}}}
             select * from {{{{ zspark_scan(source('zt', 'events'), "{PREDICATE}") }}}} t
         """,
-        "models/high_ids_unindexed.sql": """
+        "high_ids_unindexed.sql": """
             {{ config(materialized='table') }}
             select * from {{ zspark_scan(source('zt', 'events_unindexed'), 'id >= 350') }} t
         """,
     }
-    for name, text in texts.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(textwrap.dedent(text).lstrip())
+    write_project(root, "zspark_thrift",
+                  {name: textwrap.dedent(text).lstrip() for name, text in models.items()},
+                  thrift_profile(port, SCHEMA))
     return root
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from bench.servers import own_metastore, thrift_server
 from dbt.adapters.zspark.table_formats import table_format
-from tests.functional.dbt_project import skip_coverage_yml, write_project
+from tests.functional.dbt_project import skip_coverage_yml, thrift_profile, write_project
 from tests.functional.test_thrift import SPARK_ENV, _dbt, _file_keys, _sql
 
 pytestmark = pytest.mark.spark
@@ -57,17 +57,7 @@ def _project(root: Path, port: int, file_format: str) -> Path:
                        f"file_format=var('file_format', '{file_format}')) }}}}" + ROWS,
         "coverage.yml": skip_coverage_yml(["fmt_table", "fmt_inc"], PREDICATES),
     }
-    write_project(root, "thrift_formats", models, f"""
-        target: dev
-        outputs:
-          dev:
-            type: zspark
-            method: thrift
-            host: 127.0.0.1
-            port: {port}
-            user: dbt
-            schema: {SCHEMA}
-    """)
+    write_project(root, "thrift_formats", models, thrift_profile(port, SCHEMA))
     return root
 
 
