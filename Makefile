@@ -72,10 +72,13 @@ bench-formats: setup
 	$(PY) -m bench.format_pipeline --rows $(ROWS) --files $(FILES)
 	$(PY) -m bench.report BENCHMARKS.json --out BENCHMARKS.md
 
-# The Delta pipeline alone, at the bar's scale (--no-peers: zspark and the rebuild only).
+# The pipeline at the bar's scale, one format at a time (each run 25 min; --add keeps the
+# other format's figures; --no-peers: zspark and the rebuild only).
 bench-formats-bar: setup
 	$(PY) -m bench.format_pipeline --rows $(ROWS) --files $(FILES) --formats delta \
 		--out BENCHMARKS-format-pipeline-bar.json
+	$(PY) -m bench.format_pipeline --rows $(ROWS) --files $(FILES) --formats iceberg \
+		--out BENCHMARKS-format-pipeline-bar.json --add
 	$(PY) -m bench.report BENCHMARKS.json --out BENCHMARKS.md
 
 # Hilbert beside the balanced layout (equal and weighted) on uniform, Zipf and correlated data.

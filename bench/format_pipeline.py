@@ -379,6 +379,24 @@ def draw_picture(path: Path, table_format: str, steps: dict[str, list[dict[str, 
     plt.close(fig)
 
 
+def kept_formats(prior: dict[str, Any], config: dict[str, Any],
+                 measuring: list[str]) -> dict[str, Any]:
+    """The formats of an earlier report (``--add``) that this run does not measure again;
+    refused unless it measured at the same scale.
+
+    >>> same = {"rows": 10, "files": 2, "runs": 1, "peers": True}
+    >>> list(kept_formats({"config": same, "formats": {"delta": {}, "iceberg": {}}},
+    ...                   same, ["iceberg"]))
+    ['delta']
+    """
+    scale = ("rows", "files", "runs", "peers")
+    if any(prior["config"].get(k) != config[k] for k in scale):
+        raise SystemExit(f"--add: the report holds a run at another scale "
+                         f"({ {k: prior['config'].get(k) for k in scale} }); measure all "
+                         f"formats again or write another --out")
+    return {name: found for name, found in prior["formats"].items() if name not in measuring}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -394,6 +412,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--session-dir", type=Path, default=DEFAULT_SESSION_DIR,
                         help="a session directory per format is made in it")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--add", action="store_true",
+                        help="keep the other formats --out holds (measured at the same "
+                             "scale): one format measured at a time")
     parser.add_argument("--img-dir", type=Path, default=IMG_DIR)
     parser.add_argument("--run-format", help=argparse.SUPPRESS)  # the per-format process
     parser.add_argument("--measured", type=Path, help=argparse.SUPPRESS)
@@ -412,6 +433,9 @@ def main(argv: list[str] | None = None) -> None:
                    "command": "python -m bench.format_pipeline " + " ".join(
                        argv if argv is not None else sys.argv[1:])},
         "formats": {}}
+    if args.add and args.out.exists():
+        report["formats"] = kept_formats(json.loads(args.out.read_text()), report["config"],
+                                         args.formats)
     for table_format in args.formats:
         session_dir = (args.session_dir / table_format).resolve()
         generate_in_subprocess(args.rows, "uniform", session_dir, log)
@@ -435,6 +459,7 @@ def main(argv: list[str] | None = None) -> None:
                      f"{table_format}: base of 50% then {args.runs} appends of 5% "
                      f"({args.rows:,} rows, {args.files} files for all of them)")
         found["picture"] = str(picture)
+        found["date"] = time.strftime("%Y-%m-%d %H:%M")
         report["formats"][table_format] = found
         for label, total in totals.items():
             log(f"{table_format} {label}: worst gap {total['worst_gap_points']:.2f} points, "

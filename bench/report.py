@@ -269,7 +269,7 @@ def render(results: dict[str, Any], out: Path, img_dir: Path) -> None:
         lines += formats_section(json.loads(formats_json.read_text()), out.parent)
     for name, heading in (("BENCHMARKS-format-pipeline.json", "Pipeline on Delta Lake and Iceberg"),
                           ("BENCHMARKS-format-pipeline-bar.json",
-                           "Pipeline on Delta Lake at the bar's scale")):
+                           "Pipeline on Delta Lake and Iceberg at the bar's scale")):
         format_pipeline_json = out.parent / name
         if format_pipeline_json.exists():
             lines += format_pipeline_section(json.loads(format_pipeline_json.read_text()),
@@ -667,17 +667,26 @@ def format_pipeline_section(results: dict[str, Any], img_dir: Path, report_dir: 
     config, formats = results["config"], results["formats"]
     if not formats:
         return []
-    command = (f"python -m bench.format_pipeline --rows {config['rows']} "
-               f"--files {config['files']} --runs {config['runs']}")
+    base = (f"python -m bench.format_pipeline --rows {config['rows']} "
+            f"--files {config['files']} --runs {config['runs']}")
     peers = config.get("peers", True)
-    if list(formats) != list(FORMATS):
-        command += " --formats " + " ".join(formats)
     if not peers:
-        command += " --no-peers"
+        base += " --no-peers"
     target = "bench-formats"
+    out = ""
     if source.name != "BENCHMARKS-format-pipeline.json":
-        command += f" --out {source.name}"
+        out = f" --out {source.name}"
         target = "bench-formats-bar"
+    dates = [found.get("date") for found in formats.values()]
+    if len(formats) > 1 and all(dates) and len(set(dates)) > 1:
+        # Measured one format at a time (--add), each run with its date.
+        produced = "; ".join(
+            f"`{base} --formats {name}{out}{' --add' if i else ''}`, {found['date']}"
+            for i, (name, found) in enumerate(formats.items()))
+    else:
+        command = base + ("" if list(formats) == list(FORMATS)
+                          else " --formats " + " ".join(formats)) + out
+        produced = f"`{command}`, {config['date']}"
     own = {"delta": "Delta `OPTIMIZE ... ZORDER BY`, Delta liquid `CLUSTER BY` + `OPTIMIZE`",
            "iceberg": "Iceberg `rewrite_data_files` zorder"}
     by_peers = ("and by the format's own clustering run after every append ("
@@ -685,7 +694,7 @@ def format_pipeline_section(results: dict[str, Any], img_dir: Path, report_dir: 
                 "(without the peers: their figures at this scale are in the section above "
                 "or in a run without `--no-peers`)")
     lines = [f"## {heading}", "",
-             f"Produced by `make {target}` (`{command}`, {config['date']}): seed 002's "
+             f"Produced by `make {target}` ({produced}): seed 002's "
              f"rows, a base of the first {config['base_share']:.0%} of the orders, then "
              f"{config['runs']} appends of {config['step_share']:.0%} each, into each format "
              "by a clustered incremental zspark model (Hilbert on s_city, c_city, p_brand, "
