@@ -11,6 +11,63 @@ from typing import Any
 from dbt.tests.util import run_dbt
 
 SCHEMA = "zspark_test"
+#: Rows of the clustered models run on a server or a cluster: `city` of 50 values and
+#: `brand` of 1000, for ids `start` to `stop`.
+CITY_BRAND_ROWS = """
+select id,
+       concat('CITY', lpad(cast(pmod(hash(id, 1), 50) as string), 3, '0')) as city,
+       cast(pmod(hash(id, 2), 1000) as int) as brand
+from range({{ var('start', 0) }}, {{ var('stop', 4000) }})
+"""
+#: Clustered models of a table format (`var('format')`) by the strategies beside append:
+#: a merge on `id`, whole partitions replaced (`part`: id % 4, from `from_part` on), and
+#: daily batches of hourly events.
+FORMAT_STRATEGY_MODELS = {
+    "fmt_merge.sql": "{{ config(materialized='incremental', incremental_strategy='merge', "
+                     "unique_key='id', hilbert_by=['city', 'brand'], file_count=4, "
+                     "file_format=var('format')) }}\n"
+                     "select *, {{ var('v', 0) }} as v from (" + CITY_BRAND_ROWS + ") t",
+    "fmt_parts.sql": "{{ config(materialized='incremental', "
+                     "incremental_strategy='insert_overwrite', partition_by=['part'], "
+                     "hilbert_by=['city', 'brand'], file_count=4, "
+                     "file_format=var('format')) }}\n"
+                     "select *, cast(id % 4 as int) as part, {{ var('v', 0) }} as v from ("
+                     + CITY_BRAND_ROWS + ") t where id % 4 >= {{ var('from_part', 0) }}",
+    "fmt_hours.sql": "{{ config(materialized='table', event_time='ts', "
+                     "file_format=var('format')) }}\n"
+                     "select id, timestamp_seconds(1767225600 + id * 3600) as ts "
+                     "from range(96)",
+    "fmt_days.sql": "{{ config(materialized='incremental', incremental_strategy='microbatch', "
+                    "event_time='ts', batch_size='day', begin='2026-01-01', "
+                    "partition_by=['day'], hilbert_by=['id'], file_count=2, "
+                    "file_format=var('format')) }}\n"
+                    "select id, ts, to_date(ts) as day, {{ var('v', 0) }} as v "
+                    "from {{ ref('fmt_hours') }}",
+}
+#: The dbt runs of those models (arguments, vars besides `format`): the build (four daily
+#: batches); a merge matching 1000 ids (v = 1) and adding 1000; partitions 2 and 3
+#: replaced (v = 1); the second day's batch processed again (v = 1).
+STRATEGY_RUNS: list[tuple[list[str], dict[str, Any]]] = [
+    (["-s", "fmt_merge", "fmt_parts", "fmt_hours", "fmt_days", "--event-time-start",
+      "2026-01-01", "--event-time-end", "2026-01-05"], {"start": 0, "stop": 2000}),
+    (["-s", "fmt_merge"], {"start": 1000, "stop": 3000, "v": 1}),
+    (["-s", "fmt_parts"], {"start": 0, "stop": 2000, "from_part": 2, "v": 1}),
+    (["-s", "fmt_days", "--event-time-start", "2026-01-02", "--event-time-end", "2026-01-03"],
+     {"v": 1}),
+]
+#: What each model holds then (a query of `{table}`, its rows sorted): each id once.
+STRATEGY_QUERIES = {
+    "fmt_merge": "select count(*), count(distinct id), sum(v) from {table}",
+    "fmt_parts": "select part, count(*), count(distinct id), sum(v) from {table} group by part",
+    "fmt_days": "select cast(day as string), count(*), count(distinct id), sum(v) "
+                "from {table} group by day",
+}
+STRATEGY_ROWS = {
+    "fmt_merge": [(3000, 3000, 2000)],
+    "fmt_parts": [(0, 500, 500, 0), (1, 500, 500, 0), (2, 500, 500, 500), (3, 500, 500, 500)],
+    "fmt_days": [("2026-01-01", 24, 24, 0), ("2026-01-02", 24, 24, 24),
+                 ("2026-01-03", 24, 24, 0), ("2026-01-04", 24, 24, 0)],
+}
 
 
 def skip_coverage_yml(models: Sequence[str], predicates: Sequence[str],

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from tests.functional.dbt_worker import ANSWER, CONSOLE
 
 SCHEMA = "zspark_formats"
@@ -207,8 +209,15 @@ def release_all() -> None:
         release(session_dir)
 
 
-def new_project(root: Path, session_dir: Path, profile: str) -> FormatProject:
-    """An empty project whose session profile has ``profile`` (a line or block)."""
+#: A test's tables are a few thousand rows: a few shuffle partitions (not 200) for the
+#: formats' MERGE and OPTIMIZE, and Delta's snapshot of the log in 2 tasks (not 50).
+SMALL_DATA = {"spark.sql.shuffle.partitions": "4", "spark.databricks.delta.snapshotPartitions": "2"}
+
+
+def new_project(root: Path, session_dir: Path, profile: str,
+                settings: dict[str, str] | None = None) -> FormatProject:
+    """An empty project whose session profile has ``profile`` (YAML: a line, or none) and
+    ``settings`` in its server_side_parameters, beside :data:`SMALL_DATA`."""
     project = FormatProject(root, session_dir)
     project.write("dbt_project.yml", """
         name: zspark_formats
@@ -218,17 +227,11 @@ def new_project(root: Path, session_dir: Path, profile: str) -> FormatProject:
         flags:
           send_anonymous_usage_stats: false
     """)
-    project.write("profiles.yml", f"""
-        zspark_formats:
-          target: dev
-          outputs:
-            dev:
-              type: zspark
-              method: session
-              schema: {SCHEMA}
-              session_dir: {session_dir}
-              {profile}
-    """)
+    target = {"type": "zspark", "method": "session", "schema": SCHEMA,
+              "session_dir": str(session_dir), **(yaml.safe_load(profile) or {}),
+              "server_side_parameters": {**SMALL_DATA, **(settings or {})}}
+    project.write("profiles.yml", yaml.safe_dump(
+        {"zspark_formats": {"target": "dev", "outputs": {"dev": target}}}))
     return project
 
 

@@ -23,18 +23,21 @@ from typing import Any
 import pytest
 
 from bench.servers import executor_python, standalone_cluster
-from tests.functional.dbt_project import skip_coverage_yml, write_project
+from tests.functional.dbt_project import (
+    CITY_BRAND_ROWS,
+    FORMAT_STRATEGY_MODELS,
+    STRATEGY_QUERIES,
+    STRATEGY_ROWS,
+    STRATEGY_RUNS,
+    skip_coverage_yml,
+    write_project,
+)
 
 pytestmark = pytest.mark.spark
 
 REPO = Path(__file__).resolve().parents[2]
 PREDICATES = ("city = 'CITY007'", "brand = 42")
-COLUMNS = """
-select id,
-       concat('CITY', lpad(cast(pmod(hash(id, 1), 50) as string), 3, '0')) as city,
-       cast(pmod(hash(id, 2), 1000) as int) as brand
-from range({{ var('start', 0) }}, {{ var('stop', 4000) }})
-"""
+COLUMNS = CITY_BRAND_ROWS
 MODELS = {
     "events.sql": "{{ config(materialized='table', hilbert_by=['city', 'brand'], "
                   "file_count=8) }}" + COLUMNS,
@@ -102,6 +105,7 @@ FORMAT_MODELS = {
                           "unique_key='id', zorder_by=['city', 'brand'], file_count=8, "
                           "file_format=var('format')) }}" + COLUMNS,
     "coverage.yml": skip_coverage_yml(["fmt_events", "fmt_events_inc"], PREDICATES),
+    **FORMAT_STRATEGY_MODELS,
 }
 
 
@@ -124,8 +128,10 @@ def run_format_on_cluster(project: str, file_format: str) -> None:
         assert result.success, (args, result.exception)
         return result.result
 
-    dbt("run")
+    dbt("run", "--select", "fmt_events", "fmt_events_inc")
     dbt("run", "--select", "fmt_events_inc", more={"start": 3000, "stop": 5000})
+    for args, variables in STRATEGY_RUNS:
+        dbt("run", *args, more=variables)
     spark = active_session()
     table = "zspark_test.fmt_events_inc"
     before = spark.table(table).count()
@@ -168,6 +174,9 @@ def run_format_on_cluster(project: str, file_format: str) -> None:
     report["rows"] = {m: spark.table(f"zspark_test.{m}").count()
                       for m in ("fmt_events", "fmt_events_inc")}
     report["ids"] = spark.sql(f"select count(distinct id) from {table}").first()[0]
+    report["strategies"] = {
+        model: sorted([list(row) for row in spark.sql(query.format(table=f"zspark_test.{model}"))
+                       .collect()]) for model, query in STRATEGY_QUERIES.items()}
     print("RESULT " + json.dumps(report))
 
 
@@ -249,6 +258,9 @@ def test_clustered_format_models_run_on_a_cluster_whose_executors_lack_the_plugi
     # The merge added ids 4000..4999 and matched 3000..3999: each id once.
     assert report["rows"] == {"fmt_events": 4000, "fmt_events_inc": 5000}
     assert report["ids"] == 5000
+    # A merge, whole partitions replaced and daily batches, one day run again: each id once.
+    assert report["strategies"] == {model: [list(row) for row in rows]
+                                    for model, rows in STRATEGY_ROWS.items()}
     # The re-clustering is one commit that changes no data: the version before it has
     # the same rows.
     assert report["reclustered_by"] == ("OPTIMIZE" if file_format == "delta" else "replace")

@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -55,8 +54,9 @@ TYPED = ", ".join([
 WIDE = ", ".join(f"cast(id % {i + 2} as int) as w{i}" for i in range(39))
 
 
-def _project(root: Path, session_dir: Path, profile: str, file_format: str) -> FormatProject:
-    project = new_project(root, session_dir, profile)
+def _project(root: Path, session_dir: Path, profile: str, file_format: str,
+             settings: dict[str, str] | None = None) -> FormatProject:
+    project = new_project(root, session_dir, profile, settings)
     project.write("macros/query.sql", QUERY_MACRO)
     project.write("models/f_table.sql", f"""
         {{{{ config(materialized='table', file_format='{file_format}') }}}}
@@ -224,9 +224,7 @@ def test_iceberg_by_its_standard_spark_settings_alone_builds_rebuilds_and_merges
     rename a staging table whose files the next build deleted)."""
     settings = {"spark.jars": ",".join(str(j) for j in ICEBERG.jar_files()),
                 **ICEBERG.settings}
-    lines = "\n".join(f"    {key}: \"{value}\"" for key, value in settings.items())
-    profile = "server_side_parameters:\n" + textwrap.indent(lines, " " * 14)
-    project = _project(tmp_path / "project", tmp_path / "session", profile, "iceberg")
+    project = _project(tmp_path / "project", tmp_path / "session", "", "iceberg", settings)
     _builds_rebuilds_and_merges(project, "iceberg")
     # Every snapshot is kept, the first build's rows with it: time travel reaches them.
     for name, rows in (("f_table", [100, 60]), ("c_hilbert", [4000, 3000])):

@@ -17,18 +17,23 @@ import pytest
 
 from bench.servers import own_metastore, thrift_server
 from dbt.adapters.zspark.table_formats import table_format
-from tests.functional.dbt_project import skip_coverage_yml, thrift_profile, write_project
+from tests.functional.dbt_project import (
+    CITY_BRAND_ROWS,
+    FORMAT_STRATEGY_MODELS,
+    STRATEGY_QUERIES,
+    STRATEGY_ROWS,
+    STRATEGY_RUNS,
+    skip_coverage_yml,
+    thrift_profile,
+    write_project,
+)
+from tests.functional.format_project import SMALL_DATA
 from tests.functional.test_thrift import SPARK_ENV, _dbt, _file_keys, _sql
 
 pytestmark = pytest.mark.spark
 
 SCHEMA = "zf"
-ROWS = """
-select id,
-       concat('CITY', lpad(cast(pmod(hash(id, 1), 50) as string), 3, '0')) as city,
-       cast(pmod(hash(id, 2), 1000) as int) as brand
-from range({{ var('start', 0) }}, {{ var('stop', 4000) }})
-"""
+ROWS = CITY_BRAND_ROWS
 PREDICATES = ("city = 'CITY007'", "brand = 42")
 
 
@@ -42,7 +47,8 @@ def server(request: pytest.FixtureRequest,
     # On the server's own class path, as a server's jars folder would hold them: jars
     # added at run time are not seen by the classes Spark generates for its queries.
     jars = os.pathsep.join(str(jar) for jar in wanted.jar_files())
-    conf = {**own_metastore(home), **wanted.settings, "spark.driver.extraClassPath": jars}
+    conf = {**own_metastore(home), **wanted.settings, **SMALL_DATA,
+            "spark.driver.extraClassPath": jars}
     with thrift_server(home, conf, SPARK_ENV) as port:
         _sql(port, f"create schema if not exists {SCHEMA}")
         yield file_format, port
@@ -135,3 +141,19 @@ def test_clustered_format_models_build_and_append_over_thrift(
     for path in _data_files(port, table, file_format):
         keys = _file_keys(properties, path)
         assert keys == sorted(keys), path
+
+
+
+def test_format_models_merge_overwrite_partitions_and_run_batches_over_thrift(
+        server: tuple[str, int], tmp_path: Path) -> None:
+    """Over thrift, clustered Delta or Iceberg models merge on their unique key, replace
+    whole partitions and run daily batches, one day processed again: the new rows keyed
+    in SQL by the stored layout, each id once, the rows a run replaced gone."""
+    file_format, port = server
+    write_project(tmp_path, "thrift_strategies", FORMAT_STRATEGY_MODELS,
+                  thrift_profile(port, SCHEMA))
+    for args, variables in STRATEGY_RUNS:
+        _dbt(tmp_path, "run", *args, "--vars", json.dumps({"format": file_format, **variables}))
+    found = {model: sorted(_sql(port, query.format(table=f"{SCHEMA}.{model}")))
+             for model, query in STRATEGY_QUERIES.items()}
+    assert found == STRATEGY_ROWS
