@@ -2,10 +2,11 @@
 load when a JVM starts): ``python -m tests.functional.format_replace <format> <dir>``
 prints ``FORMAT_REPLACE`` and a JSON of what it found.
 
-Three inserts make three files; the first two are replaced by their rows sorted the
-other way, and while that rewrite is under way (inside its ``rewrite``) another insert
-commits: it must be kept, every row seen once, the commit must change no data, and time
-travel to the version before must give that version's rows."""
+Three inserts make three files; the first two are replaced by their rows (read from those
+two files alone) sorted the other way, and while that rewrite is under way (inside its
+``rewrite``) another insert commits: it must be kept, every row seen once, the commit
+must change no data, and time travel to the version before must give that version's
+rows."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from bench.measure import files_opened
 from dbt.adapters.zspark.connections import with_session_defaults
 from dbt.adapters.zspark.formats import format_table
 from dbt.adapters.zspark.table_formats import with_table_format
@@ -38,7 +40,12 @@ def main(table_format: str, session_dir: str) -> dict[str, Any]:
                    written_as.active_files(spark, table, [("id", "bigint")])
                    .where("id__min < 200").select("file_path").collect())
 
+    opened: list[int] = []
+
     def rewrite(rows: DataFrame, concurrent: int | None = None) -> DataFrame:
+        read = rows.select("id")
+        read.collect()
+        opened.append(files_opened(read))  # the rewritten files alone, not the table's
         if concurrent is not None:  # another writer commits while this one is under way
             spark.sql(f"insert into {table} select id, 9 from "
                       f"range({concurrent}, {concurrent + 10})")
@@ -53,7 +60,8 @@ def main(table_format: str, session_dir: str) -> dict[str, Any]:
     before = _version(spark, table, table_format)
     version = written_as.replace_files(spark, table, files,
                                        lambda rows: rewrite(rows, concurrent=300))
-    found: dict[str, Any] = {"files_rewritten": len(files), "version": version}
+    found: dict[str, Any] = {"files_rewritten": len(files), "version": version,
+                             "files_read": opened[0]}
     found["rows"] = _rows(spark, table)
     path = "_metadata.file_path" if table_format == "delta" else "_file"
     found["files_after"] = spark.sql(

@@ -254,7 +254,8 @@ def test_a_model_whose_format_the_session_cannot_write_is_refused_before_writing
 def test_a_replacement_commit_keeps_a_concurrent_writer_and_the_history(
         tmp_path: Path, file_format: str) -> None:
     """``replace_files`` (a re-clustering's commit) in a Spark of its own: two of three
-    files replaced by their rows sorted anew while another insert commits in between. One
+    files replaced by their rows (read from those files alone) sorted anew while another
+    insert commits in between. One
     commit that changes no data (Delta: OPTIMIZE; Iceberg: replace); every row once, the
     other writer's rows kept; time travel to the version before gives its rows; a second
     replacement of the same, now gone, files is refused and commits nothing. Then table
@@ -267,6 +268,9 @@ def test_a_replacement_commit_keeps_a_concurrent_writer_and_the_history(
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.split("FORMAT_REPLACE ", 1)[1])
     assert found["files_rewritten"] == 2
+    # The rewrite reads those two files alone: the formats' scans prune no file by a
+    # filter on a row's file, so the rows come from a scan of exactly those files.
+    assert found["files_read"] == 2
     assert found["rows"] == [[310, 310, sum(range(310))]]
     assert found["files_after"] == 3  # the rewritten one, the untouched, the other writer's
     assert found["history"][-1] == ("OPTIMIZE" if file_format == "delta" else "replace")

@@ -335,9 +335,11 @@ class ZSparkAdapterBase(SparkAdapter):
     def _rewrite_select(self, spark: Any, relation: Any, plan: ClusteringPlan,
                         stored: StoredLayout, decision: Any, sql: str, sampled: Any,
                         runs: list[Any] | None, schema: dict[str, str],
-                        file_format: str | None = None) -> str:
+                        file_format: str | None = None, rows_view: str | None = None) -> str:
         """The keyed SELECT an incremental run or a re-clustering writes (``schema``: the
-        columns of ``sql``; ``file_format``: of a Delta or Iceberg table)."""
+        columns of ``sql``; ``file_format``: of a Delta or Iceberg table; ``rows_view``: a
+        view of exactly the rewritten files' rows, where the table's own scan would open
+        every file)."""
         from dbt.adapters.zspark.recluster import FULL
         from dbt.adapters.zspark.rewrite import rows_of_files_sql
 
@@ -359,9 +361,10 @@ class ZSparkAdapterBase(SparkAdapter):
         # and a concurrent writer's rows must not be read into it.
         whole_table = written_as is None and \
             len(decision.rewritten_paths) == sum(r.files for r in runs or [])
-        old_sql = rows_of_files_sql(str(relation), columns,
-                                    None if whole_table else decision.rewritten_paths,
-                                    written_as.path_column if written_as else None)
+        old_sql = (rows_of_files_sql(rows_view, columns, None) if rows_view is not None
+                   else rows_of_files_sql(str(relation), columns,
+                                          None if whole_table else decision.rewritten_paths,
+                                          written_as.path_column if written_as else None))
         old = self._sample(spark, plan, old_sql, table_schema)
         if sql:
             listed = ", ".join(quote(c) for c in columns)

@@ -14,8 +14,9 @@ them pending and merges them.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -177,24 +178,36 @@ class FormatIncrementMethods(ZSparkAdapterBase):
         rewrite = replace(decision, rewritten_rows=sum(live.get(p, 0) for p in rewritten))
         runs = table_runs(files, clustered_writes(planned.properties))
         schema = self._schema(spark, f"select * from {relation}")
-        select_sql = self._rewrite_select(spark, relation, planned.plan, planned.stored,
-                                          rewrite, "", None, runs, schema,
-                                          planned.file_format)
-        layout = self._rewrites.pop(str(relation).lower()).layout
-        file_rows = self._file_rows.pop(model, None)
+        view = f"zspark_rewritten_{uuid.uuid4().hex}"
+        layout: dict[str, str] | None = None
+
+        def keyed(rows: Any) -> Any:
+            # The rewritten files' rows, as the format's commit reads them: sampled, keyed
+            # and sorted anew (a full one: with a new layout).
+            nonlocal layout
+            rows.createOrReplaceTempView(view)
+            select_sql = self._rewrite_select(spark, relation, planned.plan, planned.stored,
+                                              rewrite, "", None, runs, schema,
+                                              planned.file_format, rows_view=view)
+            layout = self._rewrites.pop(str(relation).lower()).layout
+            file_rows = self._file_rows.pop(model, None)
+            if file_rows:
+                settings.enter_context(_session_settings(
+                    spark, {"spark.sql.files.maxRecordsPerFile": str(file_rows)}))
+            return spark.sql(select_sql)
 
         def new_base(paths: list[str]) -> dict[str, str]:
             # A full re-clustering: its files, with the clustered files of partitions it
             # left alone, are the new base, keyed by the new layout.
             return {**(layout or {}), **clustered_writes_after(planned.properties, kept, paths)}
 
-        settings = {**written_as.recorded_write_settings(planned.properties),
-                    **({"spark.sql.files.maxRecordsPerFile": str(file_rows)}
-                       if file_rows else {})}
         try:
-            with _session_settings(spark, settings):
+            with ExitStack() as settings:
+                settings.enter_context(_session_settings(
+                    spark, written_as.recorded_write_settings(planned.properties)))
+                settings.callback(spark.catalog.dropTempView, view)
                 version = written_as.replace_files(
-                    spark, str(relation), rewritten, lambda _rows: spark.sql(select_sql),
+                    spark, str(relation), rewritten, keyed,
                     new_base if decision.action == FULL else None)
         except Exception as error:
             if not any(mark in str(error) for mark in CONFLICTS):

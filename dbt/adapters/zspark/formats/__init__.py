@@ -72,7 +72,9 @@ class FormatTable(Protocol):
                       properties: Callable[[list[str]], dict[str, str]] | None = None,
                       ) -> str:
         """Replace the live files ``rewritten`` (paths as ``active_files`` gives them) by
-        the rows ``rewrite`` makes (it is given theirs, at the version read), in one
+        the rows ``rewrite`` makes (it is given theirs, at the version read, a scan that
+        opens those files alone: the formats prune no file by a filter on a row's file;
+        it may read them more than once, as a sample and as the write), in one
         commit of the format marked as changing no data (Delta: an OPTIMIZE version;
         Iceberg: a ``replace`` snapshot), with the table ``properties`` made of the new
         files' paths set in the same commit. A writer committing meanwhile is kept, or

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from dbt.adapters.zspark.formats import TypedColumn, require_live
 from dbt.adapters.zspark.pruning import stat_column
-from dbt.adapters.zspark.sqltext import quote, sql_string
+from dbt.adapters.zspark.sqltext import quote
 from dbt.adapters.zspark.stop_points import stop_point
 
 if TYPE_CHECKING:
@@ -108,9 +108,14 @@ class DeltaTable:
         base = location.rstrip("/")
         live = {f"{base}/{add.path()}": add for add in python_list(jvm, transaction.filterFiles())}
         require_live(table, rewritten, live)
-        names = ", ".join(sql_string(path.rsplit("/", 1)[-1]) for path in rewritten)
-        rows = (spark.read.format("delta").option("versionAsOf", transaction.readVersion())
-                .load(location).where(f"_metadata.file_name in ({names})"))
+        # Exactly those files at the version the transaction read, opening only them (a
+        # filter on `_metadata.file_name` prunes no file of a Delta table: every one is
+        # opened); deletion vectors and column mapping applied as in any read.
+        from pyspark.sql.classic.dataframe import DataFrame
+
+        adds = scala_list(jvm, [live[path] for path in dict.fromkeys(rewritten)])
+        rows = DataFrame(log.createDataFrame(transaction.snapshot(), adds, False,
+                                             jvm.scala.Option.empty()), spark)
         added = [_no_data_change(add) for add in
                  python_list(jvm, transaction.writeFiles(rewrite(rows)._jdf))]
         now = int(time.time() * 1000)

@@ -83,8 +83,9 @@ class IcebergTable:
         cache.add(group, loaded)
         staged.stageTasks(loaded, group, java_list(jvm, tasks))
         try:
-            rows = (spark.read.format("iceberg").option("split-size", str(2 ** 40))
-                    .option("file-open-cost", "0").load(group))
+            # Exactly those files' rows (a filter on `_file` prunes no file: every one is
+            # opened), split as any read of the table, for the tasks of every core.
+            rows = spark.read.format("iceberg").load(group)
             (rewrite(rows).write.format("iceberg").option("distribution-mode", "none")
              .option("output-spec-id", str(tasks[0].spec().specId()))
              .mode("append").save(group))
