@@ -148,9 +148,9 @@ def time_sql(spark: Any, sql: str, repetitions: int) -> float:
 OPENED_METRICS = ("numFiles", "resultDataFiles")
 
 
-def files_opened(frame: Any) -> int:
+def files_opened(frame: Any, metrics: tuple[str, ...] = OPENED_METRICS) -> int:
     """Data files the scans of an executed DataFrame opened (file sources and Iceberg's
-    batch scans), through AQE's wrappers."""
+    batch scans), through AQE's wrappers; ``metrics``: the scan metrics summed."""
     opened = 0
 
     def walk(node: Any) -> None:
@@ -163,7 +163,7 @@ def files_opened(frame: Any) -> int:
             walk(node.plan())
             return
         if "Scan" in name:
-            opened += sum(_metric(node, m) for m in OPENED_METRICS)
+            opened += sum(_metric(node, m) for m in metrics)
         children = node.children().iterator()
         while children.hasNext():
             walk(children.next())

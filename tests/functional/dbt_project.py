@@ -19,10 +19,14 @@ select id,
        cast(pmod(hash(id, 2), 1000) as int) as brand
 from range({{ var('start', 0) }}, {{ var('stop', 4000) }})
 """
-#: Clustered models of a table format (`var('format')`) by the strategies beside append:
-#: a merge on `id`, whole partitions replaced (`part`: id % 4, from `from_part` on), and
-#: daily batches of hourly events.
+#: Clustered models of a table format (`var('format')`) by every strategy: appends (the
+#: re-clustering policy at work), a merge on `id`, whole partitions replaced (`part`:
+#: id % 4, from `from_part` on), and daily batches of hourly events.
 FORMAT_STRATEGY_MODELS = {
+    "fmt_appends.sql": "{{ config(materialized='incremental', incremental_strategy='append', "
+                       "hilbert_by=['city', 'brand'], file_count=4, "
+                       "file_format=var('format')) }}\n"
+                       "select *, {{ var('v', 0) }} as v from (" + CITY_BRAND_ROWS + ") t",
     "fmt_merge.sql": "{{ config(materialized='incremental', incremental_strategy='merge', "
                      "unique_key='id', hilbert_by=['city', 'brand'], file_count=4, "
                      "file_format=var('format')) }}\n"
@@ -45,24 +49,28 @@ FORMAT_STRATEGY_MODELS = {
                     "from {{ ref('fmt_hours') }}",
 }
 #: The dbt runs of those models (arguments, vars besides `format`): the build (four daily
-#: batches); a merge matching 1000 ids (v = 1) and adding 1000; partitions 2 and 3
-#: replaced (v = 1); the second day's batch processed again (v = 1).
+#: batches); 2000 rows appended and a merge matching 1000 ids (v = 1) and adding 1000;
+#: partitions 2 and 3 replaced (v = 1); the second day's batch processed again (v = 1).
 STRATEGY_RUNS: list[tuple[list[str], dict[str, Any]]] = [
-    (["-s", "fmt_merge", "fmt_parts", "fmt_hours", "fmt_days", "--event-time-start",
-      "2026-01-01", "--event-time-end", "2026-01-05"], {"start": 0, "stop": 2000}),
-    (["-s", "fmt_merge"], {"start": 1000, "stop": 3000, "v": 1}),
+    (["-s", "fmt_appends", "fmt_merge", "fmt_parts", "fmt_hours", "fmt_days",
+      "--event-time-start", "2026-01-01", "--event-time-end", "2026-01-05"],
+     {"start": 0, "stop": 2000}),
+    (["-s", "fmt_appends", "fmt_merge"], {"start": 1000, "stop": 3000, "v": 1}),
     (["-s", "fmt_parts"], {"start": 0, "stop": 2000, "from_part": 2, "v": 1}),
     (["-s", "fmt_days", "--event-time-start", "2026-01-02", "--event-time-end", "2026-01-03"],
      {"v": 1}),
 ]
-#: What each model holds then (a query of `{table}`, its rows sorted): each id once.
+#: What each model holds then (a query of `{table}`, its rows sorted): every appended row
+#: (ids 1000..1999 twice), and each id once in the others.
 STRATEGY_QUERIES = {
+    "fmt_appends": "select count(*), count(distinct id), sum(v) from {table}",
     "fmt_merge": "select count(*), count(distinct id), sum(v) from {table}",
     "fmt_parts": "select part, count(*), count(distinct id), sum(v) from {table} group by part",
     "fmt_days": "select cast(day as string), count(*), count(distinct id), sum(v) "
                 "from {table} group by day",
 }
 STRATEGY_ROWS = {
+    "fmt_appends": [(4000, 3000, 2000)],
     "fmt_merge": [(3000, 3000, 2000)],
     "fmt_parts": [(0, 500, 500, 0), (1, 500, 500, 0), (2, 500, 500, 500), (3, 500, 500, 500)],
     "fmt_days": [("2026-01-01", 24, 24, 0), ("2026-01-02", 24, 24, 24),

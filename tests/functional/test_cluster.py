@@ -258,7 +258,8 @@ def test_clustered_format_models_run_on_a_cluster_whose_executors_lack_the_plugi
     # The merge added ids 4000..4999 and matched 3000..3999: each id once.
     assert report["rows"] == {"fmt_events": 4000, "fmt_events_inc": 5000}
     assert report["ids"] == 5000
-    # A merge, whole partitions replaced and daily batches, one day run again: each id once.
+    # Appends (every row kept, the re-clustering policy at work), a merge, whole
+    # partitions replaced and daily batches, one day run again: each id once.
     assert report["strategies"] == {model: [list(row) for row in rows]
                                     for model, rows in STRATEGY_ROWS.items()}
     # The re-clustering is one commit that changes no data: the version before it has

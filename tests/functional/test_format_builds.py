@@ -270,8 +270,7 @@ def test_a_replacement_commit_keeps_a_concurrent_writer_and_the_history(
     assert found["files_rewritten"] == 2
     # The rewrite reads those two files alone: the formats' scans prune no file by a
     # filter on a row's file, so the rows come from a scan of exactly those files.
-    if file_format == "delta":  # Iceberg's staged scan reports no files-read metric
-        assert found["files_read"] == 2
+    assert found["files_read"] == 2
     assert found["rows"] == [[310, 310, sum(range(310))]]
     assert found["files_after"] == 3  # the rewritten one, the untouched, the other writer's
     assert found["history"][-1] == ("OPTIMIZE" if file_format == "delta" else "replace")
