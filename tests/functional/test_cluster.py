@@ -37,14 +37,13 @@ pytestmark = pytest.mark.spark
 
 REPO = Path(__file__).resolve().parents[2]
 PREDICATES = ("city = 'CITY007'", "brand = 42")
-COLUMNS = CITY_BRAND_ROWS
 MODELS = {
     "events.sql": "{{ config(materialized='table', hilbert_by=['city', 'brand'], "
-                  "file_count=8) }}" + COLUMNS,
+                  "file_count=8) }}" + CITY_BRAND_ROWS,
     "events_inc.sql": "{{ config(materialized='incremental', incremental_strategy='append', "
-                      "zorder_by=['city', 'brand'], file_count=8) }}" + COLUMNS,
+                      "zorder_by=['city', 'brand'], file_count=8) }}" + CITY_BRAND_ROWS,
     "events_bal.sql": "{{ config(materialized='incremental', incremental_strategy='append', "
-                      "balanced_by=['city', 'brand'], file_count=8) }}" + COLUMNS,
+                      "balanced_by=['city', 'brand'], file_count=8) }}" + CITY_BRAND_ROWS,
     "coverage.yml": skip_coverage_yml(["events", "events_inc", "events_bal"], PREDICATES),
 }
 
@@ -100,10 +99,10 @@ def run_on_cluster(project: str) -> None:
 
 FORMAT_MODELS = {
     "fmt_events.sql": "{{ config(materialized='table', hilbert_by=['city', 'brand'], "
-                      "file_count=8, file_format=var('format')) }}" + COLUMNS,
+                      "file_count=8, file_format=var('format')) }}" + CITY_BRAND_ROWS,
     "fmt_events_inc.sql": "{{ config(materialized='incremental', incremental_strategy='merge', "
                           "unique_key='id', zorder_by=['city', 'brand'], file_count=8, "
-                          "file_format=var('format')) }}" + COLUMNS,
+                          "file_format=var('format')) }}" + CITY_BRAND_ROWS,
     "coverage.yml": skip_coverage_yml(["fmt_events", "fmt_events_inc"], PREDICATES),
     **FORMAT_STRATEGY_MODELS,
 }

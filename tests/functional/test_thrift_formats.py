@@ -33,7 +33,6 @@ from tests.functional.test_thrift import SPARK_ENV, _dbt, _file_keys, _sql
 pytestmark = pytest.mark.spark
 
 SCHEMA = "zf"
-ROWS = CITY_BRAND_ROWS
 PREDICATES = ("city = 'CITY007'", "brand = 42")
 
 
@@ -57,10 +56,10 @@ def server(request: pytest.FixtureRequest,
 def _project(root: Path, port: int, file_format: str) -> Path:
     models = {
         "fmt_table.sql": "{{ config(materialized='table', hilbert_by=['city', 'brand'], "
-                         f"file_count=8, file_format='{file_format}') }}}}" + ROWS,
+                         f"file_count=8, file_format='{file_format}') }}}}" + CITY_BRAND_ROWS,
         "fmt_inc.sql": "{{ config(materialized='incremental', incremental_strategy='append', "
                        f"zorder_by=['city', 'brand'], file_count=8, "
-                       f"file_format=var('file_format', '{file_format}')) }}}}" + ROWS,
+                       f"file_format=var('file_format', '{file_format}')) }}}}" + CITY_BRAND_ROWS,
         "coverage.yml": skip_coverage_yml(["fmt_table", "fmt_inc"], PREDICATES),
     }
     write_project(root, "thrift_formats", models, thrift_profile(port, SCHEMA))
@@ -76,7 +75,7 @@ def _data_files(port: int, table: str, file_format: str) -> list[str]:
 
 
 def _expected(port: int, start: int, stop: int) -> list[tuple[object, ...]]:
-    query = ROWS.replace("{{ var('start', 0) }}", str(start)).replace(
+    query = CITY_BRAND_ROWS.replace("{{ var('start', 0) }}", str(start)).replace(
         "{{ var('stop', 4000) }}", str(stop))
     return sorted(_sql(port, query))
 
