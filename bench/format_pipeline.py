@@ -107,7 +107,6 @@ def live_files(spark: SparkSession, table_format: str, table: str) -> FileBounds
     from dbt.adapters.zspark.formats import format_table
 
     written_as = format_table(table_format)
-    assert written_as is not None
     typed = [(c, "string") for c in CLUSTER_COLUMNS]
     rows = written_as.active_files(spark, table, typed).collect()
     return FileBounds(

@@ -121,7 +121,6 @@ def measure_format(table_format: str, session_dir: Path, files: int, probes: int
         log(f"{label}: {seconds[label]:.1f}s")
 
     written_as = format_table(table_format)
-    assert written_as is not None
     values = sample_values(source_files(session_dir), list(CLUSTER_COLUMNS), probes)
     expected = {c: sorted(spark.sql(seed_query(source, c)).collect()) for c in CLUSTER_COLUMNS}
     tables = {**ZSPARK_MODELS, **PEERS[table_format]}

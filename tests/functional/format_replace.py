@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from bench.measure import files_opened
 from dbt.adapters.zspark.connections import with_session_defaults
-from dbt.adapters.zspark.formats import format_table
+from dbt.adapters.zspark.formats import committing_table
 from dbt.adapters.zspark.table_formats import with_table_format
 
 
@@ -34,8 +34,7 @@ def main(table_format: str, session_dir: str) -> dict[str, Any]:
     for low in (0, 100, 200):
         spark.sql(f"insert into {table} select id, cast(id % 7 as int) from "
                   f"range({low}, {low + 100}) order by id")
-    written_as = format_table(table_format)
-    assert written_as is not None
+    written_as = committing_table(table_format)
     files = sorted(str(r[0]) for r in
                    written_as.active_files(spark, table, [("id", "bigint")])
                    .where("id__min < 200").select("file_path").collect())

@@ -32,7 +32,6 @@ def bound_violations(spark: SparkSession, table_format: str, table: str) -> list
     schema = model_schema(spark, f"select * from {table}")
     columns = [name for name, _ in stats_columns(schema, [], list(schema))]
     written_as = format_table(table_format)
-    assert written_as is not None
     stats = written_as.active_files(spark, table, stats_columns(schema, [], columns)).toPandas()
     picked = ", ".join(f"min(`{c}`) as `{c}__lo`, max(`{c}`) as `{c}__hi`" for c in columns)
     actual = spark.sql(f"select input_file_name() as f, {picked} from {table} group by 1")

@@ -245,7 +245,6 @@ class ZSparkAdapterBase(SparkAdapter):
         from dbt.adapters.zspark.udfs import udf_name
 
         written_as = format_table(file_format)
-        assert written_as is not None
         schema = self._schema(spark, f"select * from {relation}")
         stored = StoredLayout.from_properties(properties)
         clustering = list(stored.columns) if stored is not None else []
@@ -253,6 +252,32 @@ class ZSparkAdapterBase(SparkAdapter):
         view = f"zspark_files_{udf_name(str(relation)).removeprefix('zspark_key_')}"
         self._reach(spark).files_view(written_as, str(relation), columns, view)
         return view, columns
+
+    def _live_files(self, spark: Any, relation: Any, file_format: str | None,
+                    properties: dict[str, str], create: bool = True,
+                    ) -> list[tuple[str, int, int]] | None:
+        """The table's live files as the re-clustering policy reads them (path, rows,
+        modification time): a Parquet table's from its index, rebuilt first when it no
+        longer lists the table's files (None: no index; ``create``: a clustered table
+        that lost it gets one), a Delta or Iceberg table's from its own log."""
+        if not format_table(file_format).commits_on_its_own:
+            return self._indexed_files(spark, relation, create)
+        assert file_format is not None
+        return self._format_file_list(spark, relation, file_format, properties)
+
+    def _indexed_files(self, spark: Any, relation: Any,
+                       create: bool = True) -> list[tuple[str, int, int]] | None:
+        """The table's files from its index (path, rows, modification time), the index
+        rebuilt first when it does not list exactly the table's files (a run stopped
+        between its write and its index; ``create``: or when a clustered table has none).
+        None when the table has no index."""
+        index = self._index_relation(relation)
+        self._repair_index(relation.identifier, relation, create)
+        found = self._reach(spark).fresh_rows(
+            index, f"select file_path, row_count, file_mtime from {index} where row_group is null")
+        if found is None:
+            return None
+        return [(str(r[0]), int(r[1]), int(r[2] or 0)) for r in found]
 
     def _format_file_list(self, spark: Any, relation: Any, file_format: str,
                           properties: dict[str, str]) -> list[tuple[str, int, int]]:
@@ -337,18 +362,18 @@ class ZSparkAdapterBase(SparkAdapter):
                         runs: list[Any] | None, schema: dict[str, str],
                         file_format: str | None = None, rows_view: str | None = None) -> str:
         """The keyed SELECT an incremental run or a re-clustering writes (``schema``: the
-        columns of ``sql``; ``file_format``: of a Delta or Iceberg table; ``rows_view``: a
-        view of exactly the rewritten files' rows, where the table's own scan would open
+        columns of ``sql``; ``file_format``: the table's, None for Parquet; ``rows_view``:
+        a view of exactly the rewritten files' rows, where the table's own scan would open
         every file)."""
         from dbt.adapters.zspark.recluster import FULL
         from dbt.adapters.zspark.rewrite import rows_of_files_sql
 
         model = plan.model
-        written_as = format_table(file_format) if file_format else None
+        written_as = format_table(file_format)
         # A writer that cuts no files by rows (Iceberg's), or a table fixing its own cut,
         # gets a shuffle partition per file.
-        file_per_partition = (written_as is not None and not written_as.cuts_files_by_rows) \
-            or self._fixes_file_rows(relation)
+        file_per_partition = not written_as.cuts_files_by_rows or \
+            self._fixes_file_rows(relation)
         if not decision.rewrites:
             prepared = self._keyed(spark, plan, sql, sampled, stored, decision.pieces,
                                    schema, pieces=True, file_per_partition=file_per_partition)
@@ -359,12 +384,12 @@ class ZSparkAdapterBase(SparkAdapter):
         everything = decision.action == FULL
         # A format table's files are always named: its rewrite replaces exactly those,
         # and a concurrent writer's rows must not be read into it.
-        whole_table = written_as is None and \
+        whole_table = not written_as.commits_on_its_own and \
             len(decision.rewritten_paths) == sum(r.files for r in runs or [])
         old_sql = (rows_of_files_sql(rows_view, columns, None) if rows_view is not None
                    else rows_of_files_sql(str(relation), columns,
                                           None if whole_table else decision.rewritten_paths,
-                                          written_as.path_column if written_as else None))
+                                          written_as.path_column))
         old = self._sample(spark, plan, old_sql, table_schema)
         if sql:
             listed = ", ".join(quote(c) for c in columns)

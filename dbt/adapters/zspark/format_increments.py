@@ -165,13 +165,12 @@ class FormatIncrementMethods(ZSparkAdapterBase):
         new one) and sorted anew, replaced in one commit of the format that changes no
         data; a full one sets the new layout and base in the same commit. Another
         writer's conflicting commit defers it to ``later``: nothing of it is committed."""
-        from dbt.adapters.zspark.formats import format_table
+        from dbt.adapters.zspark.formats import committing_table
         from dbt.adapters.zspark.layout_state import clustered_writes, clustered_writes_after
         from dbt.adapters.zspark.recluster import FULL
         from dbt.adapters.zspark.rewrite import table_runs
 
-        written_as = format_table(planned.file_format)
-        assert written_as is not None
+        written_as = committing_table(planned.file_format)
         rewritten = tuple(decision.rewritten_paths)
         live = {path: rows for path, rows, _ in files}
         kept = [path for path in live if path not in set(rewritten)]

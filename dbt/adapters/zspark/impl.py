@@ -167,20 +167,20 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, ZSparkAdapterBas
         written_as = format_table(file_format)
         prepared = self._keyed(spark, plan, sql, sampled, None,
                                plan.resolve_file_count(sampled.input_bytes), schema,
-                               pieces=False, file_per_partition=written_as is not None
-                               and not written_as.cuts_files_by_rows)
+                               pieces=False,
+                               file_per_partition=not written_as.cuts_files_by_rows)
         self._keep(relation, plan, prepared, new_layout=True)
         assert prepared.layout is not None
         self._layout_properties[plan.model] = prepared.layout.to_properties()
-        if written_as is not None:
-            # A partition column's value is in the table's metadata (Delta refuses stats).
-            partitions = {c.lower() for c in plan.partition_by}
-            columns = [c for c in stats_columns(schema, plan.columns, config.get("index_columns"))
-                       if c[0].lower() not in partitions]
-            length = string_stats_length(longest_string(sampled.sample, plan.columns))
-            self._layout_properties[plan.model].update(
-                written_as.stats_properties(columns, length))
-            self._write_settings[plan.model] = written_as.write_settings(length)
+        # The format's statistics on the clustering and indexed columns (Parquet's are
+        # the index's: none). A partition column's value is in the table's metadata
+        # (Delta refuses stats on one).
+        partitions = {c.lower() for c in plan.partition_by}
+        columns = [c for c in stats_columns(schema, plan.columns, config.get("index_columns"))
+                   if c[0].lower() not in partitions]
+        length = string_stats_length(longest_string(sampled.sample, plan.columns))
+        self._layout_properties[plan.model].update(written_as.stats_properties(columns, length))
+        self._write_settings[plan.model] = written_as.write_settings(length)
         return prepared.select_sql
 
     def _rows_last_built(self, previous: Any) -> int | None:

@@ -141,9 +141,9 @@ class IncrementalMethods(ZSparkAdapterBase):
             logger.info(f"zspark: {relation.identifier}: no rows written; table, layout and "
                         f"index unchanged")
             return {"rows": 0, "rewrite": False, "sql": ""}
-        files = self._indexed_files(spark, relation, config.get("zspark_index") is not False) \
-            if table_format is None else self._format_file_list(spark, relation, table_format,
-                                                                properties)
+        written_as = format_table(table_format)
+        files = self._live_files(spark, relation, table_format, properties,
+                                 create=config.get("zspark_index") is not False)
         clustered = clustered_writes(properties)
         runs = None if files is None else table_runs(files, clustered)
         table_sized = files_for(sampled.rows, stored.rows_per_file)
@@ -167,21 +167,19 @@ class IncrementalMethods(ZSparkAdapterBase):
                                  clustered) if plan.partition_by else runs
             decision = plan_increment(touched or [], sampled.rows, stored.rows_per_file,
                                       automatic)
-            if table_format is not None:
-                decision = self._session_reclusters(decision, table_format)
+            if written_as.commits_on_its_own:
+                decision = self._session_reclusters(decision, written_as.name)
         logger.info(f"zspark: {model}: {decision.action} ({decision.reason})")
-        if table_format is not None:
+        if written_as.commits_on_its_own:
             # Committed as a run of its own first; a re-clustering follows in a commit of
             # its own (zspark_finish_format_increment).
             self._format_plans[str(relation).lower()] = _FormatPlan(
-                decision, plan, stored, table_format, properties,
+                decision, plan, stored, written_as.name, properties,
                 plan_after=strategy == "merge", automatic=automatic)
             if strategy in ("append", "merge"):
                 # insert_overwrite keeps its table-sized files.
                 decision = new_run(sampled.rows, stored.rows_per_file, "the new rows' own run")
             # The new rows' statistics cut as the build's (zspark_execute_write).
-            written_as = format_table(table_format)
-            assert written_as is not None
             self._write_settings[model] = written_as.recorded_write_settings(properties)
         select_sql = self._rewrite_select(spark, relation, plan, stored, decision, sql,
                                           sampled, runs, schema, table_format)
@@ -192,20 +190,6 @@ class IncrementalMethods(ZSparkAdapterBase):
         self._clustered_inserts[str(relation).lower()] = \
             strategy in OVERWRITING_STRATEGIES or decision.clustered_write
         return {"rows": sampled.rows, "rewrite": decision.rewrites, "sql": select_sql}
-
-    def _indexed_files(self, spark: Any, relation: Any,
-                       create: bool = True) -> list[tuple[str, int, int]] | None:
-        """The table's files from its index (path, rows, modification time), the index
-        rebuilt first when it does not list exactly the table's files (a run stopped
-        between its write and its index; ``create``: or when a clustered table has none).
-        None when the table has no index."""
-        index = self._index_relation(relation)
-        self._repair_index(relation.identifier, relation, create)
-        found = self._reach(spark).fresh_rows(
-            index, f"select file_path, row_count, file_mtime from {index} where row_group is null")
-        if found is None:
-            return None
-        return [(str(r[0]), int(r[1]), int(r[2] or 0)) for r in found]
 
     def _recluster_parquet_table(self, model: str, relation: Any,
                                  full: bool) -> dict[str, Any]:

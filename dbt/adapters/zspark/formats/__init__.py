@@ -1,4 +1,6 @@
-"""Clustered tables of the formats that keep their own log: Delta Lake and Iceberg.
+"""Clustered tables by format: plain Parquet (``parquet.py``: its own files, swapped in as
+whole versions, statistics in ``__zindex``) and the formats that keep their own log,
+Delta Lake and Iceberg.
 
 A clustered build of such a table writes the same keyed, sorted and cut rows as a Parquet
 build, but through the format's own writer in one ``create or replace`` commit (history
@@ -34,6 +36,11 @@ class FormatTable(Protocol):
     """What a clustered build and the skip figures ask of a table format."""
 
     name: str
+    #: Whether the table keeps a log of its own commits (Delta, Iceberg): a build
+    #: replaces it in one commit and a re-clustering replaces files in one
+    #: (:class:`CommittingTable`); else (Parquet) each writes the table's next version
+    #: and swaps it in, and ``__zindex`` holds the statistics.
+    commits_on_its_own: bool
     #: Whether the writer cuts a shuffle partition into files of ``maxRecordsPerFile``
     #: rows; a format whose writer does not gets a shuffle partition per file.
     cuts_files_by_rows: bool
@@ -66,6 +73,10 @@ class FormatTable(Protocol):
         """The same rows by Spark SQL alone, for a server that runs no Python (thrift);
         bounds the format cannot give in SQL are read from the files' rows (exact)."""
         ...
+
+
+class CommittingTable(FormatTable, Protocol):
+    """A format that commits on its own: files replaced in one commit of its log."""
 
     def replace_files(self, spark: SparkSession, table: str, rewritten: Sequence[str],
                       rewrite: Callable[[DataFrame], DataFrame],
@@ -159,13 +170,26 @@ def format_of(properties: Mapping[str, str]) -> str | None:
     return None
 
 
-def format_table(file_format: str) -> FormatTable | None:
-    """The clustered-table module of ``file_format``; None for Parquet (``__zindex``)."""
+def format_table(file_format: str | None) -> FormatTable:
+    """The clustered-table module of ``file_format`` (one of :data:`CLUSTERED_FORMATS`;
+    None: a table of neither Delta nor Iceberg, so Parquet)."""
+    from dbt.adapters.zspark.formats.parquet import ParquetTable
+
+    if file_format is None or file_format.lower() == "parquet":
+        return ParquetTable()
+    return committing_table(file_format)
+
+
+def committing_table(file_format: str) -> CommittingTable:
+    """The module of a format that commits on its own ('delta' or 'iceberg')."""
     from dbt.adapters.zspark.formats.delta import DeltaTable
     from dbt.adapters.zspark.formats.iceberg import IcebergTable
 
-    found: dict[str, FormatTable] = {"delta": DeltaTable(), "iceberg": IcebergTable()}
-    return found.get(file_format.lower())
+    found: dict[str, CommittingTable] = {"delta": DeltaTable(), "iceberg": IcebergTable()}
+    if file_format.lower() not in found:
+        raise ValueError(f"zspark clusters {', '.join(CLUSTERED_FORMATS)} tables, not "
+                         f"{file_format!r}")
+    return found[file_format.lower()]
 
 
 #: The formats zspark clusters, in tables and incremental models (Parquet first: its

@@ -36,6 +36,7 @@ METADATA_FIELDS, METADATA_CONFIGURATION = 8, 6
 
 class DeltaTable:
     name = "delta"
+    commits_on_its_own = True
     cuts_files_by_rows = True
     path_column = "_metadata.file_path"
 

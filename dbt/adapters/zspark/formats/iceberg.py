@@ -27,6 +27,7 @@ _FLOATS = ("float", "double")
 
 class IcebergTable:
     name = "iceberg"
+    commits_on_its_own = True
     cuts_files_by_rows = False
     path_column = "_file"
 

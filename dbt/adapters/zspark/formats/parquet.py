@@ -1,0 +1,44 @@
+"""Plain Parquet: the table's own files, no log. A clustered build or a re-clustering
+writes the table's next version and swaps it in (``swap.py``), and the per-file
+statistics are zspark's own ``<table>__zindex``, read from the files' footers
+(``index.py``), whose file rows already have the shape every format's active files take.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from dbt.adapters.zspark.formats import TypedColumn
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+class ParquetTable:
+    name = "parquet"
+    commits_on_its_own = False
+    cuts_files_by_rows = True
+    path_column = "_metadata.file_path"
+
+    def stats_properties(self, columns: Sequence[TypedColumn],
+                         string_length: int) -> dict[str, str]:
+        return {}  # its statistics are the index's, read from the footers
+
+    def write_settings(self, string_length: int) -> dict[str, str]:
+        return {}  # footers keep whole values: the index cuts none
+
+    def recorded_write_settings(self, properties: Mapping[str, str]) -> dict[str, str]:
+        return {}
+
+    def active_files(self, spark: SparkSession, table: str,
+                     columns: Sequence[TypedColumn]) -> DataFrame:
+        return spark.sql(self.active_files_sql(table, columns))
+
+    def active_files_sql(self, table: str, columns: Sequence[TypedColumn]) -> str:
+        """The index's file rows (every column it indexes: ``columns`` were chosen when
+        it was built). The caller repairs an index that no longer lists the table's
+        files first (``_repair_index``)."""
+        from dbt.adapters.zspark.index import INDEX_SUFFIX
+
+        return f"select * from {table}{INDEX_SUFFIX} where row_group is null"
