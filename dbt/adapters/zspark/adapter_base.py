@@ -233,14 +233,14 @@ class ZSparkAdapterBase(SparkAdapter):
             return None, {}
         return format_of(properties), properties
 
-    def _format_files(self, spark: Any, relation: Any, file_format: str,
+    def _format_files(self, spark: Any, relation: Any, file_format: str | None,
                       properties: dict[str, str], every_column: bool = False,
                       ) -> tuple[str, list[tuple[str, str]]]:
-        """A temporary view of a Delta or Iceberg table's live files, one ``__zindex``
-        file row each from the format's statistics (over a server without Python, as
-        ``FormatTable.active_files_sql`` reads them), and the columns it bounds: those a
-        clustered build keeps statistics on (its ``properties`` store the layout), or
-        with ``every_column`` all it can bound."""
+        """A temporary view of a table's live files, one ``__zindex`` file row each
+        (``FormatTable.active_files``; over a server without Python, its SQL), and the
+        columns a Delta or Iceberg table's statistics bound: those a clustered build keeps
+        statistics on (its ``properties`` store the layout), or with ``every_column`` all
+        it can bound."""
         from dbt.adapters.zspark.formats import stats_columns
         from dbt.adapters.zspark.udfs import udf_name
 
@@ -252,6 +252,18 @@ class ZSparkAdapterBase(SparkAdapter):
         view = f"zspark_files_{udf_name(str(relation)).removeprefix('zspark_key_')}"
         self._reach(spark).files_view(written_as, str(relation), columns, view)
         return view, columns
+
+    def _file_stats(self, spark: Any, relation: Any, every_column: bool = False) -> str:
+        """A view of a table's live files with their statistics, one ``__zindex`` file row
+        each: a Parquet table's index's, a Delta or Iceberg table's from its log
+        (``every_column``: every column the format bounds). LookupError when the table
+        has none."""
+        file_format, properties = self._format_of(relation)
+        held_in = relation.incorporate(path={
+            "identifier": relation.identifier + format_table(file_format).stats_table_suffix})
+        if not self._server_has_table(held_in):
+            raise LookupError(f"no index table {held_in}")
+        return self._format_files(spark, relation, file_format, properties, every_column)[0]
 
     def _live_files(self, spark: Any, relation: Any, file_format: str | None,
                     properties: dict[str, str], create: bool = True,
@@ -382,14 +394,10 @@ class ZSparkAdapterBase(SparkAdapter):
         table_schema = {c.name: c.data_type for c in self.get_columns_in_relation(relation)}
         columns = list(table_schema)
         everything = decision.action == FULL
-        # A format table's files are always named: its rewrite replaces exactly those,
-        # and a concurrent writer's rows must not be read into it.
-        whole_table = not written_as.commits_on_its_own and \
-            len(decision.rewritten_paths) == sum(r.files for r in runs or [])
+        whole_table = len(decision.rewritten_paths) == sum(r.files for r in runs or [])
         old_sql = (rows_of_files_sql(rows_view, columns, None) if rows_view is not None
                    else rows_of_files_sql(str(relation), columns,
-                                          None if whole_table else decision.rewritten_paths,
-                                          written_as.path_column))
+                                          None if whole_table else decision.rewritten_paths))
         old = self._sample(spark, plan, old_sql, table_schema)
         if sql:
             listed = ", ".join(quote(c) for c in columns)

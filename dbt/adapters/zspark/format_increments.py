@@ -24,7 +24,7 @@ from dbt.adapters.base import available
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.zspark.adapter_base import ZSparkAdapterBase, _FormatPlan
+from dbt.adapters.zspark.adapter_base import FILE_ROWS_SETTING, ZSparkAdapterBase, _FormatPlan
 from dbt.adapters.zspark.stop_points import stop_point
 
 logger = AdapterLogger("zspark")
@@ -192,7 +192,7 @@ class FormatIncrementMethods(ZSparkAdapterBase):
             file_rows = self._file_rows.pop(model, None)
             if file_rows:
                 settings.enter_context(_session_settings(
-                    spark, {"spark.sql.files.maxRecordsPerFile": str(file_rows)}))
+                    spark, {FILE_ROWS_SETTING: str(file_rows)}))
             return spark.sql(select_sql)
 
         def new_base(paths: list[str]) -> dict[str, str]:

@@ -364,7 +364,7 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, ZSparkAdapterBas
         or Iceberg table is re-clustered in a commit of its format instead."""
         model = relation.identifier
         file_format, properties = self._format_of(relation)
-        if file_format is not None:
+        if file_format is not None and format_table(file_format).commits_on_its_own:
             return self._recluster_format_table(model, relation, file_format, properties,
                                                 bool(full))
         return self._recluster_parquet_table(model, relation, full)
@@ -415,23 +415,13 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, ZSparkAdapterBas
             raise DbtRuntimeError(str(error)) from error
 
     def _skipped_files(self, relation: Any, predicates: list[str],
-                       of_format: tuple[str | None, dict[str, str]] = (None, {}),
                        ) -> tuple[int, list[list[FileKey]]]:
-        """(indexed files, per predicate the files it provably cannot match) from the index
-        (a Delta or Iceberg table's, ``of_format`` as ``_format_of`` found it: its own
-        statistics); the index's and the table's columns are read once for all
+        """(indexed files, per predicate the files it provably cannot match) from the
+        table's file statistics; their columns and the table's are read once for all
         predicates."""
-        file_format, properties = of_format
-        if file_format is not None:
-            spark = self._spark_if_session(str(relation), f"reading {file_format} statistics")
-            index, _ = self._format_files(spark, relation, file_format, properties,
-                                          every_column=True)
-            columns = list(self._described(f"describe table {index}").items())
-        else:
-            index = self._index_relation(relation)
-            columns = [(c.name, c.data_type) for c in self.get_columns_in_relation(index)]
-            if not columns:
-                raise LookupError(f"no index table {index}")
+        spark = self._spark_if_session(str(relation), "reading file statistics")
+        index = self._file_stats(spark, relation, every_column=True)
+        columns = list(self._described(f"describe table {index}").items())
         declared = {c.name: c.data_type for c in self.get_columns_in_relation(relation)}
         files = 0
         skipped: list[list[FileKey]] = []
@@ -457,8 +447,7 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, ZSparkAdapterBas
         built are always read, and indexed files that are gone simply match nothing.
         """
         self.zspark_check_predicate(predicate)
-        if self._format_of(relation)[0] is not None:
-            # Every engine skips a Delta or Iceberg table's files by its own statistics.
+        if format_table(self._format_of(relation)[0]).engines_skip_files:
             return scan_sql(str(relation), predicate, [])
         try:
             skipped = self._skipped_files(relation, [predicate])[1][0]
@@ -476,8 +465,7 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, ZSparkAdapterBas
         for predicate in predicates:
             self.zspark_check_predicate(predicate)
         try:
-            files, skipped_per_predicate = self._skipped_files(
-                relation, list(predicates), self._format_of(relation))
+            files, skipped_per_predicate = self._skipped_files(relation, list(predicates))
         except LookupError as error:
             raise DbtRuntimeError(
                 f"skip_coverage on {relation}: {error}; build the table with a clustering "

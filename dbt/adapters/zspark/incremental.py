@@ -220,14 +220,6 @@ class IncrementalMethods(ZSparkAdapterBase):
         self.zspark_finish_rewrite(model, relation, staging)
         return {"action": decision.action, "rewritten_rows": decision.rewritten_rows}
 
-    def _file_stats(self, spark: Any, relation: Any) -> tuple[Any, bool]:
-        """Where a table's per-file statistics are read: its ``__zindex``, or for a Delta
-        or Iceberg table a view of the format's own (then True)."""
-        file_format, properties = self._format_of(relation)
-        if file_format is None:
-            return self._index_relation(relation), False
-        return self._format_files(spark, relation, file_format, properties)[0], True
-
     @available
     def zspark_layout_report(self, relation: Any, x: str | None = None, y: str | None = None,
                              path: str | None = None) -> dict[str, Any]:
@@ -238,7 +230,11 @@ class IncrementalMethods(ZSparkAdapterBase):
         from dbt.adapters.zspark.clustering import key_input_sql, key_input_type, part_column
         from dbt.adapters.zspark.health import LayoutSample
         from dbt.adapters.zspark.layout_report import draw_boxes, health_table
-        from dbt.adapters.zspark.layout_state import clustered_writes, write_id
+        from dbt.adapters.zspark.layout_state import (
+            CLUSTERED_WRITES_KEY,
+            clustered_writes,
+            write_id,
+        )
 
         model = relation.identifier
         spark = self._spark_if_session(model, "the layout report")
@@ -255,7 +251,7 @@ class IncrementalMethods(ZSparkAdapterBase):
         partition_types = [(p, declared[p.lower()]) for p in stored.partition_by]
         parts = [f"{quote(p)} as {quote(part_column(i))}"
                  for i, p in enumerate(stored.partition_by)]
-        index, of_format = self._file_stats(spark, relation)
+        index = self._file_stats(spark, relation)
         rows = int(self._fetch(f"select sum(row_count) from {index} where row_group is null")
                    [0][0] or 0)
         fraction = min(1.0, 100_000 / max(rows, 1))
@@ -265,19 +261,22 @@ class IncrementalMethods(ZSparkAdapterBase):
             {**{c: key_input_type(t) for c, t in zip(columns, types, strict=True)},
              **{part_column(i): t for i, (_, t) in enumerate(partition_types)}})
         keys = stored.key_function(types)(*(sample[c] for c in columns))
-        # A Delta or Iceberg table is replaced whole by each clustered build: none pending.
+        # A table whose clustered writes are not recorded (a Delta or Iceberg table model)
+        # is replaced whole by each clustered build: none pending.
+        properties = self._table_properties(relation)
+        recorded = CLUSTERED_WRITES_KEY in properties
         health, files = self._layout_health(spark, relation, index, LayoutSample(
             columns, types, sample, keys.tolist(), [part_column(i) for i in range(len(parts))]),
-            just_built=of_format)
+            just_built=not recorded)
         logger.info(f"zspark_layout_report {relation}:\n{health_table(health)}")
-        clustered = clustered_writes(self._table_properties(relation))
+        clustered = clustered_writes(properties)
         target = Path(path) if path else Path(getattr(self.config, "project_root", ".")) \
             / "target" / f"zspark_layout_{model}.png"
         paths = [str(p) for p in files["file_path"]]
         boxes = {c: files[[f"{c}.min", f"{c}.max"]].set_axis(["min", "max"], axis=1)
                  for c in (x, y)}
         draw_boxes(target, boxes[x], boxes[y],
-                   [not of_format and write_id(p) not in clustered for p in paths],
+                   [recorded and write_id(p) not in clustered for p in paths],
                    x, y, f"{relation}: {len(files)} files")
         logger.info(f"zspark_layout_report {relation}: files' boxes over {x} and {y} in "
                     f"{target}")

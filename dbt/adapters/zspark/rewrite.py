@@ -86,16 +86,14 @@ def set_properties_sql(table: str, properties: dict[str, str]) -> str:
     return f"alter table {table} set tblproperties {property_list(properties)}"
 
 
-def rows_of_files_sql(table: str, columns: Sequence[str], paths: Sequence[str] | None,
-                      path_column: str | None = None) -> str:
-    """The rows of some of a table's data files (all of them for None), in its column
-    order; Spark opens only the files named (``path_column``: the column naming a row's
-    file, where the table's format has one of its own)."""
+def rows_of_files_sql(table: str, columns: Sequence[str], paths: Sequence[str] | None) -> str:
+    """The rows of some of a Parquet table's data files (all of them for None), in its
+    column order; Spark opens only the files named (a Delta or Iceberg scan prunes no file
+    by a row's file: its rewrite is given a scan of its files instead)."""
     select = f"select {', '.join(quote(c) for c in columns)} from {table}"
     if paths is None:
         return select
-    where = path_column or "_metadata.file_path"
-    return f"{select} where {where} in ({', '.join(map(sql_string, paths))})"
+    return f"{select} where _metadata.file_path in ({', '.join(map(sql_string, paths))})"
 
 
 #: Settings of a statement that copies files one to one: every file read whole by a task

@@ -41,11 +41,15 @@ class FormatTable(Protocol):
     #: (:class:`CommittingTable`); else (Parquet) each writes the table's next version
     #: and swaps it in, and ``__zindex`` holds the statistics.
     commits_on_its_own: bool
+    #: Whether every engine reading the table skips its files by their statistics (kept
+    #: in the format's log); else only ``zspark_scan`` does, through ``__zindex``.
+    engines_skip_files: bool
+    #: Where the per-file statistics live: a table named the table's name plus this
+    #: (Parquet: its ``__zindex``), or '' where the format's log keeps them.
+    stats_table_suffix: str
     #: Whether the writer cuts a shuffle partition into files of ``maxRecordsPerFile``
     #: rows; a format whose writer does not gets a shuffle partition per file.
     cuts_files_by_rows: bool
-    #: The column naming each row's data file, as ``active_files`` names it.
-    path_column: str
 
     def stats_properties(self, columns: Sequence[TypedColumn],
                          string_length: int) -> dict[str, str]:

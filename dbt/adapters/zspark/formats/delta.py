@@ -37,8 +37,9 @@ METADATA_FIELDS, METADATA_CONFIGURATION = 8, 6
 class DeltaTable:
     name = "delta"
     commits_on_its_own = True
+    engines_skip_files = True
+    stats_table_suffix = ""
     cuts_files_by_rows = True
-    path_column = "_metadata.file_path"
 
     def stats_properties(self, columns: Sequence[TypedColumn],
                          string_length: int) -> dict[str, str]:

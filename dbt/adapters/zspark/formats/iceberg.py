@@ -28,8 +28,9 @@ _FLOATS = ("float", "double")
 class IcebergTable:
     name = "iceberg"
     commits_on_its_own = True
+    engines_skip_files = True
+    stats_table_suffix = ""
     cuts_files_by_rows = False
-    path_column = "_file"
 
     def stats_properties(self, columns: Sequence[TypedColumn],
                          string_length: int) -> dict[str, str]:

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from dbt.adapters.zspark.formats import TypedColumn
+from dbt.adapters.zspark.index import INDEX_SUFFIX
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -18,8 +19,9 @@ if TYPE_CHECKING:
 class ParquetTable:
     name = "parquet"
     commits_on_its_own = False
+    engines_skip_files = False
+    stats_table_suffix = INDEX_SUFFIX
     cuts_files_by_rows = True
-    path_column = "_metadata.file_path"
 
     def stats_properties(self, columns: Sequence[TypedColumn],
                          string_length: int) -> dict[str, str]:
@@ -39,6 +41,4 @@ class ParquetTable:
         """The index's file rows (every column it indexes: ``columns`` were chosen when
         it was built). The caller repairs an index that no longer lists the table's
         files first (``_repair_index``)."""
-        from dbt.adapters.zspark.index import INDEX_SUFFIX
-
         return f"select * from {table}{INDEX_SUFFIX} where row_group is null"
