@@ -349,18 +349,10 @@ class ZSparkAdapterBase(SparkAdapter):
 
     def _execute_with(self, settings: dict[str, str], sql: str) -> Any:
         """Run ``sql`` with session ``settings``, restored afterwards."""
-        previous: dict[str, str | None] = {}
-        for key in settings:
-            rows = self._fetch(f"set {key}")
-            previous[key] = str(rows[0][1]) if rows else None
-        for key, value in settings.items():
-            self.execute(f"set {key} = {value}")
-        try:
-            return self.execute(sql)[0]
-        finally:
-            for key, before in previous.items():
-                self.execute(f"set {key} = {before}" if before not in (None, "<undefined>")
-                             else f"reset {key}")
+        from dbt.adapters.zspark.reach import execute_with
+
+        return execute_with(self._fetch, lambda statement: self.execute(statement),
+                            settings, sql)[0]
 
     def _fixes_file_rows(self, relation: Any) -> bool:
         """Does the table carry rows per file as its own writer option (earlier builds of

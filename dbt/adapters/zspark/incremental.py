@@ -299,130 +299,37 @@ class IncrementalMethods(ZSparkAdapterBase):
 
     @available
     def zspark_finish_rewrite(self, model: str, relation: Any, staging: Any) -> None:
-        """Link the files that stay into the staging table, check its rows, swap it in and
-        bring the index along."""
-        from dbt.adapters.zspark.index import (
-            held,
-            index_columns,
-            index_frame,
-            indexable_columns,
-            path_frame,
-            replace_index_rows,
-            table_location,
-        )
-        from dbt.adapters.zspark.layout_state import clustered_writes_after
-        from dbt.adapters.zspark.pruning import indexed_columns
+        """Carry the files that stay into the staging table (the table's next version),
+        check its rows, swap it in and bring the index along."""
         from dbt.adapters.zspark.recluster import FULL
-        from dbt.adapters.zspark.rewrite import link_files, set_properties_sql
+        from dbt.adapters.zspark.rewrite import set_properties_sql
 
-        if not self._is_session():
-            self._finish_sql_rewrite(model, relation, staging)
-            return
-        spark = self._spark(model, "re-clustering")
         rewrite = self._rewrites.pop(str(relation).lower())
         stop_point("rewrite:written")
         self._lap(relation, "write")
-        location, staged_at = (table_location(spark, str(relation)),
-                               table_location(spark, str(staging)))
-        written = sorted(self._table_files(spark, staging))
-        kept = sorted(self._table_files(spark, relation) - set(rewrite.decision.rewritten_paths))
-        link_files(spark, kept, location, staged_at)
-        if rewrite.partition_by:
-            self.execute(f"alter table {staging} recover partitions")
+        spark = self._spark_if_session(model, "re-clustering")
         index = self._index_relation(relation)
-        existing = spark.table(str(index))
-        names = indexed_columns(existing.columns)
-        columns = index_columns(indexable_columns(spark.table(str(staging)).schema), names, [])
-        new_rows = held(spark, index_frame(spark, written, columns,
-                                           f"zspark: reading {len(written)} new Parquet "
-                                           f"footers of {staging}"))
-        kept_rows = existing.where("row_group is null").join(
-            path_frame(spark, kept), "file_path")
-        counted = sum(int(r[0] or 0) for r in [
-            new_rows.where("row_group is null").selectExpr("sum(row_count)").first(),
-            kept_rows.selectExpr("sum(row_count)").first()] if r is not None)
+        next_version = self._reach(spark).next_version(relation, staging, index)
+        rewritten = rewrite.decision.rewritten_paths
+        carried = next_version.carry(rewritten, rewrite.partition_by,
+                                     rewrite.decision.action == FULL,
+                                     self._table_properties(relation))
         expected = rewrite.table_rows + rewrite.new_rows
-        if counted != expected or len(self._table_files(spark, staging)) != len(written) + \
-                len(kept):
+        if carried.rows != expected or not carried.files_match:
             raise DbtRuntimeError(
                 f"zspark: {relation}: re-clustering stopped before the swap: the next version "
-                f"holds {counted} rows, the table and the new rows {expected}; the table and "
-                f"its index are unchanged")
+                f"holds {carried.rows} rows, the table and the new rows {expected}; the table "
+                f"and its index are unchanged")
         stop_point("rewrite:linked")
-        if rewrite.decision.action == FULL:
-            self.execute(set_properties_sql(str(staging), clustered_writes_after(
-                self._table_properties(relation), kept, written)))
+        self._lap(relation, "write")
+        if carried.properties:
+            self.execute(set_properties_sql(str(staging), carried.properties))
         self.zspark_swap_in(model, relation, relation)
         self._lap(relation, "write")
-        summary = replace_index_rows(spark, str(index), rewrite.decision.rewritten_paths,
-                                     new_rows, staged_at, location)
+        summary = next_version.publish(rewritten)
         stop_point("index:published")
         self._lap(relation, "index")
         self._log_index(spark, relation, index, summary)
-
-    def _finish_sql_rewrite(self, model: str, relation: Any, staging: Any) -> None:
-        """Thrift: copy the files that stay into the staging table through SQL (a server
-        writes files only by queries), one INSERT per run so each run stays a write of its
-        own; index the next version by SQL, check its rows, swap it in with its index."""
-        from dbt.adapters.zspark.layout_state import (
-            CLUSTERED_WRITES_KEY,
-            clustered_writes,
-            write_id,
-        )
-        from dbt.adapters.zspark.pruning import indexed_columns
-        from dbt.adapters.zspark.reach import StagedIndex
-        from dbt.adapters.zspark.recluster import FULL
-        from dbt.adapters.zspark.rewrite import (
-            FILE_PER_TASK,
-            copy_files_sql,
-            set_properties_sql,
-            table_runs,
-        )
-
-        rewrite = self._rewrites.pop(str(relation).lower())
-        stop_point("rewrite:written")
-        self._lap(relation, "write")
-        properties = self._table_properties(relation)
-        clustered = clustered_writes(properties)
-        written = self._table_files(None, staging)
-        now_clustered = {write_id(p) for p in written} if rewrite.decision.action == FULL \
-            else set()
-        files = self._indexed_files(None, relation) or []
-        rewritten = set(rewrite.decision.rewritten_paths)
-        columns = [c.name for c in self.get_columns_in_relation(relation)]
-        present = set(written)
-        for run in sorted(table_runs(files, clustered), key=lambda r: r.written_at):
-            paths = [p for p in run.paths if p not in rewritten]
-            if not paths:
-                continue
-            self._execute_with(FILE_PER_TASK, copy_files_sql(
-                str(relation), str(staging), columns, paths, rewrite.partition_by))
-            copies = self._table_files(None, staging) - present
-            present |= copies
-            if run.clustered:
-                now_clustered |= {write_id(p) for p in copies}
-        self._lap(relation, "write")
-        index = self._index_relation(relation)
-        names = indexed_columns(self._described(f"describe table {index}"))
-        staged_index = self._index_relation(staging)
-        reach = self._reach(None)
-        summary = reach.build_index(staging, staged_index, names, [])
-        expected = rewrite.table_rows + rewrite.new_rows
-        if summary.rows != expected or summary.files != len(present):
-            raise DbtRuntimeError(
-                f"zspark: {relation}: re-clustering stopped before the swap: the next version "
-                f"holds {summary.rows} rows, the table and the new rows {expected}; the table "
-                f"and its index are unchanged")
-        stop_point("rewrite:linked")
-        self.execute(set_properties_sql(str(staging), {CLUSTERED_WRITES_KEY: ",".join(
-            sorted(w for w in now_clustered if w is not None))}))
-        staged = StagedIndex(reach.location(staging), staged_index)
-        self.zspark_swap_in(model, relation, relation)
-        self._lap(relation, "index")
-        summary = reach.publish_index(staged, relation, index, names, [])
-        stop_point("index:published")
-        self._lap(relation, "index")
-        self._log_index(None, relation, index, summary)
 
     @available
     def zspark_finish_increment(self, model: str, relation: Any, want_index: bool,

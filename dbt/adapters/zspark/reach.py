@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from dbt.adapters.zspark.formats import FormatTable, TypedColumn
     from dbt.adapters.zspark.index import IndexSummary
     from dbt.adapters.zspark.layout_state import StoredLayout
+    from dbt.adapters.zspark.next_version import NextVersion
     from dbt.adapters.zspark.planning import ClusteringPlan
 
 logger = AdapterLogger("zspark")
@@ -142,6 +143,12 @@ class SparkReach(Protocol):
         """After the swap: the ``staged`` rows, their paths moved to ``table``, written as
         its ``index``; should they not list exactly the table's files, or be gone, the
         index is built again."""
+        ...
+
+    def next_version(self, table: Relation, staging: Relation, index: Relation
+                     ) -> NextVersion:
+        """How a re-clustering's next version of a Parquet ``table`` (written as
+        ``staging``) gets the files that stay and its index (``next_version.py``)."""
         ...
 
 
@@ -258,6 +265,12 @@ class SessionReach:
             summary = self.build_index(table, index, clustering, configured)
         return summary
 
+    def next_version(self, table: Relation, staging: Relation, index: Relation
+                     ) -> NextVersion:
+        from dbt.adapters.zspark.next_version import LinkedVersion
+
+        return LinkedVersion(self, self._execute, table, staging, index)
+
 
 class ServerReach:
     """A server reached by SQL alone: every step is a statement or a query."""
@@ -269,24 +282,24 @@ class ServerReach:
     def __init__(self, query: Query, execute: Execute, cores: Callable[[], int]) -> None:
         self._query, self._execute, self._cores = query, execute, cores
 
-    def _fetch(self, sql: str) -> list[tuple[Any, ...]]:
+    def fetch(self, sql: str) -> list[tuple[Any, ...]]:
         return self._query(sql)[1]
 
     def schema(self, sql: str) -> dict[str, str]:
-        return described(self._fetch(f"describe query {sql}"))
+        return described(self.fetch(f"describe query {sql}"))
 
     def sample(self, plan: ClusteringPlan, sql: str, schema: Mapping[str, str],
                expected_rows: int | None) -> InputSample:
         from dbt.adapters.zspark.sql_build import sample_input_sql
 
-        return sample_input_sql(self._fetch, plan, sql, schema, expected_rows)
+        return sample_input_sql(self.fetch, plan, sql, schema, expected_rows)
 
     def keyed(self, plan: ClusteringPlan, sql: str, sampled: InputSample,
               stored: StoredLayout | None, file_count: int, schema: Mapping[str, str],
               pieces: bool, file_per_partition: bool) -> PreparedBuild:
         from dbt.adapters.zspark.sql_build import keyed_sql_build
 
-        return keyed_sql_build(self._fetch, plan, sql, sampled, stored, file_count,
+        return keyed_sql_build(self.fetch, plan, sql, sampled, stored, file_count,
                                self._cores(), schema, pieces, file_per_partition)
 
     def frame(self, sql: str, types: Mapping[str, str]) -> pd.DataFrame:
@@ -312,11 +325,11 @@ class ServerReach:
 
         return ServerFolders()
 
-    def _described(self, sql: str) -> dict[str, str]:
-        return described(self._fetch(sql))
+    def describe(self, sql: str) -> dict[str, str]:
+        return described(self.fetch(sql))
 
     def _has_table(self, table: Relation) -> bool:
-        return bool(self._fetch(f"show tables in {table.schema} like "
+        return bool(self.fetch(f"show tables in {table.schema} like "
                                 f"{sql_string(table.identifier)}"))
 
     def location(self, table: Relation) -> str:
@@ -324,7 +337,7 @@ class ServerReach:
 
         from dbt.adapters.zspark.stats import spark_path
 
-        rows = self._fetch(f"describe table extended {table}")
+        rows = self.fetch(f"describe table extended {table}")
         location = next((str(r[1]) for r in rows if r[0] == "Location"), "")
         if not location:
             raise DbtRuntimeError(f"zspark: no location for {table}")
@@ -334,13 +347,13 @@ class ServerReach:
         """Nothing: every query lists the files as the server sees them."""
 
     def table_files(self, table: Relation) -> set[str]:
-        return {str(r[0]) for r in self._fetch(
+        return {str(r[0]) for r in self.fetch(
             f"select distinct _metadata.file_path from {table}")}
 
     def fresh_rows(self, table: Relation, sql: str) -> list[tuple[Any, ...]] | None:
         if not self._has_table(table):
             return None
-        return self._fetch(sql)
+        return self.fetch(sql)
 
     def build_index(self, table: Relation, index: Relation, clustering: Sequence[str] | None,
                     configured: Sequence[str] | None) -> IndexSummary:
@@ -349,7 +362,7 @@ class ServerReach:
         from dbt.adapters.zspark.index import index_columns
         from dbt.adapters.zspark.sql_index import described_columns, index_sql
 
-        available = described_columns(list(self._described(f"describe table {table}")
+        available = described_columns(list(self.describe(f"describe table {table}")
                                            .items()))
         columns = index_columns(available, clustering or (), configured)
         self._execute(f"drop table if exists {index}")
@@ -368,12 +381,12 @@ class ServerReach:
 
         if not self._has_table(index):
             return None
-        available = described_columns(list(self._described(f"describe table {table}")
+        available = described_columns(list(self.describe(f"describe table {table}")
                                            .items()))
         new_rows = index_sql(str(table), index_columns(available, clustering or (),
                                                        configured), added)
-        if self._described(f"describe query {new_rows}") != \
-                self._described(f"describe table {index}"):
+        if self.describe(f"describe query {new_rows}") != \
+                self.describe(f"describe table {index}"):
             return None
         if not removed:
             if added:
@@ -399,7 +412,7 @@ class ServerReach:
 
         self.build_index(table, index, clustering, configured)
         if clustering:
-            files = [str(r[0]) for r in self._fetch(f"select file_path from {index}")]
+            files = [str(r[0]) for r in self.fetch(f"select file_path from {index}")]
             self._execute(set_properties_sql(str(table), clustered_writes_property(files)))
         return StagedIndex(self.location(table), index)
 
@@ -409,25 +422,52 @@ class ServerReach:
         """The staged index's table gives way to ``index``."""
         from dbt.adapters.zspark.sql_index import relocated_sql, unmatched_files_sql
 
-        columns = list(self._described(f"describe table {staged.rows}"))
+        columns = list(self.describe(f"describe table {staged.rows}"))
         self._execute(f"drop table if exists {index}")
         moved = relocated_sql(str(staged.rows), columns, staged.location, self.location(table))
         self._execute(f"create table {index} using parquet as {moved}")
         self._execute(f"drop table if exists {staged.rows}")
-        if any(int(r[0]) for r in self._fetch(unmatched_files_sql(str(index), str(table)))):
+        if any(int(r[0]) for r in self.fetch(unmatched_files_sql(str(index), str(table)))):
             logger.warning(f"zspark: {table.identifier}: staged index does not match the "
                            f"table's files after the swap; indexing again")
             return self.build_index(table, index, clustering, configured)
         return self._index_summary(index)
 
+    def next_version(self, table: Relation, staging: Relation, index: Relation
+                     ) -> NextVersion:
+        from dbt.adapters.zspark.next_version import CopiedVersion
+
+        return CopiedVersion(self, table, staging, index)
+
+    def execute_with(self, settings: Mapping[str, str], sql: str) -> Any:
+        return execute_with(self.fetch, self._execute, settings, sql)
+
     def _index_summary(self, index: Relation) -> IndexSummary:
         from dbt.adapters.zspark.index import IndexSummary
         from dbt.adapters.zspark.pruning import indexed_columns
 
-        files, rows = self._fetch(f"select count(1), coalesce(sum(row_count), 0) from {index} "
+        files, rows = self.fetch(f"select count(1), coalesce(sum(row_count), 0) from {index} "
                                   f"where row_group is null")[0]
-        columns = indexed_columns(self._described(f"describe table {index}"))
+        columns = indexed_columns(self.describe(f"describe table {index}"))
         return IndexSummary(str(index), int(files), int(rows), columns)
+
+
+def execute_with(fetch: Callable[[str], list[tuple[Any, ...]]], execute: Execute,
+                 settings: Mapping[str, str], sql: str) -> Any:
+    """Run ``sql`` with session ``settings``, restored afterwards (on a server too: its
+    session keeps them between statements)."""
+    previous: dict[str, str | None] = {}
+    for key in settings:
+        rows = fetch(f"set {key}")
+        previous[key] = str(rows[0][1]) if rows else None
+    for key, value in settings.items():
+        execute(f"set {key} = {value}")
+    try:
+        return execute(sql)
+    finally:
+        for key, before in previous.items():
+            execute(f"set {key} = {before}" if before not in (None, "<undefined>")
+                    else f"reset {key}")
 
 
 def described(rows: Sequence[tuple[Any, ...]]) -> dict[str, str]:

@@ -1,0 +1,157 @@
+"""The next version of a Parquet table that a re-clustering swaps in: its rewritten files
+are in it already; the files that stay are carried over and its index follows, in the way
+the adapter reaches Spark (``reach.py``).
+
+- A session links the files that stay into the next version (same names: their writes
+  stay as recorded) and reads the new files' footers, held until the swap.
+- A server writes files only through SQL: it copies the files that stay, one INSERT per
+  run so each run stays a write of its own, and indexes the next version by SQL.
+
+Either reports the rows the next version holds before anything is swapped, so that the
+adapter stops with the table and its index unchanged when they are not the table's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from dbt.adapters.zspark.index import IndexSummary
+    from dbt.adapters.zspark.reach import Relation, ServerReach, SessionReach
+
+
+@dataclass
+class CarriedVersion:
+    """The next version once the files that stay are in it: the ``rows`` its index
+    counts, whether its files are exactly the written and the carried ones, and the
+    table ``properties`` to set on it before the swap (its clustered writes)."""
+
+    rows: int
+    files_match: bool
+    properties: dict[str, str] = field(default_factory=dict)
+
+
+class NextVersion(Protocol):
+    def carry(self, rewritten: Sequence[str], partition_by: Sequence[str], full: bool,
+              properties: Mapping[str, str]) -> CarriedVersion:
+        """Bring the table's files but the ``rewritten`` into the next version and index
+        it (``full``: a re-clustering of the whole table, whose written files are its
+        clustered base; ``properties``: the table's)."""
+        ...
+
+    def publish(self, rewritten: Sequence[str]) -> IndexSummary:
+        """After the swap: the table's index without the ``rewritten`` files' rows and
+        with the new files'."""
+        ...
+
+
+class LinkedVersion:
+    """A session: the files that stay are hard-linked into the next version."""
+
+    def __init__(self, reach: SessionReach, execute: Callable[[str], Any], table: Relation,
+                 staging: Relation, index: Relation) -> None:
+        self._reach, self._execute = reach, execute
+        self._table, self._staging, self._index = table, staging, index
+        self._new_rows: Any = None
+        self._location = self._staged_at = ""
+
+    def carry(self, rewritten: Sequence[str], partition_by: Sequence[str], full: bool,
+              properties: Mapping[str, str]) -> CarriedVersion:
+        from dbt.adapters.zspark.index import (
+            held,
+            index_columns,
+            index_frame,
+            indexable_columns,
+            path_frame,
+            table_location,
+        )
+        from dbt.adapters.zspark.layout_state import clustered_writes_after
+        from dbt.adapters.zspark.pruning import indexed_columns
+        from dbt.adapters.zspark.rewrite import link_files
+
+        spark = self._reach.spark
+        self._location = table_location(spark, str(self._table))
+        self._staged_at = table_location(spark, str(self._staging))
+        written = sorted(self._reach.table_files(self._staging))
+        kept = sorted(self._reach.table_files(self._table) - set(rewritten))
+        link_files(spark, kept, self._location, self._staged_at)
+        if partition_by:
+            self._execute(f"alter table {self._staging} recover partitions")
+        existing = spark.table(str(self._index))
+        columns = index_columns(indexable_columns(spark.table(str(self._staging)).schema),
+                                indexed_columns(existing.columns), [])
+        self._new_rows = held(spark, index_frame(
+            spark, written, columns,
+            f"zspark: reading {len(written)} new Parquet footers of {self._staging}"))
+        kept_rows = existing.where("row_group is null").join(path_frame(spark, kept),
+                                                             "file_path")
+        counted = sum(int(r[0] or 0) for r in [
+            self._new_rows.where("row_group is null").selectExpr("sum(row_count)").first(),
+            kept_rows.selectExpr("sum(row_count)").first()] if r is not None)
+        files = len(self._reach.table_files(self._staging))
+        # Linked files keep their names, and so the writes recorded as clustered.
+        clustered = clustered_writes_after(properties, kept, written) if full else {}
+        return CarriedVersion(counted, files == len(written) + len(kept), clustered)
+
+    def publish(self, rewritten: Sequence[str]) -> IndexSummary:
+        from dbt.adapters.zspark.index import replace_index_rows
+
+        return replace_index_rows(self._reach.spark, str(self._index), rewritten,
+                                  self._new_rows, self._staged_at, self._location)
+
+
+class CopiedVersion:
+    """A server: the files that stay are copied by SQL, each run into files of its own."""
+
+    def __init__(self, reach: ServerReach, table: Relation, staging: Relation,
+                 index: Relation) -> None:
+        from dbt.adapters.zspark.index import INDEX_SUFFIX
+
+        self._reach, self._table, self._staging, self._index = reach, table, staging, index
+        self._staged_index = staging.incorporate(
+            path={"identifier": staging.identifier + INDEX_SUFFIX})
+        self._staged_at = ""
+        self._indexed: list[str] = []
+
+    def carry(self, rewritten: Sequence[str], partition_by: Sequence[str], full: bool,
+              properties: Mapping[str, str]) -> CarriedVersion:
+        from dbt.adapters.zspark.layout_state import (
+            CLUSTERED_WRITES_KEY,
+            clustered_writes,
+            write_id,
+        )
+        from dbt.adapters.zspark.pruning import indexed_columns
+        from dbt.adapters.zspark.rewrite import FILE_PER_TASK, copy_files_sql, table_runs
+
+        reach, index = self._reach, self._index
+        written = reach.table_files(self._staging)
+        now_clustered = {write_id(p) for p in written} if full else set()
+        files = [(str(r[0]), int(r[1]), int(r[2] or 0)) for r in reach.fetch(
+            f"select file_path, row_count, file_mtime from {index} where row_group is null")]
+        columns = list(reach.describe(f"describe table {self._table}"))
+        present, skipped = set(written), set(rewritten)
+        for run in sorted(table_runs(files, clustered_writes(properties)),
+                          key=lambda r: r.written_at):
+            paths = [p for p in run.paths if p not in skipped]
+            if not paths:
+                continue
+            reach.execute_with(FILE_PER_TASK, copy_files_sql(
+                str(self._table), str(self._staging), columns, paths, partition_by))
+            # Copies get names of their own: a clustered run's copies are recorded anew.
+            copies = reach.table_files(self._staging) - present
+            present |= copies
+            if run.clustered:
+                now_clustered |= {write_id(p) for p in copies}
+        self._indexed = indexed_columns(reach.describe(f"describe table {index}"))
+        summary = reach.build_index(self._staging, self._staged_index, self._indexed, [])
+        self._staged_at = reach.location(self._staging)
+        return CarriedVersion(summary.rows, summary.files == len(present), {
+            CLUSTERED_WRITES_KEY: ",".join(sorted(w for w in now_clustered if w is not None))})
+
+    def publish(self, rewritten: Sequence[str]) -> IndexSummary:
+        from dbt.adapters.zspark.reach import StagedIndex
+
+        return self._reach.publish_index(StagedIndex(self._staged_at, self._staged_index),
+                                         self._table, self._index, self._indexed, [])
