@@ -253,12 +253,15 @@ class ZSparkAdapterBase(SparkAdapter):
         self._reach(spark).files_view(written_as, str(relation), columns, view)
         return view, columns
 
-    def _file_stats(self, spark: Any, relation: Any, every_column: bool = False) -> str:
+    def _file_stats(self, spark: Any, relation: Any, properties: dict[str, str],
+                    every_column: bool = False) -> str:
         """A view of a table's live files with their statistics, one ``__zindex`` file row
         each: a Parquet table's index's, a Delta or Iceberg table's from its log
-        (``every_column``: every column the format bounds). LookupError when the table
-        has none."""
-        file_format, properties = self._format_of(relation)
+        (``properties``: the table's; ``every_column``: every column the format bounds).
+        LookupError when the table has none."""
+        from dbt.adapters.zspark.formats import format_of
+
+        file_format = format_of(properties)
         held_in = relation.incorporate(path={
             "identifier": relation.identifier + format_table(file_format).stats_table_suffix})
         if not self._server_has_table(held_in):

@@ -364,7 +364,7 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, ZSparkAdapterBas
         or Iceberg table is re-clustered in a commit of its format instead."""
         model = relation.identifier
         file_format, properties = self._format_of(relation)
-        if file_format is not None and format_table(file_format).commits_on_its_own:
+        if file_format is not None:
             return self._recluster_format_table(model, relation, file_format, properties,
                                                 bool(full))
         return self._recluster_parquet_table(model, relation, full)
@@ -414,13 +414,13 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, ZSparkAdapterBas
         except pruning.PredicateError as error:
             raise DbtRuntimeError(str(error)) from error
 
-    def _skipped_files(self, relation: Any, predicates: list[str],
+    def _skipped_files(self, relation: Any, predicates: list[str], properties: dict[str, str],
                        ) -> tuple[int, list[list[FileKey]]]:
         """(indexed files, per predicate the files it provably cannot match) from the
-        table's file statistics; their columns and the table's are read once for all
-        predicates."""
+        table's file statistics (``properties``: the table's); their columns and the
+        table's are read once for all predicates."""
         spark = self._spark_if_session(str(relation), "reading file statistics")
-        index = self._file_stats(spark, relation, every_column=True)
+        index = self._file_stats(spark, relation, properties, every_column=True)
         columns = list(self._described(f"describe table {index}").items())
         declared = {c.name: c.data_type for c in self.get_columns_in_relation(relation)}
         files = 0
@@ -447,10 +447,11 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, ZSparkAdapterBas
         built are always read, and indexed files that are gone simply match nothing.
         """
         self.zspark_check_predicate(predicate)
-        if format_table(self._format_of(relation)[0]).engines_skip_files:
+        file_format, properties = self._format_of(relation)
+        if format_table(file_format).engines_skip_files:
             return scan_sql(str(relation), predicate, [])
         try:
-            skipped = self._skipped_files(relation, [predicate])[1][0]
+            skipped = self._skipped_files(relation, [predicate], properties)[1][0]
         except (LookupError, DbtRuntimeError) as error:
             logger.warning(f"zspark_scan: {relation}: index unusable ({error}); full scan")
             skipped = []
@@ -465,7 +466,8 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, ZSparkAdapterBas
         for predicate in predicates:
             self.zspark_check_predicate(predicate)
         try:
-            files, skipped_per_predicate = self._skipped_files(relation, list(predicates))
+            files, skipped_per_predicate = self._skipped_files(
+                relation, list(predicates), self._format_of(relation)[1])
         except LookupError as error:
             raise DbtRuntimeError(
                 f"skip_coverage on {relation}: {error}; build the table with a clustering "

@@ -238,7 +238,8 @@ class IncrementalMethods(ZSparkAdapterBase):
 
         model = relation.identifier
         spark = self._spark_if_session(model, "the layout report")
-        stored = self._stored_layout(model, relation)
+        properties = self._table_properties(relation)
+        stored = self._stored_layout(model, relation, properties)
         columns, types = stored.columns, stored.column_types
         x, y = x or columns[0], y or columns[min(1, len(columns) - 1)]
         for name in (x, y):
@@ -251,7 +252,7 @@ class IncrementalMethods(ZSparkAdapterBase):
         partition_types = [(p, declared[p.lower()]) for p in stored.partition_by]
         parts = [f"{quote(p)} as {quote(part_column(i))}"
                  for i, p in enumerate(stored.partition_by)]
-        index = self._file_stats(spark, relation)
+        index = self._file_stats(spark, relation, properties)
         rows = int(self._fetch(f"select sum(row_count) from {index} where row_group is null")
                    [0][0] or 0)
         fraction = min(1.0, 100_000 / max(rows, 1))
@@ -263,7 +264,6 @@ class IncrementalMethods(ZSparkAdapterBase):
         keys = stored.key_function(types)(*(sample[c] for c in columns))
         # A table whose clustered writes are not recorded (a Delta or Iceberg table model)
         # is replaced whole by each clustered build: none pending.
-        properties = self._table_properties(relation)
         recorded = CLUSTERED_WRITES_KEY in properties
         health, files = self._layout_health(spark, relation, index, LayoutSample(
             columns, types, sample, keys.tolist(), [part_column(i) for i in range(len(parts))]),
