@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from dbt.adapters.base import available
 from dbt.adapters.events.logging import AdapterLogger
-from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.exceptions import DbtRuntimeError
 
@@ -96,10 +95,7 @@ class ZSparkAdapterBase(SparkAdapter):
         # Locks this process holds (lock view -> the thread that took it).
         self._locks: dict[str, int] = {}
 
-    # -- session ------------------------------------------------------------------------
-    def _is_session(self) -> bool:
-        return bool(self.config.credentials.method == SparkConnectionMethod.SESSION)
-
+    # -- the connection -----------------------------------------------------------------
     def _query(self, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
         """A query's column names and rows as the connection returns them (no type
         guessing, unlike ``execute``)."""
@@ -141,46 +137,15 @@ class ZSparkAdapterBase(SparkAdapter):
                 return max(1, int(value) // share)
         return 1
 
-    def _spark(self, model: str, what: str) -> Any:
-        if not self._is_session():
-            raise DbtRuntimeError(
-                f"Model '{model}': {what} runs Python (curve-key UDFs, footer reads) inside "
-                f"Spark and needs `method: session`; this profile uses "
-                f"`method: {self.config.credentials.method}`."
-            )
-        from dbt.adapters.zspark.session import active_session
-
-        return active_session()
-
     # -- the two ways of reaching Spark (reach.py): a session in this process (UDF keys,
-    # footers, the formats' JVM APIs) or a server by SQL alone (spark is None).
-    def _spark_if_session(self, model: str, what: str) -> Any:
-        return self._spark(model, what) if self._is_session() else None
+    # footers, the formats' JVM APIs) or a server by SQL alone. Every step asks for it and
+    # calls it without asking which it is.
+    def _reach(self) -> SparkReach:
+        """How this profile reaches Spark."""
+        from dbt.adapters.zspark.reach import reach_of
 
-    def _reach(self, spark: Any) -> SparkReach:
-        """How this step reaches Spark: through ``spark``, or the server by SQL (None)."""
-        from dbt.adapters.zspark.reach import ServerReach, SessionReach
-
-        if spark is not None:
-            return SessionReach(spark, lambda sql: self.execute(sql))
-        return ServerReach(self._query, lambda sql: self.execute(sql), self._server_cores)
-
-    def _schema(self, spark: Any, sql: str) -> dict[str, str]:
-        """Output columns of ``sql`` and their Spark types, without running it."""
-        return self._reach(spark).schema(sql)
-
-    def _sample(self, spark: Any, plan: ClusteringPlan, sql: str,
-                schema: dict[str, str], expected_rows: int | None = None) -> Any:
-        """The first pass over ``sql``: a uniform sample and the row count (``expected_rows``:
-        what the input held at its last build, when known)."""
-        return self._reach(spark).sample(plan, sql, schema, expected_rows)
-
-    def _keyed(self, spark: Any, plan: ClusteringPlan, sql: str, sampled: Any,
-               stored: StoredLayout | None, file_count: int, schema: dict[str, str],
-               pieces: bool, file_per_partition: bool) -> Any:
-        """The clustered SELECT of a sampled input (keys by UDF, or in SQL)."""
-        return self._reach(spark).keyed(plan, sql, sampled, stored, file_count, schema,
-                                        pieces, file_per_partition)
+        return reach_of(str(self.config.credentials.method), self._query,
+                        lambda sql: self.execute(sql), self._server_cores)
 
     def _refuse_keys_in_python(self, reach: SparkReach, model: str, curve_method: str,
                                keyed: str, remedy: str = "") -> None:
@@ -218,10 +183,6 @@ class ZSparkAdapterBase(SparkAdapter):
                 f"`dbt run --full-refresh --select {model}` to rebuild it clustered.")
         return stored
 
-    def _table_files(self, spark: Any, relation: Any) -> set[str]:
-        """A table's data files (holding rows), named as the index names them."""
-        return self._reach(spark).table_files(relation)
-
     def _format_of(self, relation: Any) -> tuple[str | None, dict[str, str]]:
         """('delta' or 'iceberg' when ``relation`` is a table of that format, else None;
         its properties)."""
@@ -233,7 +194,7 @@ class ZSparkAdapterBase(SparkAdapter):
             return None, {}
         return format_of(properties), properties
 
-    def _format_files(self, spark: Any, relation: Any, file_format: str | None,
+    def _format_files(self, relation: Any, file_format: str | None,
                       properties: dict[str, str], every_column: bool = False,
                       ) -> tuple[str, list[tuple[str, str]]]:
         """A temporary view of a table's live files, one ``__zindex`` file row each
@@ -245,15 +206,16 @@ class ZSparkAdapterBase(SparkAdapter):
         from dbt.adapters.zspark.udfs import udf_name
 
         written_as = format_table(file_format)
-        schema = self._schema(spark, f"select * from {relation}")
+        reach = self._reach()
+        schema = reach.schema(f"select * from {relation}")
         stored = StoredLayout.from_properties(properties)
         clustering = list(stored.columns) if stored is not None else []
         columns = stats_columns(schema, clustering, list(schema) if every_column else None)
         view = f"zspark_files_{udf_name(str(relation)).removeprefix('zspark_key_')}"
-        self._reach(spark).files_view(written_as, str(relation), columns, view)
+        reach.files_view(written_as, str(relation), columns, view)
         return view, columns
 
-    def _file_stats(self, spark: Any, relation: Any, properties: dict[str, str],
+    def _file_stats(self, relation: Any, properties: dict[str, str],
                     every_column: bool = False) -> str:
         """A view of a table's live files with their statistics, one ``__zindex`` file row
         each: a Parquet table's index's, a Delta or Iceberg table's from its log
@@ -266,9 +228,9 @@ class ZSparkAdapterBase(SparkAdapter):
             "identifier": relation.identifier + format_table(file_format).stats_table_suffix})
         if not self._server_has_table(held_in):
             raise LookupError(f"no index table {held_in}")
-        return self._format_files(spark, relation, file_format, properties, every_column)[0]
+        return self._format_files(relation, file_format, properties, every_column)[0]
 
-    def _live_files(self, spark: Any, relation: Any, file_format: str | None,
+    def _live_files(self, relation: Any, file_format: str | None,
                     properties: dict[str, str], create: bool = True,
                     ) -> list[tuple[str, int, int]] | None:
         """The table's live files as the re-clustering policy reads them (path, rows,
@@ -276,11 +238,11 @@ class ZSparkAdapterBase(SparkAdapter):
         longer lists the table's files (None: no index; ``create``: a clustered table
         that lost it gets one), a Delta or Iceberg table's from its own log."""
         if not format_table(file_format).commits_on_its_own:
-            return self._indexed_files(spark, relation, create)
+            return self._indexed_files(relation, create)
         assert file_format is not None
-        return self._format_file_list(spark, relation, file_format, properties)
+        return self._format_file_list(relation, file_format, properties)
 
-    def _indexed_files(self, spark: Any, relation: Any,
+    def _indexed_files(self, relation: Any,
                        create: bool = True) -> list[tuple[str, int, int]] | None:
         """The table's files from its index (path, rows, modification time), the index
         rebuilt first when it does not list exactly the table's files (a run stopped
@@ -288,17 +250,17 @@ class ZSparkAdapterBase(SparkAdapter):
         None when the table has no index."""
         index = self._index_relation(relation)
         self._repair_index(relation.identifier, relation, create)
-        found = self._reach(spark).fresh_rows(
+        found = self._reach().fresh_rows(
             index, f"select file_path, row_count, file_mtime from {index} where row_group is null")
         if found is None:
             return None
         return [(str(r[0]), int(r[1]), int(r[2] or 0)) for r in found]
 
-    def _format_file_list(self, spark: Any, relation: Any, file_format: str,
+    def _format_file_list(self, relation: Any, file_format: str,
                           properties: dict[str, str]) -> list[tuple[str, int, int]]:
         """A Delta or Iceberg table's live files as the policy reads an index: (path,
         rows, modification time in ms)."""
-        view, _ = self._format_files(spark, relation, file_format, properties)
+        view, _ = self._format_files(relation, file_format, properties)
         return [(str(r[0]), int(r[1] or 0), int(r[2] or 0)) for r in self._fetch(
             f"select file_path, row_count, file_mtime from {view}")]
 
@@ -364,7 +326,7 @@ class ZSparkAdapterBase(SparkAdapter):
         return any(str(row[0]) == "Storage Properties" and "maxRecordsPerFile=" in str(row[1])
                    for row in table.rows)
 
-    def _rewrite_select(self, spark: Any, relation: Any, plan: ClusteringPlan,
+    def _rewrite_select(self, relation: Any, plan: ClusteringPlan,
                         stored: StoredLayout, decision: Any, sql: str, sampled: Any,
                         runs: list[Any] | None, schema: dict[str, str],
                         file_format: str | None = None, rows_view: str | None = None) -> str:
@@ -376,14 +338,15 @@ class ZSparkAdapterBase(SparkAdapter):
         from dbt.adapters.zspark.rewrite import rows_of_files_sql
 
         model = plan.model
+        reach = self._reach()
         written_as = format_table(file_format)
         # A writer that cuts no files by rows (Iceberg's), or a table fixing its own cut,
         # gets a shuffle partition per file.
         file_per_partition = not written_as.cuts_files_by_rows or \
             self._fixes_file_rows(relation)
         if not decision.rewrites:
-            prepared = self._keyed(spark, plan, sql, sampled, stored, decision.pieces,
-                                   schema, pieces=True, file_per_partition=file_per_partition)
+            prepared = reach.keyed(plan, sql, sampled, stored, decision.pieces, schema,
+                                   pieces=True, file_per_partition=file_per_partition)
             self._keep(relation, plan, prepared, new_layout=False)
             return str(prepared.select_sql)
         table_schema = {c.name: c.data_type for c in self.get_columns_in_relation(relation)}
@@ -393,14 +356,14 @@ class ZSparkAdapterBase(SparkAdapter):
         old_sql = (rows_of_files_sql(rows_view, columns, None) if rows_view is not None
                    else rows_of_files_sql(str(relation), columns,
                                           None if whole_table else decision.rewritten_paths))
-        old = self._sample(spark, plan, old_sql, table_schema)
+        old = reach.sample(plan, old_sql, table_schema, None)
         if sql:
             listed = ", ".join(quote(c) for c in columns)
             union_sql = f"select {listed} from (\n{sql}\n) zspark_new union all {old_sql}"
             both = sampled.union(old)
         else:  # re-clustering on demand: only the table's own rows
             union_sql, both = old_sql, old
-        prepared = self._keyed(spark, plan, union_sql, both, None if everything else stored,
+        prepared = reach.keyed(plan, union_sql, both, None if everything else stored,
                                decision.pieces, table_schema, pieces=not everything,
                                file_per_partition=file_per_partition)
         self._keep(relation, plan, prepared, new_layout=everything)
@@ -418,7 +381,7 @@ class ZSparkAdapterBase(SparkAdapter):
         Python: the format's commit that changes no data is made through its JVM API."""
         from dbt.adapters.zspark.recluster import deferred
 
-        if self._is_session():
+        if self._reach().runs_python:
             return decision
         return deferred(decision, f"a {file_format} re-clustering needs `method: session` "
                                   f"(run zspark_recluster there, or `dbt run --full-refresh`)")
@@ -438,9 +401,8 @@ class ZSparkAdapterBase(SparkAdapter):
                            configured: list[str] | None = None) -> dict[str, Any]:
         """Build ``<table>__zindex`` from the table's Parquet footers and log the layout."""
         index = self._index_relation(relation)
-        spark = self._spark_if_session(relation.identifier, "the file-stats index")
-        summary = self._reach(spark).build_index(relation, index, clustering, configured)
-        return self._log_index(spark, relation, index, summary)
+        summary = self._reach().build_index(relation, index, clustering, configured)
+        return self._log_index(relation, index, summary)
 
     def _repair_index(self, model: str, relation: Any, create: bool = False) -> bool:
         """Rebuild the index of a table whose index does not list exactly its files (a run
@@ -449,7 +411,6 @@ class ZSparkAdapterBase(SparkAdapter):
         from dbt.adapters.zspark.pruning import indexed_columns
 
         index = self._index_relation(relation)
-        spark = self._spark_if_session(model, "the file-stats index")
         has_index = self._server_has_table(index)
         try:
             stored = StoredLayout.from_properties(self._table_properties(relation))
@@ -458,10 +419,11 @@ class ZSparkAdapterBase(SparkAdapter):
         if not has_index and (stored is None or not create):
             return False
         if has_index:
-            self._reach(spark).refresh(index)
+            reach = self._reach()
+            reach.refresh(index)
             listed = {str(r[0]) for r in self._fetch(
                 f"select file_path from {index} where row_group is null")}
-            if listed == self._table_files(spark, relation):
+            if listed == reach.table_files(relation):
                 return False
         configured = indexed_columns(list(self._described(f"describe table {index}"))) \
             if has_index else None
@@ -471,7 +433,7 @@ class ZSparkAdapterBase(SparkAdapter):
         self.zspark_build_index(relation, clustering, configured)
         return True
 
-    def _log_index(self, spark: Any, relation: Any, index: Any, summary: Any,
+    def _log_index(self, relation: Any, index: Any, summary: Any,
                    held_in: str | None = None, just_built: bool = False) -> dict[str, Any]:
         """Log a table's files, rows and layout figures (``just_built``: by a commit that
         replaced every file, so none is pending re-clustering)."""
@@ -482,7 +444,7 @@ class ZSparkAdapterBase(SparkAdapter):
         sample = self._samples.pop(str(relation).lower(), None)
         if sample is not None and summary.files:
             try:
-                health, _ = self._layout_health(spark, relation, index, sample, just_built)
+                health, _ = self._layout_health(relation, index, sample, just_built)
                 message += "; layout: " + health.describe()
             except Exception as error:  # the figures inform; they never fail a build
                 logger.warning(f"zspark: {relation.identifier}: layout figures unavailable "
@@ -505,18 +467,17 @@ class ZSparkAdapterBase(SparkAdapter):
         from dbt.adapters.zspark.index import IndexSummary
 
         stop_point("format:committed")
-        spark = self._spark_if_session(model, "reading a table format's statistics")
         self._lap(relation, "write")
-        view, columns = self._format_files(spark, relation, file_format,
+        view, columns = self._format_files(relation, file_format,
                                            self._table_properties(relation))
         totals = self._fetch(f"select count(1), sum(row_count) from {view}")[0]
         summary = IndexSummary(view, int(totals[0]), int(totals[1] or 0),
                                [name for name, _ in columns])
         self._lap(relation, "index")
-        self._log_index(spark, relation, view, summary, held_in=f"its {file_format} statistics",
+        self._log_index(relation, view, summary, held_in=f"its {file_format} statistics",
                         just_built=just_built)
 
-    def _layout_health(self, spark: Any, relation: Any, index: Any, sample: LayoutSample,
+    def _layout_health(self, relation: Any, index: Any, sample: LayoutSample,
                        just_built: bool = False) -> tuple[Any, Any]:
         """Depth and overlaps per clustering column from the index, probed with a sample of
         the rows, against a rebuild estimated from the same sample; and the index's files
@@ -532,7 +493,7 @@ class ZSparkAdapterBase(SparkAdapter):
             for c, t in typed for s in ("min", "max"))
         query = (f"select file_path, row_count, {picked} from {index} "
                  f"where row_group is null and row_count > 0")
-        files = self._reach(spark).frame(query, {
+        files = self._reach().frame(query, {
             f"{c}.{s}": key_input_type(t) for c, t in typed for s in ("min", "max")})
         bounds = {c: files[[f"{c}.min", f"{c}.max"]].set_axis(["min", "max"], axis=1)
                   for c in sample.columns}
@@ -549,8 +510,7 @@ class ZSparkAdapterBase(SparkAdapter):
     def _versions(self, relation: Any) -> Any:
         from dbt.adapters.zspark.table_versions import TableVersions
 
-        folders = self._reach(self._spark_if_session(relation.identifier,
-                                                     "the warehouse's folders")).folders()
+        folders = self._reach().folders()
         return TableVersions(relation.schema, relation.identifier, self._fetch,
                              lambda sql: self.execute(sql), folders)
 

@@ -45,9 +45,8 @@ class FormatIncrementMethods(ZSparkAdapterBase):
         from dbt.adapters.zspark.layout_state import clustered_writes_property
         from dbt.adapters.zspark.rewrite import set_properties_sql
 
-        spark = self._spark_if_session(model, "recording a clustered base")
         properties = self._table_properties(relation)
-        files = self._format_file_list(spark, relation, file_format, properties)
+        files = self._format_file_list(relation, file_format, properties)
         stop_point("format:base")
         self.execute(set_properties_sql(str(relation), clustered_writes_property(
             [path for path, _, _ in files])))
@@ -64,7 +63,6 @@ class FormatIncrementMethods(ZSparkAdapterBase):
         planned = self._format_plans.pop(key)
         before = self._files_before.pop(key, set())
         stop_point("format:appended")
-        spark = self._spark_if_session(model, "re-clustering")
         decision = planned.decision
         # Rows that opened partitions of their own (the policy's "no rows yet where the
         # new rows land"), or replaced whole ones (insert_overwrite), were written as
@@ -73,7 +71,7 @@ class FormatIncrementMethods(ZSparkAdapterBase):
         # The live files, listed once (a Delta snapshot or Iceberg metadata read), when
         # the policy judges them after a merge, a re-clustering rewrites some, or a base
         # is recorded.
-        files = (self._format_file_list(spark, relation, planned.file_format,
+        files = (self._format_file_list(relation, planned.file_format,
                                         planned.properties)
                  if planned.plan_after or decision.rewrites or opened else [])
         if planned.plan_after:
@@ -102,8 +100,8 @@ class FormatIncrementMethods(ZSparkAdapterBase):
         new_run = [path for path, _, _ in files if path not in before]
         rewritten = tuple(dict.fromkeys([*decision.rewritten_paths, *new_run]))
         return self._replace_format_files(
-            spark, model, relation, planned, replace(decision, rewritten_paths=rewritten),
-            files, later="the next run")
+            model, relation, planned, replace(decision, rewritten_paths=rewritten), files,
+            later="the next run")
 
     def _record_opened_partitions(self, model: str, relation: Any, properties: dict[str, str],
                                   files: list[tuple[str, int, int]], before: set[str]) -> None:
@@ -138,27 +136,27 @@ class FormatIncrementMethods(ZSparkAdapterBase):
         from dbt.adapters.zspark.recluster import plan_on_demand
         from dbt.adapters.zspark.rewrite import table_runs
 
-        if not self._is_session():
+        reach = self._reach()
+        if not reach.runs_python:
             raise DbtRuntimeError(
                 f"zspark_recluster: {relation}: re-clustering a {file_format} table needs "
                 f"`method: session`: its commit that changes no data is made through the "
                 f"format's JVM API, which `method: {self.config.credentials.method}` cannot "
                 f"reach. Run it with a session profile, or rebuild the table with `dbt run "
                 f"--full-refresh --select {model}` over this one.")
-        spark = self._spark(model, "re-clustering")
         stored = self._stored_layout(model, relation, properties)
-        files = self._format_file_list(spark, relation, file_format, properties)
+        files = self._format_file_list(relation, file_format, properties)
         decision = plan_on_demand(table_runs(files, clustered_writes(properties)),
                                   stored.rows_per_file, full)
         logger.info(f"zspark: {model}: {decision.action} ({decision.reason})")
         if not decision.rewrites:
             return {"action": decision.action, "rewritten_rows": 0}
-        plan = stored_table_plan(model, stored, self._schema(spark, f"select * from {relation}"))
+        plan = stored_table_plan(model, stored, reach.schema(f"select * from {relation}"))
         planned = _FormatPlan(decision, plan, stored, file_format, properties)
-        return self._replace_format_files(spark, model, relation, planned, decision, files,
+        return self._replace_format_files(model, relation, planned, decision, files,
                                           later="a later zspark_recluster")
 
-    def _replace_format_files(self, spark: Any, model: str, relation: Any, planned: Any,
+    def _replace_format_files(self, model: str, relation: Any, planned: Any,
                               decision: Any, files: list[tuple[str, int, int]],
                               later: str) -> dict[str, Any]:
         """The files ``decision`` rewrites, keyed with the table's layout (a full one: with a
@@ -176,7 +174,9 @@ class FormatIncrementMethods(ZSparkAdapterBase):
         kept = [path for path in live if path not in set(rewritten)]
         rewrite = replace(decision, rewritten_rows=sum(live.get(p, 0) for p in rewritten))
         runs = table_runs(files, clustered_writes(planned.properties))
-        schema = self._schema(spark, f"select * from {relation}")
+        reach = self._reach()
+        spark = reach.spark  # the format's commit runs through its JVM API
+        schema = reach.schema(f"select * from {relation}")
         view = f"zspark_rewritten_{uuid.uuid4().hex}"
         layout: dict[str, str] | None = None
 
@@ -185,7 +185,7 @@ class FormatIncrementMethods(ZSparkAdapterBase):
             # and sorted anew (a full one: with a new layout).
             nonlocal layout
             rows.createOrReplaceTempView(view)
-            select_sql = self._rewrite_select(spark, relation, planned.plan, planned.stored,
+            select_sql = self._rewrite_select(relation, planned.plan, planned.stored,
                                               rewrite, "", None, runs, schema,
                                               planned.file_format, rows_view=view)
             layout = self._rewrites.pop(str(relation).lower()).layout

@@ -145,14 +145,14 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, ZSparkAdapterBas
 
             return spread_sql(sql, int(file_count))
 
-        spark = self._spark_if_session(model, "clustering")
-        schema = self._schema(spark, sql)
+        reach = self._reach()
+        schema = reach.schema(sql)
         try:
             plan = plan_clustering(model, config, schema, "table")
         except ClusteringConfigError as error:
             raise DbtRuntimeError(str(error)) from error
         assert plan is not None
-        self._refuse_keys_in_python(self._reach(spark), model, plan.curve_method,
+        self._refuse_keys_in_python(reach, model, plan.curve_method,
                                     f"config 'curve_method' is '{plan.curve_method}', "
                                     f"which computes keys in Python")
         last_rows = self._rows_last_built(previous)
@@ -160,12 +160,12 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, ZSparkAdapterBas
             f"zspark: {model}: {plan.layout.name} layout on {', '.join(plan.columns)} "
             f"({plan.curve_method}, boundary_count={plan.boundary_count}); sampling input"
             + ("" if last_rows is None else f" ({last_rows} rows at its last build)")
-            + ("" if spark is not None else " (keys in Spark SQL: no Python on the server)")
+            + ("" if reach.runs_python else " (keys in Spark SQL: no Python on the server)")
         )
         # Two passes (a session) or three (thrift): sample and count, then the write.
-        sampled = self._sample(spark, plan, sql, schema, last_rows)
+        sampled = reach.sample(plan, sql, schema, last_rows)
         written_as = format_table(file_format)
-        prepared = self._keyed(spark, plan, sql, sampled, None,
+        prepared = reach.keyed(plan, sql, sampled, None,
                                plan.resolve_file_count(sampled.input_bytes), schema,
                                pieces=False,
                                file_per_partition=not written_as.cuts_files_by_rows)
@@ -226,8 +226,7 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, ZSparkAdapterBas
                     self.cache_dropped(self._version(relation, action.source))
 
             versions.recover(state, cached)
-            if self._server_has_table(relation) and self._reach(self._spark_if_session(
-                    model, "a stopped run's batch")).journals_batches:
+            if self._server_has_table(relation) and self._reach().journals_batches:
                 batch = versions.recover_batch(self._table_properties(relation).get(BATCH_KEY))
                 if batch is not None:
                     done.append(Action("batch", BATCH, why=batch))
@@ -250,8 +249,7 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, ZSparkAdapterBas
     def zspark_begin_batch(self, model: str, relation: Any) -> Any:
         """The batch an append or an overwrite writes before its files move into the table
         (a session; over a server, None: Spark's own commit writes into the table)."""
-        spark = self._spark_if_session(model, "an append's batch")
-        if not self._reach(spark).journals_batches:
+        if not self._reach().journals_batches:
             return None
         batch = self._version(relation, BATCH)
         self.execute(f"create table {batch} like {relation}")
@@ -335,9 +333,8 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, ZSparkAdapterBas
         were. The rows wait (a session's executors hold them; a server, a table of their
         own) until :meth:`zspark_publish_index`."""
         stop_point("build:written")
-        spark = self._spark_if_session(staging.identifier, "the file-stats index")
         self._lap(target, "write")
-        self._staged[str(staging).lower()] = self._reach(spark).stage_index(
+        self._staged[str(staging).lower()] = self._reach().stage_index(
             staging, self._index_relation(staging), clustering, configured)
         self._lap(target, "index")
 
@@ -349,12 +346,11 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, ZSparkAdapterBas
         staged rows be gone, the index is built again."""
         index = self._index_relation(target)
         staged = self._staged.pop(str(staging).lower())
-        spark = self._spark_if_session(target.identifier, "the file-stats index")
-        summary = self._reach(spark).publish_index(staged, target, index, clustering,
+        summary = self._reach().publish_index(staged, target, index, clustering,
                                                    configured)
         stop_point("index:published")
         self._lap(target, "index")
-        return self._log_index(spark, target, index, summary)
+        return self._log_index(target, index, summary)
 
     # -- re-clustering on demand --------------------------------------------------------
     @available
@@ -419,8 +415,7 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, ZSparkAdapterBas
         """(indexed files, per predicate the files it provably cannot match) from the
         table's file statistics (``properties``: the table's); their columns and the
         table's are read once for all predicates."""
-        spark = self._spark_if_session(str(relation), "reading file statistics")
-        index = self._file_stats(spark, relation, properties, every_column=True)
+        index = self._file_stats(relation, properties, every_column=True)
         columns = list(self._described(f"describe table {index}").items())
         declared = {c.name: c.data_type for c in self.get_columns_in_relation(relation)}
         files = 0

@@ -103,7 +103,7 @@ class IncrementalMethods(ZSparkAdapterBase):
                 f"with {relation}: {drift}. Run `dbt run --full-refresh --select {model}` to "
                 f"rebuild the table with the new layout.")
         self._refuse_keys_in_python(
-            self._reach(self._spark_if_session(model, "clustering")), model,
+            self._reach(), model,
             stored.curve_method, f"{relation} is keyed with curve_method "
             f"'{stored.curve_method}', computed in Python",
             " (rebuild the table with it, or run it in a session)")
@@ -130,19 +130,19 @@ class IncrementalMethods(ZSparkAdapterBase):
         # earlier build (a microbatch model's first batch) does not carry it.
         table_format, properties = self._format_of(relation)
         check_table_format(model, str(relation), file_format, table_format)
-        spark = self._spark_if_session(model, "clustering (zorder_by / hilbert_by / linear_by)")
         stored = self._stored_layout(model, relation, properties)
-        schema = self._schema(spark, sql)
+        reach = self._reach()
+        schema = reach.schema(sql)
         plan = replace(self._checked_plan(model, relation, stored, config, schema),
                        file_count=None)
         logger.info(f"zspark: {model}: {stored.describe()} (stored); sampling new rows")
-        sampled = self._sample(spark, plan, sql, schema)
+        sampled = reach.sample(plan, sql, schema, None)
         if sampled.rows == 0:
             logger.info(f"zspark: {relation.identifier}: no rows written; table, layout and "
                         f"index unchanged")
             return {"rows": 0, "rewrite": False, "sql": ""}
         written_as = format_table(table_format)
-        files = self._live_files(spark, relation, table_format, properties,
+        files = self._live_files(relation, table_format, properties,
                                  create=config.get("zspark_index") is not False)
         clustered = clustered_writes(properties)
         runs = None if files is None else table_runs(files, clustered)
@@ -181,12 +181,12 @@ class IncrementalMethods(ZSparkAdapterBase):
                 decision = new_run(sampled.rows, stored.rows_per_file, "the new rows' own run")
             # The new rows' statistics cut as the build's (zspark_execute_write).
             self._write_settings[model] = written_as.recorded_write_settings(properties)
-        select_sql = self._rewrite_select(spark, relation, plan, stored, decision, sql,
+        select_sql = self._rewrite_select(relation, plan, stored, decision, sql,
                                           sampled, runs, schema, table_format)
         if not decision.rewrites:
             self._files_before[str(relation).lower()] = \
                 {path for path, _, _ in files} if files is not None \
-                else self._table_files(spark, relation)
+                else reach.table_files(relation)
         self._clustered_inserts[str(relation).lower()] = \
             strategy in OVERWRITING_STRATEGIES or decision.clustered_write
         return {"rows": sampled.rows, "rewrite": decision.rewrites, "sql": select_sql}
@@ -199,9 +199,8 @@ class IncrementalMethods(ZSparkAdapterBase):
         from dbt.adapters.zspark.recluster import plan_on_demand
         from dbt.adapters.zspark.rewrite import table_runs
 
-        spark = self._spark_if_session(model, "re-clustering")
         stored = self._stored_layout(model, relation)
-        files = self._indexed_files(spark, relation)
+        files = self._indexed_files(relation)
         if files is None:
             raise DbtRuntimeError(
                 f"zspark_recluster: {relation}: its index does not list exactly its files; "
@@ -211,9 +210,9 @@ class IncrementalMethods(ZSparkAdapterBase):
         logger.info(f"zspark: {model}: {decision.action} ({decision.reason})")
         if not decision.rewrites:
             return {"action": decision.action, "rewritten_rows": 0}
-        schema = self._schema(spark, f"select * from {relation}")
+        schema = self._reach().schema(f"select * from {relation}")
         plan = stored_table_plan(model, stored, schema)
-        select_sql = self._rewrite_select(spark, relation, plan, stored, decision, "", None,
+        select_sql = self._rewrite_select(relation, plan, stored, decision, "", None,
                                           runs, schema)
         staging = self.zspark_begin_rewrite(model, relation)
         self.zspark_execute_write(model, f"insert into {staging} {select_sql}")
@@ -237,7 +236,6 @@ class IncrementalMethods(ZSparkAdapterBase):
         )
 
         model = relation.identifier
-        spark = self._spark_if_session(model, "the layout report")
         properties = self._table_properties(relation)
         stored = self._stored_layout(model, relation, properties)
         columns, types = stored.columns, stored.column_types
@@ -252,11 +250,11 @@ class IncrementalMethods(ZSparkAdapterBase):
         partition_types = [(p, declared[p.lower()]) for p in stored.partition_by]
         parts = [f"{quote(p)} as {quote(part_column(i))}"
                  for i, p in enumerate(stored.partition_by)]
-        index = self._file_stats(spark, relation, properties)
+        index = self._file_stats(relation, properties)
         rows = int(self._fetch(f"select sum(row_count) from {index} where row_group is null")
                    [0][0] or 0)
         fraction = min(1.0, 100_000 / max(rows, 1))
-        sample = self._reach(spark).frame(
+        sample = self._reach().frame(
             f"select {', '.join([*inputs, *parts])} from {relation} "
             f"where rand(17) < {fraction!r}",
             {**{c: key_input_type(t) for c, t in zip(columns, types, strict=True)},
@@ -265,7 +263,7 @@ class IncrementalMethods(ZSparkAdapterBase):
         # A table whose clustered writes are not recorded (a Delta or Iceberg table model)
         # is replaced whole by each clustered build: none pending.
         recorded = CLUSTERED_WRITES_KEY in properties
-        health, files = self._layout_health(spark, relation, index, LayoutSample(
+        health, files = self._layout_health(relation, index, LayoutSample(
             columns, types, sample, keys.tolist(), [part_column(i) for i in range(len(parts))]),
             just_built=not recorded)
         logger.info(f"zspark_layout_report {relation}:\n{health_table(health)}")
@@ -307,9 +305,8 @@ class IncrementalMethods(ZSparkAdapterBase):
         rewrite = self._rewrites.pop(str(relation).lower())
         stop_point("rewrite:written")
         self._lap(relation, "write")
-        spark = self._spark_if_session(model, "re-clustering")
         index = self._index_relation(relation)
-        next_version = self._reach(spark).next_version(relation, staging, index)
+        next_version = self._reach().next_version(relation, staging, index)
         rewritten = rewrite.decision.rewritten_paths
         carried = next_version.carry(rewritten, rewrite.partition_by,
                                      rewrite.decision.action == FULL,
@@ -329,7 +326,7 @@ class IncrementalMethods(ZSparkAdapterBase):
         summary = next_version.publish(rewritten)
         stop_point("index:published")
         self._lap(relation, "index")
-        self._log_index(spark, relation, index, summary)
+        self._log_index(relation, index, summary)
 
     @available
     def zspark_finish_increment(self, model: str, relation: Any, want_index: bool,
@@ -340,11 +337,10 @@ class IncrementalMethods(ZSparkAdapterBase):
         from dbt.adapters.zspark.layout_state import clustered_writes_after
         from dbt.adapters.zspark.rewrite import set_properties_sql
 
-        spark = self._spark_if_session(model, "clustering")
         before = self._files_before.pop(str(relation).lower(), set())
         stop_point("append:inserted")
         self._lap(relation, "write")
-        after = self._table_files(spark, relation)
+        after = self._reach().table_files(relation)
         added, removed = sorted(after - before), sorted(before - after)
         if self._clustered_inserts.pop(str(relation).lower(), False):
             # Whole partitions (an overwrite, or a partition's first rows) written sorted
@@ -354,7 +350,7 @@ class IncrementalMethods(ZSparkAdapterBase):
         if not want_index:
             return {"added": len(added), "removed": len(removed)}
         index = self._index_relation(relation)
-        reach = self._reach(spark)
+        reach = self._reach()
         summary = reach.update_index(relation, index, added, removed, clustering, configured)
         if summary is None:
             logger.warning(f"zspark: {relation.identifier}: no index matching the configured "
@@ -364,6 +360,6 @@ class IncrementalMethods(ZSparkAdapterBase):
         self._lap(relation, "index")
         logger.info(f"zspark: {relation.identifier}: {len(added)} files added, "
                     f"{len(removed)} replaced; their footers indexed")
-        self._log_index(spark, relation, index, summary)
+        self._log_index(relation, index, summary)
         return {"added": len(added), "removed": len(removed)}
 

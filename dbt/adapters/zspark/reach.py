@@ -4,7 +4,7 @@ reached by SQL alone (thrift, http, odbc), each behind :class:`SparkReach`.
 A session runs Python inside Spark (the ``direct`` curve method's UDFs, footer reads) and
 reaches the JVM APIs a table format commits through; a server runs SQL only: keys in Spark
 SQL, samples and file bounds fetched as rows. The adapter asks for one per step
-(``ZSparkAdapter._reach``) and calls it without asking which it is.
+(``reach_of``) and calls it without asking which it is.
 
 A Parquet table's ``__zindex`` follows the same line: a session reads the files' footers
 (``index.py``) and holds a staging table's rows in its executors until the swap; a server
@@ -150,6 +150,19 @@ class SparkReach(Protocol):
         """How a re-clustering's next version of a Parquet ``table`` (written as
         ``staging``) gets the files that stay and its index (``next_version.py``)."""
         ...
+
+
+def reach_of(method: str, query: Query, execute: Execute,
+             cores: Callable[[], int]) -> SparkReach:
+    """How a profile's ``method`` reaches Spark: ``session`` is Spark in this process;
+    every other method (thrift, http, odbc) reaches a server by SQL."""
+    from dbt.adapters.spark.connections import SparkConnectionMethod
+
+    if method == SparkConnectionMethod.SESSION:
+        from dbt.adapters.zspark.session import active_session
+
+        return SessionReach(active_session(), execute)
+    return ServerReach(query, execute, cores)
 
 
 class SessionReach:
