@@ -32,10 +32,13 @@ import tempfile
 import textwrap
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from bench.common import REPO, Progress
+from dbt.adapters.zspark.connections import LOCAL_FS_JAR
+from dbt.adapters.zspark.stop_points import WRITE_GATE
 
 BIN = Path(sys.executable).parent
 SCHEMA = "zspark_kill"
@@ -116,6 +119,35 @@ FILES = {
 }
 
 
+class WriteGate:
+    """A folder through which a test holds a run's Spark write at its first data file
+    (``stop_points.py``), to kill it there whatever the machine's load. A run's JVM reads
+    :attr:`environment` when it starts; the gate is closed and opened per command."""
+
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.folder = folder
+        self.environment = {WRITE_GATE: str(folder)}
+
+    def close(self) -> None:
+        """The next data file created is held, its path written to ``held``."""
+        (self.folder / "held").unlink(missing_ok=True)
+        (self.folder / "hold").touch()
+
+    def held(self, running: Callable[[], bool], timeout: float = 600) -> Path | None:
+        """The data file a write is held at, once one is (None if the run ended first)."""
+        _expect(LOCAL_FS_JAR.is_file(), f"holding a write needs {LOCAL_FS_JAR} (make setup)")
+        marker = self.folder / "held"
+        deadline = time.monotonic() + timeout
+        while not marker.exists() and running() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return Path(marker.read_text()) if marker.exists() else None
+
+    def open(self) -> None:
+        (self.folder / "hold").unlink(missing_ok=True)
+        (self.folder / "held").unlink(missing_ok=True)
+
+
 def _expect(holds: bool, problem: str) -> None:
     if not holds:
         raise AssertionError(problem)
@@ -191,23 +223,23 @@ class KilledProject:
         self.stop = stop
         return result.stdout
 
-    def killed_while_writing(self, *args: str) -> tuple[str, list[Path]]:
-        """A run killed (SIGKILL, its group) as soon as a data file appears in the table's
-        folder that was not there before: its write has begun, its commit not yet come.
-        Returns its output and the files it had begun."""
-        table = self.warehouse / MODEL
-        before = set(table.rglob("*.parquet"))
-        process = self.start(*args)
-        deadline = time.monotonic() + 600
-        begun: list[Path] = []
-        while not begun and process.poll() is None and time.monotonic() < deadline:
-            begun = [f for f in table.rglob("*.parquet") if f not in before]
-            time.sleep(0.005)
+    def killed_while_writing(self, *args: str) -> tuple[str, Path]:
+        """A run killed (SIGKILL, its group) while its write is held at its first data file
+        in the table's folder (:class:`WriteGate`): begun, its commit not come. Returns its
+        output and that file."""
+        gate = WriteGate(self.root / "write_gate")
+        gate.close()
+        process = self.start(*args, **gate.environment)
+        begun = gate.held(lambda: process.poll() is None)
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
+        gate.open()
         output, _ = process.communicate()
-        _expect(process.returncode == -signal.SIGKILL and bool(begun),
-                f"not killed while writing:\n{output[-6000:]}")
+        table = self.warehouse / MODEL
+        _expect(process.returncode == -signal.SIGKILL and begun is not None
+                and table in begun.parents,
+                f"not killed while writing into {table} (held at {begun}):\n{output[-6000:]}")
+        assert begun is not None
         self.last_kill = "writing"
         return output, begun
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from bench.kills import WriteGate
 from tests.functional.dbt_worker import ANSWER, CONSOLE
 
 SCHEMA = "zspark_formats"
@@ -52,7 +53,7 @@ class _Worker:
     reader: threading.Thread
 
     @classmethod
-    def started(cls, root: Path) -> _Worker:
+    def started(cls, root: Path, gate: WriteGate) -> _Worker:
         # Its stderr (its Spark's log) goes to a file; Popen keeps its own handle.
         with (root / "dbt_worker.err").open("a") as errors:
             process = subprocess.Popen(
@@ -60,7 +61,7 @@ class _Worker:
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, text=True,
                 start_new_session=True,
                 env={**os.environ, "PYSPARK_PYTHON": sys.executable, "ZSPARK_STOP_AT": "",
-                     "PYTHONPATH": str(Path(__file__).parents[2])})
+                     **gate.environment, "PYTHONPATH": str(Path(__file__).parents[2])})
         lines: queue.Queue[str | None] = queue.Queue()
         reader = threading.Thread(target=_read_lines, args=(process, lines), daemon=True)
         reader.start()
@@ -95,21 +96,20 @@ class FormatProject:
         return self._answer(self._send(command, stop_at), command)
 
     def killed_while_writing(self, table: Path, *args: str) -> str:
-        """A command run by the kept dbt process, killed with its group (SIGKILL) as soon
-        as a data file appears under ``table`` that was not there before: its write
+        """A command run by the kept dbt process, killed with its group (SIGKILL) while its
+        write is held at its first data file under ``table`` (``WriteGate``): its write
         begun, its commit not come."""
-        before = set(table.rglob("*.parquet"))
+        gate = self._gate()
+        gate.close()
         command = self._command(args)
         worker = self._send(command)
-        deadline = time.monotonic() + COMMAND_TIMEOUT
-        begun = False
-        while not begun and worker.process.poll() is None and time.monotonic() < deadline:
-            begun = any(f not in before for f in table.rglob("*.parquet"))
-            time.sleep(0.005)
+        begun = gate.held(lambda: worker.process.poll() is None, COMMAND_TIMEOUT)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(worker.process.pid, signal.SIGKILL)
+        gate.open()
         killed = self._answer(worker, command)
-        assert begun, killed.stdout[-5000:]
+        assert begun is not None, killed.stdout[-5000:]
+        assert table in begun.parents, (begun, killed.stdout[-5000:])
         assert killed.returncode == -signal.SIGKILL, killed.stdout[-5000:]
         return killed.stdout
 
@@ -117,7 +117,7 @@ class FormatProject:
         """``command`` handed to the kept dbt process (started first if there is none)."""
         worker = WORKERS.get(self.session_dir)
         if worker is None or worker.process.poll() is not None:
-            worker = WORKERS[self.session_dir] = _Worker.started(self.root)
+            worker = WORKERS[self.session_dir] = _Worker.started(self.root, self._gate())
         assert worker.process.stdin is not None
         worker.process.stdin.write(json.dumps({"args": command[1:], "stop_at": stop_at}) + "\n")
         worker.process.stdin.flush()
@@ -146,6 +146,9 @@ class FormatProject:
                 answer = json.loads(line.removeprefix(ANSWER))
                 return subprocess.CompletedProcess(command, answer["returncode"],
                                                    "".join(console), "")
+
+    def _gate(self) -> WriteGate:
+        return WriteGate(self.root / "write_gate")
 
     def start(self, *args: str, **env: str) -> subprocess.Popen[str]:
         """A dbt process started, not waited for (``env``: more of its environment)."""

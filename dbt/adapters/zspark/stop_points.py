@@ -6,6 +6,11 @@ process group (as a test starts it): nothing runs after, exactly as when a sched
 the kernel kills a run. With ``ZSPARK_PAUSE_AT=<step>`` and ``ZSPARK_PAUSE_DIR=<folder>``
 it writes ``<folder>/reached`` at that step and waits until ``<folder>/resume`` exists
 (a test runs a second process meanwhile). Without the variables a stop point does nothing.
+
+Within one Spark write there is no step of zspark's to stop at: with ``ZSPARK_WRITE_GATE``
+naming a folder, zspark's local file system (``NioLocalFileSystem.java``) holds a task at
+the first data file it creates while ``<folder>/hold`` exists, and writes that file's path
+to ``<folder>/held``; a test then kills the run between its first data file and its commit.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from pathlib import Path
 
 ENVIRONMENT = "ZSPARK_STOP_AT"
 PAUSE_AT, PAUSE_DIR = "ZSPARK_PAUSE_AT", "ZSPARK_PAUSE_DIR"
+WRITE_GATE = "ZSPARK_WRITE_GATE"
 #: How long a paused run waits for its test before going on regardless.
 PAUSE_LIMIT_SECONDS = 600
 

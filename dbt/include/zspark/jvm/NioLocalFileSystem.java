@@ -1,7 +1,12 @@
 package dbt.zspark;
 
+import static java.nio.charset.StandardCharsets.UTF_8;
+import static java.nio.file.StandardCopyOption.ATOMIC_MOVE;
+
 import java.io.IOException;
+import java.io.OutputStream;
 import java.nio.file.Files;
+import java.nio.file.Paths;
 import java.nio.file.attribute.PosixFilePermission;
 import java.util.EnumSet;
 import java.util.Set;
@@ -16,6 +21,11 @@ import org.apache.hadoop.fs.permission.FsPermission;
  * <p>Without Hadoop's native library, which pyspark does not ship, RawLocalFileSystem runs a
  * {@code chmod} process for every file and directory it creates: a 1000-file build spawned
  * 2000 of them, each waited for by the task writing the file.
+ *
+ * <p>With {@code ZSPARK_WRITE_GATE=<folder>} in the JVM's environment (tests that kill a
+ * run amid its write), a task creating a data file while {@code <folder>/hold} exists
+ * writes its path to {@code <folder>/held} and waits for the hold to go: the run is then surely
+ * between its first data file and its commit, whatever the machine's load.
  */
 public class NioLocalFileSystem extends RawLocalFileSystem {
   /** The permission bits in FsPermission.toShort() order, lowest first. */
@@ -25,6 +35,10 @@ public class NioLocalFileSystem extends RawLocalFileSystem {
     PosixFilePermission.GROUP_WRITE, PosixFilePermission.GROUP_READ,
     PosixFilePermission.OWNER_EXECUTE, PosixFilePermission.OWNER_WRITE,
     PosixFilePermission.OWNER_READ};
+
+  private static final String GATE = System.getenv("ZSPARK_WRITE_GATE");
+  /** How long a held write waits for its test before going on regardless. */
+  private static final long HOLD_LIMIT_MILLIS = 600_000;
 
   /** Iceberg asks a table's file system for its scheme; Hadoop's raw local one has none. */
   @Override
@@ -47,5 +61,37 @@ public class NioLocalFileSystem extends RawLocalFileSystem {
       }
     }
     Files.setPosixFilePermissions(pathToFile(path).toPath(), granted);
+  }
+
+  @Override
+  protected OutputStream createOutputStreamWithMode(Path path, boolean append,
+      FsPermission permission) throws IOException {
+    OutputStream stream = super.createOutputStreamWithMode(path, append, permission);
+    if (GATE != null && isDataFile(path)) {
+      holdWhileGated(path);
+    }
+    return stream;
+  }
+
+  /** A table's data file, not a Delta log checkpoint. */
+  private static boolean isDataFile(Path path) {
+    return path.getName().endsWith(".parquet") && !path.toUri().getPath().contains("/_delta_log/");
+  }
+
+  private static void holdWhileGated(Path path) throws IOException {
+    java.nio.file.Path hold = Paths.get(GATE, "hold");
+    if (!Files.exists(hold)) {
+      return;
+    }
+    Files.write(Paths.get(GATE, "held.tmp"), path.toUri().getPath().getBytes(UTF_8));
+    Files.move(Paths.get(GATE, "held.tmp"), Paths.get(GATE, "held"), ATOMIC_MOVE);
+    long deadline = System.currentTimeMillis() + HOLD_LIMIT_MILLIS;
+    try {
+      while (Files.exists(hold) && System.currentTimeMillis() < deadline) {
+        Thread.sleep(20);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
   }
 }
