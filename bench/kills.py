@@ -21,6 +21,7 @@ The test suite runs the same project with a kill at each named step
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -122,7 +123,8 @@ FILES = {
 class WriteGate:
     """A folder through which a test holds a run's Spark write at its first data file
     (``stop_points.py``), to kill it there whatever the machine's load. A run's JVM reads
-    :attr:`environment` when it starts; the gate is closed and opened per command."""
+    :attr:`environment` when it starts; the gate is closed before a command and opened
+    once it is killed."""
 
     def __init__(self, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
@@ -131,21 +133,25 @@ class WriteGate:
 
     def close(self) -> None:
         """The next data file created is held, its path written to ``held``."""
+        _expect(LOCAL_FS_JAR.is_file(), f"holding a write needs {LOCAL_FS_JAR} (make setup)")
         (self.folder / "held").unlink(missing_ok=True)
         (self.folder / "hold").touch()
 
-    def held(self, running: Callable[[], bool], timeout: float = 600) -> Path | None:
-        """The data file a write is held at, once one is (None if the run ended first)."""
-        _expect(LOCAL_FS_JAR.is_file(), f"holding a write needs {LOCAL_FS_JAR} (make setup)")
+    def kill_when_held(self, group: int, running: Callable[[], bool],
+                       timeout: float = 600) -> Path | None:
+        """Process group ``group`` killed (SIGKILL) once its write is held, or once it
+        ended or ``timeout`` passed; the gate opened. The held data file (None if none)."""
         marker = self.folder / "held"
         deadline = time.monotonic() + timeout
-        while not marker.exists() and running() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        return Path(marker.read_text()) if marker.exists() else None
-
-    def open(self) -> None:
-        (self.folder / "hold").unlink(missing_ok=True)
-        (self.folder / "held").unlink(missing_ok=True)
+        try:
+            while not marker.exists() and running() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(group, signal.SIGKILL)
+            return Path(marker.read_text()) if marker.exists() else None
+        finally:
+            (self.folder / "hold").unlink(missing_ok=True)
+            marker.unlink(missing_ok=True)
 
 
 def _expect(holds: bool, problem: str) -> None:
@@ -230,16 +236,13 @@ class KilledProject:
         gate = WriteGate(self.root / "write_gate")
         gate.close()
         process = self.start(*args, **gate.environment)
-        begun = gate.held(lambda: process.poll() is None)
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-        gate.open()
+        begun = gate.kill_when_held(process.pid, lambda: process.poll() is None)
         output, _ = process.communicate()
         table = self.warehouse / MODEL
-        _expect(process.returncode == -signal.SIGKILL and begun is not None
-                and table in begun.parents,
-                f"not killed while writing into {table} (held at {begun}):\n{output[-6000:]}")
-        assert begun is not None
+        if begun is None or table not in begun.parents or \
+                process.returncode != -signal.SIGKILL:
+            raise AssertionError(f"not killed while writing into {table} (held at {begun}):"
+                                 f"\n{output[-6000:]}")
         self.last_kill = "writing"
         return output, begun
 

@@ -103,10 +103,8 @@ class FormatProject:
         gate.close()
         command = self._command(args)
         worker = self._send(command)
-        begun = gate.held(lambda: worker.process.poll() is None, COMMAND_TIMEOUT)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(worker.process.pid, signal.SIGKILL)
-        gate.open()
+        begun = gate.kill_when_held(worker.process.pid, lambda: worker.process.poll() is None,
+                                    COMMAND_TIMEOUT)
         killed = self._answer(worker, command)
         assert begun is not None, killed.stdout[-5000:]
         assert table in begun.parents, (begun, killed.stdout[-5000:])
