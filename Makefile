@@ -16,12 +16,13 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	touch $@
 
-# Delta Lake's and Iceberg's jars for `table_format:` sessions, fetched once with Maven
-# (table_formats.py lists them); without them a session asks Spark to fetch the packages.
+# Delta Lake's and Iceberg's jars for `table_format:` sessions, and Hadoop's S3 connector
+# with its AWS SDK for tables in object stores, fetched once with Maven (table_formats.py
+# and object_stores.py list them); without them a session asks Spark to fetch the formats.
 FORMAT_JARS := dbt/include/zspark/jars/.fetched
-$(FORMAT_JARS): dbt/adapters/zspark/table_formats.py $(VENV)/.installed
+$(FORMAT_JARS): dbt/adapters/zspark/table_formats.py dbt/adapters/zspark/object_stores.py $(VENV)/.installed
 	@if command -v mvn >/dev/null; then \
-	  for artifact in $$($(PY) -c 'from dbt.adapters.zspark.table_formats import maven_packages; print(*maven_packages())'); do \
+	  for artifact in $$($(PY) -c 'from dbt.adapters.zspark.table_formats import maven_packages; from dbt.adapters.zspark.object_stores import S3A_PACKAGES; print(*maven_packages(), *S3A_PACKAGES)'); do \
 	    mvn -q dependency:copy -Dartifact=$$artifact -DoutputDirectory=$(@D) || exit 1; \
 	  done && touch $@; \
 	else echo "no Maven (mvn): table_format sessions fetch their jars through Spark"; fi

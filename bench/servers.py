@@ -156,3 +156,57 @@ def _alive_workers(web_port: int) -> int:
 
 def _logs(root: Path) -> str:
     return "\n".join(p.read_text(errors="replace")[-2000:] for p in sorted(root.glob("*.log")))
+
+
+#: The bucket the local S3 server holds, and the keys every client gives it.
+BUCKET, S3_KEYS = "lake", ("zspark", "zspark-secret")
+
+
+@contextmanager
+def s3_server(home: Path, timeout: float = SERVER_START_SECONDS) -> Iterator[str]:
+    """Start an S3-compatible server (moto's) on 127.0.0.1 holding the bucket
+    :data:`BUCKET`; yield its endpoint (``http://127.0.0.1:PORT``); stop it on exit.
+    It logs one line per request to ``home/s3.log``: the requests a run made."""
+    import boto3
+
+    home.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    endpoint = f"http://127.0.0.1:{port}"
+    with (home / "s3.log").open("w") as log:
+        server = subprocess.Popen([str(BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
+                                  stdout=log, stderr=subprocess.STDOUT, cwd=home)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                if server.poll() is not None:
+                    raise RuntimeError((home / "s3.log").read_text()[-3000:]) from None
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"S3 server did not start in {timeout:.0f} s") from None
+                time.sleep(0.2)
+        boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=S3_KEYS[0],
+                     aws_secret_access_key=S3_KEYS[1],
+                     region_name="us-east-1").create_bucket(Bucket=BUCKET)
+        yield endpoint
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def s3_requests(log: Path, since: int = 0) -> list[tuple[str, str]]:
+    """(method, path) of each request the S3 server logged after its first ``since``
+    lines (``s3_server``'s log: one line per request)."""
+    found = []
+    for line in log.read_text().splitlines()[since:]:
+        parts = line.split('"')
+        if len(parts) > 1 and " " in parts[1]:
+            method, path = parts[1].split(" ")[:2]
+            found.append((method, path))
+    return found

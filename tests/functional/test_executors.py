@@ -1,6 +1,6 @@
 """Executors without the plugin: Spark's Python workers that cannot import dbt still
-compute curve keys (the direct method's UDF) and read footers (as on a cluster), because
-that code travels with the job."""
+compute curve keys (the direct method's UDF), because that code travels with the job; the
+index is read by the driver through the session's file systems."""
 
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ SCRIPT = textwrap.dedent("""
 
     from dbt.adapters.zspark.clustering import model_schema, prepare_build
     from dbt.adapters.zspark.connections import session_defaults
-    from dbt.adapters.zspark import index
     from dbt.adapters.zspark.index import build_index
     from dbt.adapters.zspark.planning import plan_clustering
 
@@ -37,8 +36,6 @@ SCRIPT = textwrap.dedent("""
         assert "No module named 'dbt" in str(error), error
     else:
         raise AssertionError("the workers could import dbt: the test proves nothing")
-    # A local master reads footers in the driver; here the workers read them, as on a cluster.
-    index.reads_in_driver = lambda spark: False
 
     sql = ("select id, concat('city', id % 13) as city, "
            "timestamp_seconds(id * 86400) as ts from range(600)")

@@ -15,7 +15,6 @@ from dbt.adapters.zspark.connections import (
     FILE_SYSTEM,
     LOCAL_FS_CLASS,
     LOCAL_FS_JAR,
-    RAW_LOCAL_FS_CLASS,
     with_session_defaults,
 )
 from dbt.adapters.zspark.table_formats import with_table_format
@@ -36,15 +35,12 @@ def test_a_local_session_gets_the_file_system_and_keeps_the_profile_class_path()
 
 
 def test_a_cluster_or_a_profile_file_system_keeps_hadoop_classes() -> None:
-    cluster = with_session_defaults({"spark.master": "spark://127.0.0.1:7077"}, "s")
-    assert cluster[FILE_SYSTEM] == RAW_LOCAL_FS_CLASS
-    assert CLASS_PATH not in cluster
-    # Iceberg asks the file system its scheme: a cluster writing it keeps Hadoop's default.
-    iceberg = with_session_defaults(
-        with_table_format({"spark.master": "spark://127.0.0.1:7077"}, "iceberg"), "s")
-    assert FILE_SYSTEM not in iceberg
-    assert FILE_SYSTEM in with_session_defaults(
-        with_table_format({"spark.master": "spark://127.0.0.1:7077"}, "delta"), "s")
+    # A cluster's executors lack the jar: Hadoop's default, a LocalFileSystem S3A buffers in.
+    for table_format in (None, "iceberg", "delta"):
+        cluster = with_session_defaults(
+            with_table_format({"spark.master": "spark://127.0.0.1:7077"}, table_format), "s")
+        assert FILE_SYSTEM not in cluster
+        assert CLASS_PATH not in cluster
     own = with_session_defaults({FILE_SYSTEM: "org.example.Fs"}, "s")
     assert own[FILE_SYSTEM] == "org.example.Fs"
     assert CLASS_PATH not in own
@@ -54,11 +50,14 @@ def test_a_cluster_or_a_profile_file_system_keeps_hadoop_classes() -> None:
 def test_writes_set_permissions_without_a_process_per_file(spark: Any, tmp_path: Path) -> None:
     if not LOCAL_FS_JAR.is_file():
         assert shutil.which("javac") is None, "a JDK is here but `make setup` built no jar"
-        pytest.skip("no JDK: Hadoop's RawLocalFileSystem, a chmod process per file")
+        pytest.skip("no JDK: Hadoop's LocalFileSystem, a chmod process per file")
     jvm = spark._jvm
     hadoop = spark.sparkContext._jsc.hadoopConfiguration()
     fs = jvm.org.apache.hadoop.fs.FileSystem.get(jvm.java.net.URI("file:///"), hadoop)
     assert fs.getClass().getName() == LOCAL_FS_CLASS
+    # What object stores' clients ask for to buffer uploads: Hadoop's LocalFileSystem.
+    local = jvm.org.apache.hadoop.fs.FileSystem.getLocal(hadoop)
+    assert local.getClass().getName() == LOCAL_FS_CLASS
 
     # Every mode Hadoop asks for is the mode the file gets, sticky bit included.
     target = tmp_path / "f"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from dbt_common.exceptions import DbtRuntimeError
@@ -91,25 +92,42 @@ def test_the_format_modules_examples_hold() -> None:
         assert doctest.testmod(module).failed == 0, module.__name__
 
 
-def test_delta_bounds_are_dropped_or_widened_where_delta_cut_them() -> None:
-    """A string maximum as long as the cut may be a cut prefix (not a bound); timestamps
-    are kept to the millisecond, rounded down: the maximum is widened by one."""
+@pytest.mark.spark
+def test_delta_bounds_are_dropped_or_widened_where_delta_cut_them(spark: Any) -> None:
+    """A snapshot's statistics as Spark parses them: a string maximum as long as the cut
+    may be a cut prefix (not a bound); timestamps are kept to the millisecond, rounded
+    down (the maximum is widened by one); a partition value bounds its column; a column
+    without statistics proves nothing."""
     import datetime as dt
+    import json
 
-    from dbt.adapters.zspark.formats.delta import _bounds
+    from dbt.adapters.zspark.formats.delta import live_file_columns
 
-    stamp = dt.datetime(2026, 1, 2, 3, 4, 5, 6000)
-    listed = {"min.s": ["abc", "a" * 40], "max.s": ["abd", "b" * 40], "null_count.s": [0, 1],
-              "min.t": [stamp, None], "max.t": [stamp, None], "null_count.t": [0, 2],
-              "partition.p": [7, None]}
-    assert _bounds(listed, 0, "s", "string", False, 10, cut=40) == ["abc", "abd", 0]
-    assert _bounds(listed, 1, "s", "string", False, 10, cut=40) == ["a" * 40, None, 1]
-    assert _bounds(listed, 1, "s", "string", False, 10, cut=64) == ["a" * 40, "b" * 40, 1]
-    assert _bounds(listed, 0, "t", "timestamp", False, 10, cut=32) == \
-        [stamp, stamp + dt.timedelta(milliseconds=1), 0]
-    assert _bounds(listed, 0, "p", "int", True, 10, cut=32) == [7, 7, 0]
-    assert _bounds(listed, 1, "p", "int", True, 10, cut=32) == [None, None, 10]
-    assert _bounds(listed, 0, "gone", "int", False, 10, cut=32) == [None, None, None]
+    def stats(low: str, high: str, nulls: int, t: str | None) -> str:
+        return json.dumps({"numRecords": 10, "minValues": {"s": low, "t": t},
+                           "maxValues": {"s": high, "t": t}, "nullCount": {"s": nulls, "t": 0}})
+
+    added = spark.createDataFrame(
+        [("p=7/f0.parquet", 100, 5, stats("abc", "abd", 0, "2026-01-02T03:04:05.006Z"), {"p": "7"}),
+         ("p=__HIVE_DEFAULT_PARTITION__/f1.parquet", 200, 6, stats("a" * 40, "b" * 40, 1, None),
+          {"p": None})],
+        "path string, size bigint, modificationTime bigint, stats string, "
+        "partitionValues map<string, string>")
+    columns = [("s", "string"), ("t", "timestamp"), ("p", "int"), ("gone", "int")]
+
+    def rows(cut: int) -> list[tuple[Any, ...]]:
+        found = added.selectExpr(*live_file_columns("s3a://b/t", columns, {"p": "p"}, cut))
+        return [tuple(r) for r in found.orderBy("file_path").collect()]
+
+    stamp = dt.datetime(2026, 1, 2, 3, 4, 5, 6000, tzinfo=dt.timezone.utc) \
+        .astimezone().replace(tzinfo=None)  # Spark's timestamps in the session's zone
+    first, second = rows(40)
+    assert first == ("s3a://b/t/p=7/f0.parquet", 100, 5, None, 10, "abc", "abd", 0,
+                     stamp, stamp + dt.timedelta(milliseconds=1), 0, 7, 7, 0,
+                     None, None, None)
+    assert second[5:8] == ("a" * 40, None, 1)
+    assert second[11:14] == (None, None, 10)
+    assert rows(64)[1][5:8] == ("a" * 40, "b" * 40, 1)
 
 
 def test_stats_cover_the_clustering_columns_first_then_as_configured() -> None:

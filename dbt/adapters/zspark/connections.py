@@ -25,9 +25,7 @@ from dbt.adapters.spark.connections import (
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.zspark.table_formats import (
-    EXTENSIONS,
     TableFormatError,
-    enabled_formats,
     with_table_format,
 )
 
@@ -43,16 +41,13 @@ COMPILE_HUGE_METHODS = "-XX:-DontCompileHugeMethods"
 LOCAL_FS_CLASS = "dbt.zspark.NioLocalFileSystem"
 LOCAL_FS_JAR = Path(__file__).resolve().parents[2] / "include" / "zspark" / "jvm" \
     / "zspark-localfs.jar"
-RAW_LOCAL_FS_CLASS = "org.apache.hadoop.fs.RawLocalFileSystem"
 CLASS_PATH = "spark.driver.extraClassPath"
 FILE_SYSTEM = "spark.hadoop.fs.file.impl"
 
 
-def session_defaults(session_dir: str, master: str | None = None,
-                     iceberg: bool = False) -> dict[str, str]:
+def session_defaults(session_dir: str, master: str | None = None) -> dict[str, str]:
     """Spark settings an embedded session gets unless the profile sets them itself;
-    ``master`` is the profile's ``spark.master`` (none: Spark in this process);
-    ``iceberg``: the session writes Iceberg tables."""
+    ``master`` is the profile's ``spark.master`` (none: Spark in this process)."""
     root = Path(session_dir).resolve()
     return {
         "spark.sql.warehouse.dir": str(root / "warehouse"),
@@ -71,36 +66,35 @@ def session_defaults(session_dir: str, master: str | None = None,
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
         # Bigger Arrow batches make the curve-key UDFs 1.5-2x faster.
         "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
-        **local_file_system(master, iceberg),
+        **local_file_system(master),
         "spark.ui.showConsoleProgress": "false",
         "spark.ui.enabled": "false",
     }
 
 
-def local_file_system(master: str | None, iceberg: bool = False) -> dict[str, str]:
+def local_file_system(master: str | None) -> dict[str, str]:
     """Local disk without checksum side files: Hadoop's default local file system writes a
     `.crc` file beside every data file and, lacking its native library (pyspark ships
-    none), forks `chmod` for each one. Its raw variant drops the `.crc` files; zspark's own
-    (when its jar was built) drops the `chmod` processes too, two per file written. Only
-    where every executor is this JVM: a cluster's executors would not find the class.
-    Iceberg asks a file system for its scheme, which the raw one cannot answer: a cluster
-    writing Iceberg keeps Hadoop's default.
+    none), forks `chmod` for each one. zspark's own (when its jar was built) writes no
+    `.crc` files and sets permissions by a system call; like Hadoop's it is a
+    ``LocalFileSystem``, which the object stores' clients (S3A, ABFS, GCS) buffer their
+    uploads through. Only where every executor is this JVM: a cluster's executors would
+    not find the class, and keep Hadoop's default.
 
-    >>> local_file_system("spark://h:7077"), local_file_system("spark://h:7077", iceberg=True)
-    ({'spark.hadoop.fs.file.impl': 'org.apache.hadoop.fs.RawLocalFileSystem'}, {})
+    >>> local_file_system("spark://h:7077")
+    {}
     """
     if (master or "local").startswith("local") and LOCAL_FS_JAR.is_file():
         return {CLASS_PATH: str(LOCAL_FS_JAR),
                 FILE_SYSTEM: LOCAL_FS_CLASS}
-    return {} if iceberg else {FILE_SYSTEM: RAW_LOCAL_FS_CLASS}
+    return {}
 
 
 def with_session_defaults(settings: dict[str, Any], session_dir: str) -> dict[str, Any]:
     """A profile's ``server_side_parameters`` with :func:`session_defaults` filled in.
     A class path of the profile keeps its entries and gains the file system's jar; a file
     system of the profile leaves the jar out."""
-    iceberg = "iceberg" in enabled_formats(settings.get(EXTENSIONS))
-    defaults = session_defaults(session_dir, settings.get("spark.master"), iceberg)
+    defaults = session_defaults(session_dir, settings.get("spark.master"))
     jar = defaults.pop(CLASS_PATH, None)
     merged = {**defaults, **settings}
     if jar is not None and FILE_SYSTEM not in settings:

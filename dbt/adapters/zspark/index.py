@@ -1,8 +1,9 @@
 """The file-stats index of a table: built from Parquet footers.
 
-Footers are read where Spark reads the files: by the executors in a Spark job, or, when
-Spark runs in-process (a ``local`` master, the executors are the driver), by the driver
-itself, which spares the build starting Python workers only to read a thousand footers.
+The driver reads the footers through the session's Hadoop file systems
+(``hadoop_files.py``: one listing per folder, one ranged read per footer, a few in flight),
+so an index is built wherever the session's storage settings reach, and no Python worker
+is started only to read a thousand footers.
 
 ``<table>__zindex`` holds one row per data file (``row_group`` NULL) and one per row group:
 path, size, rows and, per indexed column, min, max, null count (and NaN count for floats).
@@ -16,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from dbt.adapters.zspark.hadoop_files import HadoopFiles
 from dbt.adapters.zspark.planning import normalize_type
 from dbt.adapters.zspark.pruning import indexed_columns, path_name, stat_column
 from dbt.adapters.zspark.sqltext import quote
 from dbt.adapters.zspark.stats import (
     ColumnRef,
-    file_identity,
     footer_rows,
     spark_cast,
     spark_path,
@@ -96,16 +97,9 @@ class IndexSummary:
     columns: list[str]
 
 
-def reads_in_driver(spark: SparkSession) -> bool:
-    """Does Spark run in this process (a ``local`` master), so the driver sees the files
-    exactly as the executors do?"""
-    return str(spark.sparkContext.master).startswith("local")
-
-
 def index_frame(spark: SparkSession, files: list[str], columns: Sequence[ColumnRef],
                 description: str) -> DataFrame:
-    """The index rows of ``files``, read from their footers (in the driver when Spark
-    runs in-process, else in a Spark job)."""
+    """The index rows of ``files``, read from their footers by the driver."""
     from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
     fields = [StructField("file_path", StringType()), StructField("file_size", LongType()),
@@ -126,12 +120,9 @@ def index_frame(spark: SparkSession, files: list[str], columns: Sequence[ColumnR
     spark.sparkContext.setJobDescription(description)
     chosen = list(columns)
     schema = StructType(fields)
-    if reads_in_driver(spark):
-        # Handed over as Arrow: pyspark re-pickles a list of rows in a map task, which
-        # starts Python workers (a second of the index step) to copy them.
-        rows: Any = _arrow_table(list(footer_rows(files, chosen)), schema)
-    else:
-        rows = _files_rdd(spark, files).mapPartitions(lambda paths: footer_rows(paths, chosen))
+    # Handed over as Arrow: pyspark re-pickles a list of rows in a map task, which starts
+    # Python workers (a second of the index step) to copy them.
+    rows = _arrow_table(list(footer_rows(HadoopFiles(spark).footers(files), chosen)), schema)
     return spark.createDataFrame(rows, schema).selectExpr(*casts)
 
 
@@ -146,21 +137,6 @@ def _arrow_table(rows: list[tuple[Any, ...]], schema: StructType) -> pa.Table:
 def path_frame(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
     """File paths as a one-column frame (``file_path``), built without Python workers."""
     return spark.createDataFrame(pa.table({"file_path": pa.array(list(paths), pa.string())}))
-
-
-def held(spark: SparkSession, rows: DataFrame) -> DataFrame:
-    """Index rows kept for later actions without reading footers again: rows the driver
-    read it holds already; a job's are checkpointed by the executors."""
-    return rows if reads_in_driver(spark) else rows.localCheckpoint(eager=True)
-
-
-def _files_rdd(spark: SparkSession, files: list[str]) -> Any:
-    """Data file paths spread over a few tasks per core, for work on each file."""
-    from dbt.adapters.zspark.shipping import ship_with_jobs
-
-    ship_with_jobs()
-    sc = spark.sparkContext
-    return sc.parallelize(files, max(1, min(len(files), sc.defaultParallelism * 4)))
 
 
 def _write(spark: SparkSession, rows: DataFrame, index_table: str) -> IndexSummary:
@@ -183,8 +159,8 @@ def _summary(spark: SparkSession, index_table: str) -> IndexSummary:
 
 def read_index(spark: SparkSession, table: str, clustering: Sequence[str] = (),
                configured: Sequence[str] | None = None) -> DataFrame:
-    """The index rows of every data file of ``table``, read from the footers once and
-    held (by the driver, or by the executors as a local checkpoint), ready to be written."""
+    """The index rows of every data file of ``table``, read from the footers once and held
+    by the driver, ready to be written."""
     frame = spark.table(table)
     columns = index_columns(indexable_columns(frame.schema), clustering, configured)
     files = sorted(frame.inputFiles())
@@ -193,7 +169,7 @@ def read_index(spark: SparkSession, table: str, clustering: Sequence[str] = (),
     try:
         rows = index_frame(spark, files, columns,
                            f"zspark: reading {len(files)} Parquet footers of {table}")
-        return held(spark, rows)
+        return rows
     finally:
         sc.setJobDescription(previous)  # type: ignore[arg-type]
 
@@ -281,8 +257,7 @@ def relocate_index(spark: SparkSession, staged: DataFrame, index_table: str, tab
     moved = {tuple(r[:len(FILE_COLUMNS)]) for r in file_rows}
     spark.catalog.refreshTable(table)
     files = [spark_path(f) for f in spark.table(table).inputFiles()]
-    present = ({file_identity(f) for f in files} if reads_in_driver(spark)
-               else set(_files_rdd(spark, files).map(file_identity).collect()))
+    present = {(i.path, i.size, i.mtime) for i in HadoopFiles(spark).identities(files).values()}
     if moved != present:  # e.g. an object store whose rename copies and re-dates files
         return None
     _save(rows.select(*[quote(c) for c in staged.columns]), index_table)

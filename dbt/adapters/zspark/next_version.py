@@ -60,7 +60,6 @@ class LinkedVersion:
     def carry(self, rewritten: Sequence[str], partition_by: Sequence[str], full: bool,
               properties: Mapping[str, str]) -> CarriedVersion:
         from dbt.adapters.zspark.index import (
-            held,
             index_columns,
             index_frame,
             indexable_columns,
@@ -82,9 +81,9 @@ class LinkedVersion:
         existing = spark.table(str(self._index))
         columns = index_columns(indexable_columns(spark.table(str(self._staging)).schema),
                                 indexed_columns(existing.columns), [])
-        self._new_rows = held(spark, index_frame(
+        self._new_rows = index_frame(
             spark, written, columns,
-            f"zspark: reading {len(written)} new Parquet footers of {self._staging}"))
+            f"zspark: reading {len(written)} new Parquet footers of {self._staging}")
         kept_rows = existing.where("row_group is null").join(path_frame(spark, kept),
                                                              "file_path")
         counted = sum(int(r[0] or 0) for r in [

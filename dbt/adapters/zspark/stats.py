@@ -1,7 +1,7 @@
 """Parquet footers -> per-file and per-row-group column statistics (pure pyarrow).
 
-Runs inside Spark tasks (``mapPartitions`` over file paths) so it reads the footers where
-Spark reads the files. Values are emitted as canonical strings that cast back to the
+The footers' bytes come through the session's file systems (``hadoop_files.py``); this
+module only parses them. Values are emitted as canonical strings that cast back to the
 column's Spark type exactly (see :func:`spark_cast`); a statistic that is missing or not
 trustworthy is ``None`` and can never prune a file. Never trusted: INT96 timestamps,
 strings that are not valid UTF-8, dates and timestamps before 1900 in files whose calendar
@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import urllib.parse
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from dbt.adapters.zspark.planning import normalize_type
@@ -202,26 +200,6 @@ def spark_path(path: str) -> str:
     return "file:/" + path[len("file:///"):] if path.startswith("file:///") else path
 
 
-def open_target(path: str) -> tuple[pafs.FileSystem, str]:
-    """File system and path pyarrow opens for a path as Spark lists it (a URI whose ``%``,
-    spaces and reserved characters are escaped but whose other characters may be raw)."""
-    split = urllib.parse.urlsplit(path)
-    if split.scheme in ("", "file"):
-        return pafs.LocalFileSystem(), urllib.parse.unquote(split.path)
-    # pyarrow parses ASCII URIs only: escape the raw characters, keep existing escapes.
-    filesystem, local = pafs.FileSystem.from_uri(
-        urllib.parse.quote(path, safe=":/?#[]@!$&'()*+,;=%~"))
-    return filesystem, local
-
-
-def file_identity(path: str) -> tuple[str, int, int | None]:
-    """(path as Spark lists it, size, modification time in ms) of a data file."""
-    filesystem, local = open_target(path)
-    info = filesystem.get_file_info(local)
-    mtime = None if info.mtime_ns is None else info.mtime_ns // 1_000_000
-    return spark_path(path), info.size or 0, mtime
-
-
 def _leaf_positions(metadata: Any) -> dict[tuple[str, ...], int]:
     """Column chunk position of every leaf reachable through structs only, keyed by the
     path's parts, so a top-level ``st.i`` and a field ``i`` of a struct ``st`` stay apart."""
@@ -276,16 +254,20 @@ def _legacy_calendar(metadata: Any) -> bool:
     return not (major.isdigit() and int(major) >= 3)
 
 
-def footer_rows(paths: Iterable[str], columns: Sequence[ColumnRef]) -> Iterator[tuple[Any, ...]]:
+def footer_metadata(footer: bytes) -> Any:
+    """The ``FileMetaData`` of a Parquet footer (as a file's tail ends: the footer, its
+    length, the magic), parsed alone: nothing else of the file is needed."""
+    return pq.read_metadata(pa.BufferReader(b"PAR1" + footer))
+
+
+def footer_rows(tails: Iterable[Any], columns: Sequence[ColumnRef]) -> Iterator[tuple[Any, ...]]:
     """One row per file and one per row group: path, size, modification time (ms), row
-    group, rows, then the stats of each column."""
-    for path in paths:
-        # Identity first: a file rewritten after this shows a new one and is always read.
-        _, size, mtime = file_identity(path)
-        filesystem, local = open_target(path)
+    group, rows, then the stats of each column. ``tails``: each file's identity and footer
+    (``hadoop_files.FileTail``), read through the session's file systems."""
+    for tail in tails:
+        path, size, mtime = tail.identity.path, tail.identity.size, tail.identity.mtime
         try:
-            with filesystem.open_input_file(local) as handle:
-                metadata = pq.ParquetFile(handle).metadata
+            metadata = footer_metadata(tail.footer)
         except (OSError, pa.ArrowException) as error:
             raise RuntimeError(f"zspark: cannot read the Parquet footer of {path}: {error}") \
                 from error
@@ -303,10 +285,10 @@ def footer_rows(paths: Iterable[str], columns: Sequence[ColumnRef]) -> Iterator[
             ]
             for total, part in zip(file_bounds, bounds, strict=True):
                 total.merge(part)
-            group_rows.append(_row(spark_path(path), size, mtime, g, group.num_rows, bounds,
+            group_rows.append(_row(path, size, mtime, g, group.num_rows, bounds,
                                    columns))
         for total, column in zip(file_bounds, columns, strict=True):
             if column.parts not in positions:  # e.g. a partition column: not in the file
                 total.known, total.nulls, total.nan_free = False, None, False
-        yield _row(spark_path(path), size, mtime, None, metadata.num_rows, file_bounds, columns)
+        yield _row(path, size, mtime, None, metadata.num_rows, file_bounds, columns)
         yield from group_rows

@@ -1,5 +1,6 @@
 """Delta Lake: files cut by Spark's ``maxRecordsPerFile`` (its writer is Spark's file
-writer), statistics in the table's ``_delta_log``, read back by delta-rs.
+writer), statistics in the table's ``_delta_log``, read back through the session's own
+Delta (its snapshot's files, parsed by Spark): wherever the session's storage reaches.
 
 Delta keeps min/max/null counts for the columns ``delta.dataSkippingStatsColumns`` names
 (by default the first 32) and cuts strings to the session's
@@ -9,14 +10,14 @@ longer a bound a value provably lies under, and timestamps are kept to the milli
 
 from __future__ import annotations
 
-import datetime as dt
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dbt.adapters.zspark.formats import TypedColumn, require_live
+from dbt.adapters.zspark.formats.jvm import call_static, scala_object
 from dbt.adapters.zspark.pruning import stat_column
-from dbt.adapters.zspark.sqltext import quote
+from dbt.adapters.zspark.sqltext import quote, sql_string
 from dbt.adapters.zspark.stop_points import stop_point
 
 if TYPE_CHECKING:
@@ -28,6 +29,7 @@ STRING_PREFIX = "spark.databricks.io.skipping.stringPrefixLength"
 STRING_STATS_PROPERTY = "zspark.string_stats_length"
 DEFAULT_STRING_PREFIX = 32
 _TIMESTAMPS = ("timestamp", "timestamp_ntz")
+DELTA_LOG = "org.apache.spark.sql.delta.DeltaLog"
 #: ``AddFile``'s fields (delta-spark 4.4), and where ``dataChange`` is among them.
 ADD_FILE_FIELDS, ADD_FILE_DATA_CHANGE = 13, 4
 #: ``Metadata``'s fields, and where the table properties (``configuration``) are.
@@ -56,32 +58,19 @@ class DeltaTable:
 
     def active_files(self, spark: SparkSession, table: str,
                      columns: Sequence[TypedColumn]) -> DataFrame:
-        import deltalake
-        import pyarrow as pa
+        from pyspark.sql.classic.dataframe import DataFrame
 
         detail = spark.sql(f"describe detail {table}").collect()[0]
         properties = {str(k): str(v) for k, v in (detail["properties"] or {}).items()}
         cut = int(properties.get(STRING_STATS_PROPERTY, DEFAULT_STRING_PREFIX))
-        partitioned = {str(c).lower() for c in detail["partitionColumns"] or []}
-        actions = pa.table(deltalake.DeltaTable(local_path(str(detail["location"])))
-                           .get_add_actions(flatten=True))
-        base = str(detail["location"]).rstrip("/")
-        listed = {name: actions.column(name).to_pylist() for name in actions.column_names}
-        rows = []
-        for i, path in enumerate(listed["path"]):
-            count = listed["num_records"][i]
-            row: list[Any] = [f"{base}/{path}", listed["size_bytes"][i],
-                              listed["modification_time"][i], None, count]
-            for name, spark_type in columns:
-                row += _bounds(listed, i, name, spark_type, name.lower() in partitioned,
-                               count, cut)
-            rows.append(tuple(row))
-        schema = ", ".join(
-            ["file_path string", "file_size bigint", "file_mtime bigint", "row_group int",
-             "row_count bigint"]
-            + [f"{quote(stat_column(name, stat))} {t if stat != 'nulls' else 'bigint'}"
-               for name, t in columns for stat in ("min", "max", "nulls")])
-        return spark.createDataFrame(rows, schema)
+        partitioned = {str(c).lower(): str(c) for c in detail["partitionColumns"] or []}
+        location = str(detail["location"])
+        # The snapshot a transaction reads is the table's latest version; nothing commits.
+        log = call_static(spark, DELTA_LOG, "forTable", spark._jsparkSession, location)
+        added = DataFrame(log.startTransaction().snapshot().allFiles().toDF(), spark)
+        # Held once read: every query of the view would otherwise read the log again.
+        return added.selectExpr(*live_file_columns(location, columns, partitioned, cut)) \
+            .localCheckpoint(eager=True)
 
     def active_files_sql(self, table: str, columns: Sequence[TypedColumn]) -> str:
         # Spark SQL has no view of the log's statistics: each live file's bounds are
@@ -100,12 +89,12 @@ class DeltaTable:
         # runs at snapshot isolation and a concurrent append is no conflict; with table
         # properties in the same commit (a metadata action) Delta checks it against every
         # concurrent commit, and an append meanwhile fails it before anything is visible.
-        from dbt.adapters.zspark.formats.jvm import python_list, scala_list, scala_object
+        from dbt.adapters.zspark.formats.jvm import python_list, scala_list
 
         jvm = spark._jvm
         assert jvm is not None
         location = str(spark.sql(f"describe detail {table}").collect()[0]["location"])
-        log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, location)
+        log = call_static(spark, DELTA_LOG, "forTable", spark._jsparkSession, location)
         transaction = log.startTransaction()
         base = location.rstrip("/")
         live = {f"{base}/{add.path()}": add for add in python_list(jvm, transaction.filterFiles())}
@@ -125,7 +114,7 @@ class DeltaTable:
         changed = properties([f"{base}/{add.path()}" for add in added]) if properties else {}
         if changed:  # a metadata action of the same commit (the files are written)
             removed.append(_with_configuration(jvm, transaction.metadata(), changed))
-        optimize = scala_object(jvm.org.apache.spark.sql.delta, "DeltaOperations$Optimize")
+        optimize = scala_object(spark, "org.apache.spark.sql.delta.DeltaOperations$Optimize")
         operation = optimize.apply(scala_list(jvm, []), scala_list(jvm, []), False,
                                    jvm.scala.Option.empty(), False)
         stop_point("format:rewritten")  # written, not committed
@@ -150,28 +139,41 @@ def _no_data_change(add: Any) -> Any:
     return add.copy(*fields)
 
 
-def _bounds(listed: dict[str, list[Any]], i: int, name: str, spark_type: str,
-            partition: bool, count: int | None, cut: int) -> list[Any]:
-    """[min, max, nulls] of column ``name`` in file ``i``, each None when not provable."""
-    if partition:
-        value = (listed.get(f"partition.{name}") or [None] * (i + 1))[i]
-        return [value, value, 0 if value is not None else count]
-    low = (listed.get(f"min.{name}") or [None] * (i + 1))[i]
-    high = (listed.get(f"max.{name}") or [None] * (i + 1))[i]
-    nulls = (listed.get(f"null_count.{name}") or [None] * (i + 1))[i]
-    if isinstance(high, str) and len(high) >= cut:
-        high = None  # possibly cut to the prefix (plus a tie-breaker): no longer a bound
-    if spark_type in _TIMESTAMPS and isinstance(high, dt.datetime):
-        high = high + dt.timedelta(milliseconds=1)  # kept to the millisecond, rounded down
-    return [low, high, nulls]
+def live_file_columns(location: str, columns: Sequence[TypedColumn],
+                      partitioned: Mapping[str, str], cut: int) -> list[str]:
+    """``__zindex``-shaped columns of a snapshot's ``AddFile`` rows: the statistics'
+    JSON parsed by Spark, each bound null where it proves nothing (a string maximum as
+    long as Delta's cut, which may have been cut) and a timestamp's maximum rounded up
+    (Delta keeps milliseconds).
 
-
-def local_path(location: str) -> str:
-    """A table location as delta-rs opens it (``file:/x`` is the local ``/x``).
-
-    >>> local_path("file:/tmp/w/t"), local_path("file:///tmp/w/t"), local_path("s3://b/t")
-    ('/tmp/w/t', '/tmp/w/t', 's3://b/t')
+    >>> live_file_columns("s3a://b/t", [("a", "int")], {}, 32)[:2]
+    ["concat('s3a://b/t/', path) as file_path", 'size as file_size']
     """
-    if location.startswith("file:"):
-        return "/" + location.removeprefix("file:").lstrip("/")
-    return location
+    kept = [(name, spark_type) for name, spark_type in columns
+            if name.lower() not in partitioned]
+    fields = ", ".join(f"{quote(name)}: {spark_type}" for name, spark_type in kept) \
+        or "zspark_none: int"
+    counts = ", ".join(f"{quote(name)}: bigint" for name, _ in kept) or "zspark_none: int"
+    schema = (f"struct<numRecords: bigint, minValues: struct<{fields}>, "
+              f"maxValues: struct<{fields}>, nullCount: struct<{counts}>>")
+    stats = f"from_json(stats, {sql_string(schema)})"
+    picked = [f"concat({sql_string(location.rstrip('/') + '/')}, path) as file_path",
+              "size as file_size", "modificationTime as file_mtime",
+              "cast(null as int) as row_group", f"{stats}.numRecords as row_count"]
+    for name, spark_type in columns:
+        low, high, nulls = (quote(stat_column(name, stat)) for stat in ("min", "max", "nulls"))
+        if name.lower() in partitioned:
+            value = f"cast(partitionValues[{sql_string(partitioned[name.lower()])}] " \
+                    f"as {spark_type})"
+            picked += [f"{value} as {low}", f"{value} as {high}",
+                       f"if({value} is null, {stats}.numRecords, 0) as {nulls}"]
+            continue
+        maximum = f"{stats}.maxValues.{quote(name)}"
+        if spark_type == "string":
+            # Possibly cut to the prefix (plus a tie-breaker): no longer a bound.
+            maximum = f"if(length({maximum}) >= {cut}, null, {maximum})"
+        elif spark_type in _TIMESTAMPS:
+            maximum = f"{maximum} + interval 1 millisecond"
+        picked += [f"{stats}.minValues.{quote(name)} as {low}", f"{maximum} as {high}",
+                   f"{stats}.nullCount.{quote(name)} as {nulls}"]
+    return picked

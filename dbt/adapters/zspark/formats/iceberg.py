@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 METRICS = "write.metadata.metrics.column."
+SPARK_PACKAGE = "org.apache.iceberg.spark"
 _FLOATS = ("float", "double")
 
 
@@ -61,16 +62,16 @@ class IcebergTable:
         # validates against the snapshot read.
         import uuid
 
-        from dbt.adapters.zspark.formats.jvm import java_iterable, java_list
+        from dbt.adapters.zspark.formats.jvm import call_static, java_iterable, java_list
 
         jvm = spark._jvm
         assert jvm is not None
         name = table if table.startswith("spark_catalog.") else f"spark_catalog.{table}"
-        iceberg = jvm.org.apache.iceberg
         # Outside a query the catalog manager reads the settings of the thread's active
         # session; a dbt worker thread has none, and would get Spark's own session catalog.
         jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
-        loaded = iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, name)
+        loaded = call_static(spark, f"{SPARK_PACKAGE}.Spark3Util", "loadIcebergTable",
+                             spark._jsparkSession, name)
         snapshot = loaded.currentSnapshot().snapshotId()
         live = {str(task.file().location()): task for task in java_iterable(
             loaded.newScan().useSnapshot(snapshot).planFiles(), closeable=True)}
@@ -79,9 +80,9 @@ class IcebergTable:
         # As Iceberg's own rewrite runners (1.12): the table cached under an id, the
         # tasks staged under it, read and written by that id, the written files fetched.
         group = str(uuid.uuid4())
-        cache = iceberg.spark.SparkTableCache.get()
-        staged = iceberg.spark.ScanTaskSetManager.get()
-        coordinator = iceberg.spark.FileRewriteCoordinator.get()
+        cache = call_static(spark, f"{SPARK_PACKAGE}.SparkTableCache", "get")
+        staged = call_static(spark, f"{SPARK_PACKAGE}.ScanTaskSetManager", "get")
+        coordinator = call_static(spark, f"{SPARK_PACKAGE}.FileRewriteCoordinator", "get")
         cache.add(group, loaded)
         staged.stageTasks(loaded, group, java_list(jvm, tasks))
         try:

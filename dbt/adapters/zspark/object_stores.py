@@ -1,0 +1,51 @@
+"""Object stores as Spark reaches them: Hadoop's own connectors, configured in the
+session with their standard settings. zspark adds no client of its own; every file it
+reads or writes goes through the session's file systems (``hadoop_files.py``,
+``folders.py``), so a store the session reaches is a store zspark reaches.
+
+S3 is reached through Hadoop's ``s3a`` connector: the ``hadoop-aws`` jar of the Hadoop
+pyspark ships (3.4.2 for pyspark 4.1) and the AWS SDK bundle that release names. ``make
+setup`` fetches both beside the formats' jars; a user puts them in ``spark.jars`` (or
+``spark.jars.packages``) with the store's settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from dbt.adapters.zspark.table_formats import JARS_DIR
+
+#: Hadoop's S3 connector for pyspark 4.1's Hadoop, and the SDK its POM names
+#: (``aws-java-sdk-v2.version`` of ``hadoop-project`` 3.4.2).
+S3A_PACKAGES = ("org.apache.hadoop:hadoop-aws:3.4.2", "software.amazon.awssdk:bundle:2.29.52")
+
+
+def s3a_jars(folder: Path = JARS_DIR) -> list[Path]:
+    """The fetched jars of :data:`S3A_PACKAGES`, or an empty list when any is missing."""
+    jars = [folder / f"{artifact}-{version}.jar"
+            for _, artifact, version in (p.split(":") for p in S3A_PACKAGES)]
+    return jars if all(jar.is_file() for jar in jars) else []
+
+
+def s3a_settings(endpoint: str, access_key: str, secret_key: str,
+                 region: str = "us-east-1") -> dict[str, str]:
+    """The standard s3a settings of a session reaching an S3-compatible ``endpoint``
+    (``http://host:port``) by path-style requests; nothing of zspark's.
+
+    >>> s3a_settings("http://127.0.0.1:9000", "k", "s")["spark.hadoop.fs.s3a.endpoint"]
+    'http://127.0.0.1:9000'
+    """
+    return {"spark.hadoop.fs.s3a.endpoint": endpoint,
+            "spark.hadoop.fs.s3a.path.style.access": "true",
+            "spark.hadoop.fs.s3a.connection.ssl.enabled": str(endpoint.startswith("https"))
+            .lower(),
+            "spark.hadoop.fs.s3a.endpoint.region": region,
+            "spark.hadoop.fs.s3a.access.key": access_key,
+            "spark.hadoop.fs.s3a.secret.key": secret_key}
+
+
+def with_jars(settings: Mapping[str, str], jars: list[Path]) -> dict[str, str]:
+    """``settings`` whose ``spark.jars`` also lists ``jars``."""
+    listed = [settings.get("spark.jars", ""), *(str(jar) for jar in jars)]
+    return {**settings, "spark.jars": ",".join(filter(None, listed))}

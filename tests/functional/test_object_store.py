@@ -1,0 +1,178 @@
+"""Tables in an object store: the warehouse on S3 (moto's server on 127.0.0.1, reached by
+Hadoop's s3a connector with its standard settings only), for Parquet, Delta and Iceberg
+models. Clustered builds and their statistics, ``zspark_scan`` fetching only the files it
+must (counted in the store's own request log), ``skip_coverage``, incremental runs, a full
+re-clustering, and a run killed amid its commit that the next run recovers."""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bench.servers import BUCKET, S3_KEYS, s3_requests, s3_server
+from dbt.adapters.zspark.object_stores import s3a_jars, s3a_settings, with_jars
+from tests.functional.format_project import QUERY_MACRO, FormatProject, new_project
+
+pytestmark = pytest.mark.spark
+
+ROWS, FILES = 4000, 8
+ROWS_OF = """
+    select id, cast(id % 50 as int) as a,
+           concat('s', lpad(cast((id * 7) % 40 as string), 3, '0')) as s,
+           cast({{{{ var('v', 0) }}}} as int) as v
+    from range({range})
+"""
+#: The clustered table: ``n`` rows; the incremental model: the ids from ``lo`` to ``hi``.
+CLUSTERED_ROWS = ROWS_OF.format(range=f"{{{{ var('n', {ROWS}) }}}}")
+GROWING_ROWS = ROWS_OF.format(range="{{ var('lo', 0) }}, {{ var('hi', 1000) }}")
+POINT = "a = 17"
+#: Each format's incremental strategy that updates rows (Parquet tables have no MERGE).
+UPDATING = {"parquet": "insert_overwrite", "delta": "merge", "iceberg": "merge"}
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """The S3 server's endpoint and its request log."""
+    assert s3a_jars(), "hadoop-aws and the AWS SDK bundle missing: `make setup` fetches them"
+    home = tmp_path_factory.mktemp("s3")
+    with s3_server(home) as endpoint:
+        yield endpoint, home / "s3.log"
+
+
+def _project(root: Path, endpoint: str, file_format: str) -> FormatProject:
+    settings = with_jars({**s3a_settings(endpoint, *S3_KEYS),
+                          "spark.sql.warehouse.dir": f"s3a://{BUCKET}/{file_format}"},
+                         s3a_jars())
+    profile = "" if file_format == "parquet" else f"table_format: {file_format}"
+    project = new_project(root / "project", root / "session", profile, settings)
+    project.write("macros/query.sql", QUERY_MACRO)
+    project.write("models/clustered.sql", f"""
+        {{{{ config(materialized='table', file_format='{file_format}',
+                    hilbert_by=['a', 's'], file_count={FILES}) }}}}
+        {CLUSTERED_ROWS}
+    """)
+    for name, source in (("points", f"{{{{ zspark_scan(ref('clustered'), \"{POINT}\") }}}}"),
+                         ("plain_points", f"(select * from {{{{ ref('clustered') }}}} "
+                                          f"where {POINT})")):
+        project.write(f"models/{name}.sql", f"""
+            {{{{ config(materialized='table', file_format='{file_format}') }}}}
+            select count(*) as n, sum(id) as total from {source} t
+        """)
+    partitioned = ", partition_by=['p']" if file_format == "parquet" else ""
+    project.write("models/grows.sql", f"""
+        {{{{ config(materialized='incremental', file_format='{file_format}',
+                    hilbert_by=['a', 's'], file_count=4, unique_key='id'{partitioned},
+                    zspark_recluster=false,
+                    incremental_strategy=var('strategy', 'append')) }}}}
+        select *, cast(id % 2 as int) as p from ({GROWING_ROWS}) rows
+    """)
+    project.write("models/schema.yml", f"""
+        version: 2
+        models:
+          - name: clustered
+            data_tests:
+              - skip_coverage:
+                  arguments:
+                    predicates: {json.dumps([POINT])}
+                    min_skip_ratio: 0.5
+    """)
+    return project
+
+
+def _ok(project: FormatProject, *args: str) -> str:
+    done = project.dbt(*args)
+    assert done.returncode == 0, done.stdout[-5000:]
+    return done.stdout
+
+
+def _rows(project: FormatProject, table: str) -> list[int]:
+    """Rows, distinct ids, sum of ids and of v: what a lost or doubled row would change."""
+    [row] = project.query(f"select count(*), count(distinct id), sum(id), sum(v) "
+                          f"from zspark_formats.{table}")
+    return [int(x or 0) for x in row]
+
+
+def _fetched(log: Path, since: int, table: str) -> set[str]:
+    """The data files of ``table`` the store served a read of after ``since`` log lines."""
+    return {path for method, path in s3_requests(log, since)
+            if method == "GET" and f"/{table}/" in path and path.endswith(".parquet")}
+
+
+def _lines(log: Path) -> int:
+    return len(log.read_text().splitlines())
+
+
+# A class per format: the suite's workers take a class each (``--dist loadscope``).
+class TestParquet:
+    def test_every_capability_with_the_warehouse_on_s3(self, tmp_path: Path,
+                                                       store: tuple[str, Path]) -> None:
+        _every_capability(tmp_path, store, "parquet")
+
+
+class TestDelta:
+    def test_every_capability_with_the_warehouse_on_s3(self, tmp_path: Path,
+                                                       store: tuple[str, Path]) -> None:
+        _every_capability(tmp_path, store, "delta")
+
+
+class TestIceberg:
+    def test_every_capability_with_the_warehouse_on_s3(self, tmp_path: Path,
+                                                       store: tuple[str, Path]) -> None:
+        _every_capability(tmp_path, store, "iceberg")
+
+
+def _every_capability(tmp_path: Path, store: tuple[str, Path], file_format: str) -> None:
+    endpoint, log = store
+    project = _project(tmp_path, endpoint, file_format)
+    _ok(project, "run")
+    matching = [i for i in range(ROWS) if i % 50 == 17]
+
+    # The point query through zspark_scan: exact, and fetching few of the files.
+    before = _lines(log)
+    _ok(project, "run", "--select", "points")
+    scanned = _fetched(log, before, "clustered")
+    before = _lines(log)
+    _ok(project, "run", "--select", "plain_points")
+    plain = _fetched(log, before, "clustered")
+    expected = [len(matching), sum(matching)]
+    assert project.query("select n, total from zspark_formats.points") == [expected]
+    assert project.query("select n, total from zspark_formats.plain_points") == [expected]
+    assert 0 < len(scanned) <= FILES // 2, scanned
+    # Parquet's plain `where` opens every file's footer; the formats skip by their stats.
+    assert len(plain) == (FILES if file_format == "parquet" else len(scanned)), plain
+    _ok(project, "test", "--select", "clustered")
+    if file_format == "parquet":
+        [[indexed]] = project.query("select count(distinct file_path) from "
+                                    "zspark_formats.clustered__zindex "
+                                    f"where file_path like 's3a://{BUCKET}/%'")
+        assert indexed == FILES
+
+    # An append, a full re-clustering of it (killed, then run again), rows updated.
+    _ok(project, "run", "--select", "grows", "--vars", "{lo: 1000, hi: 1600}")
+    assert _rows(project, "grows") == [1600, 1600, sum(range(1600)), 0]
+    # A full re-clustering killed once its rewrite is written, then run again.
+    relation = json.dumps({"relation": "zspark_formats.grows", "full": True})
+    stop = "rewrite:written" if file_format == "parquet" else "format:rewritten"
+    killed = project.dbt("run-operation", "zspark_recluster", "--args", relation, stop_at=stop)
+    assert killed.returncode == -signal.SIGKILL, killed.stdout[-3000:]
+    assert _rows(project, "grows") == [1600, 1600, sum(range(1600)), 0]
+    _ok(project, "run-operation", "zspark_recluster", "--args", relation)
+    assert _rows(project, "grows") == [1600, 1600, sum(range(1600)), 0]
+
+    updating = UPDATING[file_format]
+    _ok(project, "run", "--select", "grows", "--vars",
+        json.dumps({"lo": 1200, "hi": 1800, "v": 1, "strategy": updating}))
+    # insert_overwrite replaces the partitions it writes (both p): the rows it selected.
+    kept = range(1200, 1800) if updating == "insert_overwrite" else range(1800)
+    assert _rows(project, "grows") == [len(kept), len(kept), sum(kept), 600]
+
+    # A rebuild killed amid its commit; the next run recovers and builds it.
+    stop = "swap:previous_renamed" if file_format == "parquet" else "format:committed"
+    killed = project.dbt("run", "--select", "clustered", "--vars", "{n: 4500}", stop_at=stop)
+    assert killed.returncode == -signal.SIGKILL, killed.stdout[-3000:]
+    _ok(project, "run", "--select", "clustered", "--vars", "{n: 4500}")
+    assert _rows(project, "clustered") == [4500, 4500, sum(range(4500)), 0]
