@@ -187,3 +187,13 @@ def test_unknown_folders_are_taken_to_agree_with_the_metastore() -> None:
     plan = recovery_plan(SwapState(NAMES, places))
     assert [(a.kind, a.source, a.target) for a in plan] == [
         ("rename", PREVIOUS, TABLE), ("drop", NEXT, "")]
+
+
+def test_a_previous_folder_beside_the_table_is_kept_where_renames_copy_file_by_file() -> None:
+    """On an object store a rename copies file by file: a previous version's folder beside
+    the table may be half of a stopped rename, holding some of the table's only copies."""
+    world = World({NAMES[TABLE]: FOLDER[TABLE]}, {FOLDER[TABLE]: "NEW", FOLDER[PREVIOUS]: "OLD"})
+    assert [a.kind for a in recovery_plan(world.state())] == ["delete_folder"]
+    split = SwapState(NAMES, world.state().places, renames_atomic=False)
+    with pytest.raises(AmbiguousSwapStateError, match="renames copy files one by one"):
+        recovery_plan(split)

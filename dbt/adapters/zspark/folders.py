@@ -30,6 +30,14 @@ class Folders(Protocol):
     def files(self, path: str) -> list[str]:
         """The data files under the folder ``path``, at any depth (hidden ones left out)."""
 
+    def renames_atomic(self, path: str) -> bool:
+        """Does the file system of ``path`` rename a folder in one step?"""
+
+
+#: File systems whose folder renames are one step: a local disk's and HDFS's. Object
+#: stores' connectors (s3a, gs, abfs without a hierarchical namespace) copy each file.
+ATOMIC_RENAMES = ("file", "hdfs", "viewfs")
+
 
 class SessionFolders:
     """Folders through the session's Hadoop file systems."""
@@ -73,6 +81,10 @@ class SessionFolders:
                 found.append(str(status.toString()))
         return sorted(found)
 
+    def renames_atomic(self, path: str) -> bool:
+        located, _ = self._path(path)
+        return str(located.toUri().getScheme() or "file") in ATOMIC_RENAMES
+
 
 class ServerFolders:
     """A server's folders: unseen, taken to agree with its metastore."""
@@ -91,3 +103,6 @@ class ServerFolders:
 
     def files(self, path: str) -> list[str]:
         raise NotImplementedError("files of a server are listed by SQL only")
+
+    def renames_atomic(self, path: str) -> bool:
+        return True  # a server's rename runs to its end (see ``swap.py``)

@@ -40,6 +40,11 @@ ambiguous: recovery stops before changing anything and names what it found.
 Over a connection that cannot see the warehouse's folders (a Thrift server), folders are
 taken to agree with the metastore: a server runs each statement to its end even when
 the dbt process that sent it is killed, so a rename is never seen half done there.
+
+On a store whose renames copy objects one by one (S3, GCS: ``renames_atomic`` false), a
+kill amid a rename can leave a folder split between two names, the table's entry still
+naming one half. Such a previous version's folder may hold the only copy of some of the
+table's files: recovery does not delete it (e.) but stops and names it.
 """
 
 from __future__ import annotations
@@ -92,6 +97,8 @@ class SwapState:
 
     names: Mapping[str, str]
     places: Mapping[str, Place] = field(default_factory=dict)
+    #: Whether the warehouse's file system renames a folder in one step.
+    renames_atomic: bool = True
 
     def describe(self) -> str:
         parts = []
@@ -160,6 +167,12 @@ def next_action(state: SwapState) -> Action | None:
             raise AmbiguousSwapStateError(
                 f"the folder {previous.folder} of a previous version exists, and no table "
                 f"{state.names[TABLE]}: it may hold the table's only copy")
+        if not state.renames_atomic:
+            raise AmbiguousSwapStateError(
+                f"the folder {previous.folder} of a previous version exists beside the table "
+                f"{state.names[TABLE]}, on a store whose renames copy files one by one: a "
+                f"rename stopped halfway may have left some of the table's files only there. "
+                f"Compare it with {table.entry}, move back what the table lacks, then delete it")
         return Action("delete_folder", previous.folder,
                       why="files of a dropped previous version are deleted")
     return None
@@ -199,7 +212,7 @@ def apply(state: SwapState, action: Action) -> SwapState:
             update(action.target, entry=target.folder, entry_folder=True, folder_exists=True)
         else:
             update(action.target, entry=source.entry, entry_folder=source.entry_folder)
-    return SwapState(state.names, places)
+    return SwapState(state.names, places, state.renames_atomic)
 
 
 def recovery_plan(state: SwapState, limit: int = 8) -> list[Action]:

@@ -114,7 +114,7 @@ class TableVersions:
                 entry = spark_path(location).rstrip("/") if location else f"view:{role}"
                 entry_folder = self.folders.exists(entry) if location else None
             places[role] = Place(folder, self.folders.exists(folder), entry, entry_folder)
-        return SwapState(names, places)
+        return SwapState(names, places, self.folders.renames_atomic(schema_folder))
 
     def recover(self, state: SwapState, on_action: Callable[[Action], None]) -> list[Action]:
         """Repair what a stopped swap left in ``state`` (as :meth:`observe` found it; see
