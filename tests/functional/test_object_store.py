@@ -176,3 +176,19 @@ def _every_capability(tmp_path: Path, store: tuple[str, Path], file_format: str)
     assert killed.returncode == -signal.SIGKILL, killed.stdout[-3000:]
     _ok(project, "run", "--select", "clustered", "--vars", "{n: 4500}")
     assert _rows(project, "clustered") == [4500, 4500, sum(range(4500)), 0]
+
+
+def test_a_warehouse_the_session_cannot_reach_is_named_before_anything_is_written(
+        tmp_path: Path) -> None:
+    """A warehouse on s3a:// in a session without Hadoop's S3 connector: the run stops at
+    its first statement, saying what to add."""
+    project = new_project(tmp_path / "project", tmp_path / "session", "",
+                          {"spark.sql.warehouse.dir": f"s3a://{BUCKET}/unreachable"})
+    project.write("models/m.sql", """
+        {{ config(materialized='table', hilbert_by=['id'], file_count=2) }}
+        select id from range(10)
+    """)
+    done = project.dbt("run")
+    assert done.returncode != 0
+    assert "no file system for s3a:// locations" in done.stdout, done.stdout[-3000:]
+    assert "hadoop-aws 3.4.2" in done.stdout

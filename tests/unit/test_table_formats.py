@@ -83,12 +83,21 @@ def test_a_session_writes_a_format_only_when_its_extension_is_set() -> None:
 def test_the_format_modules_examples_hold() -> None:
     import doctest
 
-    from dbt.adapters.zspark import connections, formats, layout_state, reach
+    from dbt.adapters.zspark import (
+        connections,
+        formats,
+        hadoop_files,
+        layout_state,
+        object_stores,
+        reach,
+    )
     from dbt.adapters.zspark.formats import delta, iceberg
 
     # layout_state: which write made a file, by the names Spark, Delta and Iceberg give;
-    # reach: a server's DESCRIBE rows; connections: a cluster writing Iceberg.
-    for module in (formats, delta, iceberg, layout_state, reach, connections):
+    # reach: a server's DESCRIBE rows; connections: a cluster writing Iceberg;
+    # object_stores: the s3a settings and what a session lacking a connector is told.
+    for module in (formats, delta, iceberg, layout_state, reach, connections, object_stores,
+                   hadoop_files):
         assert doctest.testmod(module).failed == 0, module.__name__
 
 

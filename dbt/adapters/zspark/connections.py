@@ -24,6 +24,7 @@ from dbt.adapters.spark.connections import (
 )
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.zspark.object_stores import unreachable_warehouse_error
 from dbt.adapters.zspark.table_formats import (
     TableFormatError,
     with_table_format,
@@ -158,4 +159,21 @@ class ZSparkConnectionManager(SparkConnectionManager):
             else:
                 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+            _check_warehouse(creds.server_side_parameters)
         return super().open(connection)
+
+
+def _check_warehouse(settings: dict[str, Any]) -> None:
+    """Start the session as dbt-spark will (the same settings: its first statement gets
+    this very session) and refuse, before any statement, a warehouse it cannot reach."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    if SparkContext._active_spark_context is not None:
+        return  # started, and checked, by an earlier connection
+    builder = SparkSession.builder.enableHiveSupport()
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    error = unreachable_warehouse_error(builder.getOrCreate())
+    if error is not None:
+        raise DbtRuntimeError(error)

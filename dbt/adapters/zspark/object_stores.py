@@ -11,8 +11,11 @@ setup`` fetches both beside the formats' jars; a user puts them in ``spark.jars`
 
 from __future__ import annotations
 
+import re
+import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from dbt.adapters.zspark.table_formats import JARS_DIR
 
@@ -49,3 +52,53 @@ def with_jars(settings: Mapping[str, str], jars: list[Path]) -> dict[str, str]:
     """``settings`` whose ``spark.jars`` also lists ``jars``."""
     listed = [settings.get("spark.jars", ""), *(str(jar) for jar in jars)]
     return {**settings, "spark.jars": ",".join(filter(None, listed))}
+
+
+#: Hadoop's connector for each object store's scheme, as a user adds it to a session.
+CONNECTORS = {
+    "s3a": "hadoop-aws 3.4.2 and the AWS SDK bundle 2.29.52 (`make setup` fetches both into "
+           "dbt/include/zspark/jars/): their jars in spark.jars, or "
+           "org.apache.hadoop:hadoop-aws:3.4.2 in spark.jars.packages",
+    "gs": "Google's gcs-connector (its shaded jar in spark.jars)",
+    "abfss": "hadoop-azure of Hadoop 3.4.2 and its Azure SDK (in spark.jars)",
+    "abfs": "hadoop-azure of Hadoop 3.4.2 and its Azure SDK (in spark.jars)",
+}
+_MISSING = re.compile(r'No FileSystem for scheme "?(\w+)"?|ClassNotFoundException: '
+                      r"[^\n]*org\.apache\.hadoop\.fs\.(s3a)\.S3AFileSystem")
+
+
+def missing_connector_hint(message: str) -> str | None:
+    """What to add to a session whose error ``message`` says it has no file system for a
+    location's scheme, or None for any other error.
+
+    >>> print(missing_connector_hint('UnsupportedFileSystemException: No FileSystem for '
+    ...                              'scheme "s3a"'))  # doctest: +ELLIPSIS
+    zspark: this session has no file system for s3a:// locations ... hadoop-aws 3.4.2 ...
+    >>> missing_connector_hint("Table or view not found") is None
+    True
+    """
+    found = _MISSING.search(message)
+    if found is None:
+        return None
+    scheme = found.group(1) or found.group(2)
+    connector = CONNECTORS.get(scheme, f"Hadoop's connector for {scheme}:// (in spark.jars)")
+    return (f"zspark: this session has no file system for {scheme}:// locations (the "
+            f"warehouse or a table's). Add Hadoop's connector to the profile's "
+            f"server_side_parameters: {connector}.")
+
+
+def unreachable_warehouse_error(spark: Any) -> str | None:
+    """Why the session ``spark`` cannot reach its warehouse's file system (its connector's
+    classes are missing), or None when it can. Asked before the first statement: Spark's
+    own failure comes later, after its metastore client's retries, and names no jar."""
+    context = spark.sparkContext
+    warehouse = context.getConf().get("spark.sql.warehouse.dir", "") or ""
+    scheme = urllib.parse.urlsplit(warehouse).scheme
+    if scheme in ("", "file"):
+        return None
+    try:
+        context._jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(
+            scheme, context._jsc.hadoopConfiguration())
+    except Exception:  # py4j: the JVM's UnsupportedFileSystemException or a missing class
+        return missing_connector_hint(f'No FileSystem for scheme "{scheme}"')
+    return None

@@ -1,0 +1,243 @@
+"""Tables in an object store, counted in requests: moto's S3 server on 127.0.0.1, reached
+by Hadoop's s3a connector with its standard settings, logs one line per request.
+
+For each format (Parquet, Delta, Iceberg), in a process of its own (one format owns a
+session's catalog), on the same generated rows:
+
+- the write requests (PUT, POST; a copy is a PUT) of Spark's own write of the rows into
+  ``--files`` files, beside zspark's Hilbert build of the same rows into as many files;
+- point queries on each clustering column: the data files the store served a read of
+  and the requests made (``zspark_scan``'s with its compile's read of the index), and
+  the query's time, through ``zspark_scan`` (Parquet: the index chooses the files) and
+  through a plain ``where`` (Spark reads every Parquet footer; Delta and Iceberg skip by
+  their own statistics). Rows are checked against a full scan.
+
+    python -m bench.object_store --rows 200000 --files 100   # BENCHMARKS-object-store.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from bench.common import REPO, Progress
+from bench.servers import BUCKET, S3_KEYS, s3_requests, s3_server
+from dbt.adapters.zspark.object_stores import s3a_jars, s3a_settings, with_jars
+
+SCHEMA = "bench_store"
+FORMATS = ("parquet", "delta", "iceberg")
+COLUMNS = ("a", "b", "c")
+#: Point-query values per column (spread over each column's domain).
+PROBES = 3
+DEFAULT_OUT = REPO / "BENCHMARKS-object-store.json"
+ROWS_SQL = """
+    select id, cast(id % 97 as int) as a,
+           concat('b', lpad(cast((id * 7) % 89 as string), 3, '0')) as b,
+           cast((id * 13) % 101 as int) as c,
+           sha2(cast(id as string), 256) as payload
+    from range({rows})
+"""
+WRITES = ("PUT", "POST")
+
+
+def _project(root: Path, endpoint: str, table_format: str, rows: int, files: int) -> None:
+    settings = with_jars({**s3a_settings(endpoint, *S3_KEYS),
+                          "spark.sql.warehouse.dir": f"s3a://{BUCKET}/bench-{table_format}",
+                          "spark.driver.memory": "3g"}, s3a_jars())
+    target: dict[str, Any] = {"type": "zspark", "method": "session", "schema": SCHEMA,
+                              "session_dir": str(root / "session"),
+                              "server_side_parameters": settings}
+    if table_format != "parquet":
+        target["table_format"] = table_format
+    texts = {
+        "dbt_project.yml": "name: bench_store\nversion: '1.0'\nconfig-version: 2\n"
+                           "profile: bench_store\n",
+        # JSON is YAML too.
+        "profiles.yml": json.dumps({"bench_store": {"target": "dev",
+                                                    "outputs": {"dev": target}}}),
+        "models/hilbert.sql": f"""
+            {{{{ config(materialized='table', file_format='{table_format}',
+                        hilbert_by={list(COLUMNS)}, file_count={files}) }}}}
+            {ROWS_SQL.format(rows=rows)}
+        """,
+    }
+    for relative, text in texts.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip())
+
+
+def _counts(log: Path, since: int, table: str) -> dict[str, Any]:
+    """What the store served after ``since`` log lines: requests by method, and the data
+    files of ``table`` read."""
+    requests = s3_requests(log, since)
+    methods = Counter(method for method, _ in requests)
+    fetched = {path for method, path in requests
+               if method == "GET" and f"/{table}/" in path and path.endswith(".parquet")}
+    return {"requests": len(requests), "writes": sum(methods[m] for m in WRITES),
+            "by_method": dict(methods), "data_files_read": len(fetched)}
+
+
+def _lines(log: Path) -> int:
+    return len(log.read_text().splitlines())
+
+
+def run_format(table_format: str, endpoint: str, log: Path, rows: int, files: int,
+               out: Path) -> None:
+    """In this process: the builds and queries of one format (``out``: its JSON)."""
+    from dbt.cli.main import dbtRunner
+
+    from dbt.adapters.zspark.session import active_session
+
+    progress = Progress()
+    root = Path(tempfile.mkdtemp(prefix=f"zspark-store-{table_format}-"))
+    _project(root, endpoint, table_format, rows, files)
+    runner = dbtRunner()
+
+    def dbt(*args: str) -> None:
+        done = runner.invoke([*args, "--project-dir", str(root), "--profiles-dir", str(root)])
+        if not done.success:
+            raise RuntimeError(f"dbt {' '.join(args)} failed: {done.exception}")
+
+    builds = []
+    for run in ("build", "rebuild"):  # a rebuild replaces the table the build made
+        progress(f"{table_format}: zspark's Hilbert {run} ({rows} rows, {files} files)")
+        before = _lines(log)
+        started = time.perf_counter()
+        dbt("run", "--select", "hilbert")
+        builds.append({**_counts(log, before, "hilbert"),
+                       "seconds": time.perf_counter() - started})
+    build, rebuild = builds
+    spark = active_session()
+    spark.sparkContext.setLogLevel("ERROR")
+    progress(f"{table_format}: Spark's own write of the same rows into {files} files")
+    spark.sql(f"drop table if exists {SCHEMA}.plain")
+    before = _lines(log)
+    started = time.perf_counter()
+    spark.sql(f"create table {SCHEMA}.plain using {table_format} as "
+              f"select /*+ REPARTITION({files}) */ * from ({ROWS_SQL.format(rows=rows)}) r")
+    plain_write = {**_counts(log, before, "plain"), "seconds": time.perf_counter() - started}
+    written = spark.sql(f"select count(distinct _metadata.file_path) from {SCHEMA}.hilbert"
+                        ).first()
+
+    queries = []
+    table = f"{SCHEMA}.hilbert"
+    adapter_scan = _scan_sql(spark, root, table_format)
+    for column in COLUMNS:
+        values = [str(r[0]) for r in spark.sql(
+            f"select distinct {column} from {table} order by {column}").collect()]
+        for value in values[:: max(1, len(values) // PROBES)][:PROBES]:
+            literal = f"'{value}'" if column == "b" else value
+            predicate = f"{column} = {literal}"
+            expected = spark.sql(f"select count(*), sum(id) from "
+                                 f"(select * from {table}) where {predicate}").first()
+            measured: dict[str, Any] = {"column": column, "predicate": predicate}
+            for way in ("zspark_scan", "plain where"):
+                spark.catalog.clearCache()
+                before = _lines(log)
+                # zspark_scan's requests include its compile's read of the index.
+                sql = (adapter_scan(predicate) if way == "zspark_scan"
+                       else f"select * from {table} where {predicate}")
+                started = time.perf_counter()
+                got = spark.sql(f"select count(*), sum(id) from ({sql}) q").first()
+                measured[way] = {**_counts(log, before, "hilbert"),
+                                 "seconds": time.perf_counter() - started,
+                                 "rows_exact": tuple(got or ()) == tuple(expected or ())}
+            queries.append(measured)
+            progress(f"{table_format}: {predicate}: zspark_scan read "
+                     f"{measured['zspark_scan']['data_files_read']} files, plain where "
+                     f"{measured['plain where']['data_files_read']}")
+    out.write_text(json.dumps({"format": table_format, "rows": rows, "files": files,
+                               "files_written": int(written[0]) if written else 0,
+                               "build": build, "rebuild": rebuild,
+                               "plain_write": plain_write,
+                               "queries": queries}, indent=1))
+
+
+def _scan_sql(spark: Any, root: Path, table_format: str) -> Any:
+    """``zspark_scan``'s subquery for a predicate, as the macro compiles it."""
+    from dbt.cli.main import dbtRunner
+
+    runner = dbtRunner()
+
+    def scan(predicate: str) -> str:
+        model = root / "models" / "probe.sql"
+        model.write_text(f"select * from {{{{ zspark_scan(ref('hilbert'), \"{predicate}\") }}}}"
+                         " t\n")
+        done = runner.invoke(["--quiet", "compile", "--select", "probe", "--project-dir",
+                              str(root), "--profiles-dir", str(root)])
+        if not done.success:
+            raise RuntimeError(f"dbt compile failed: {done.exception}")
+        compiled = next((root / "target" / "compiled").rglob("probe.sql")).read_text()
+        model.unlink()
+        return compiled
+
+    return scan
+
+
+def _summary(results: list[dict[str, Any]]) -> list[str]:
+    lines = ["| format | write requests: build / rebuild / Spark's own | ratios | files a "
+             "point query read: zspark_scan / plain where (of written) | requests: "
+             "zspark_scan / plain | seconds: zspark_scan / plain | rows exact |",
+             "|---|--:|--:|--:|--:|--:|---|"]
+    for r in results:
+        q = r["queries"]
+
+        def mean(way: str, key: str, queries: list[dict[str, Any]] = q) -> float:
+            return sum(float(x[way][key]) for x in queries) / max(1, len(queries))
+
+        exact = all(x[w]["rows_exact"] for x in q for w in ("zspark_scan", "plain where"))
+        own = max(1, r["plain_write"]["writes"])
+        lines.append(
+            f"| {r['format']} | {r['build']['writes']} / {r['rebuild']['writes']} / "
+            f"{r['plain_write']['writes']} | {r['build']['writes'] / own:.2f}x / "
+            f"{r['rebuild']['writes'] / own:.2f}x | {mean('zspark_scan', 'data_files_read'):.1f} / "
+            f"{mean('plain where', 'data_files_read'):.1f} (of {r['files_written']}) | "
+            f"{mean('zspark_scan', 'requests'):.0f} / {mean('plain where', 'requests'):.0f} | "
+            f"{mean('zspark_scan', 'seconds'):.2f} / {mean('plain where', 'seconds'):.2f} | "
+            f"{'yes' if exact else 'NO'} |")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--files", type=int, default=100)
+    parser.add_argument("--formats", nargs="+", default=list(FORMATS), choices=FORMATS)
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--one", choices=FORMATS, help=argparse.SUPPRESS)
+    parser.add_argument("--endpoint", help=argparse.SUPPRESS)
+    parser.add_argument("--log", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.one:  # one format, in the process its parent started
+        run_format(args.one, args.endpoint, args.log, args.rows, args.files, args.out)
+        return
+    if not s3a_jars():
+        raise SystemExit("hadoop-aws and the AWS SDK bundle are missing: run `make setup`")
+    progress = Progress()
+    results = []
+    home = Path(tempfile.mkdtemp(prefix="zspark-store-"))
+    with s3_server(home) as endpoint:
+        for table_format in args.formats:
+            part = home / f"{table_format}.json"
+            progress(f"{table_format}: a process of its own")
+            subprocess.run([sys.executable, "-m", "bench.object_store", "--one", table_format,
+                            "--endpoint", endpoint, "--log", str(home / "s3.log"),
+                            "--rows", str(args.rows), "--files", str(args.files),
+                            "--out", str(part)], cwd=REPO, check=True)
+            results.append(json.loads(part.read_text()))
+    args.out.write_text(json.dumps({"measured": time.strftime("%Y-%m-%d %H:%M"),
+                                    "results": results}, indent=1))
+    print("\n".join(_summary(results)))
+
+
+if __name__ == "__main__":
+    main()
