@@ -70,12 +70,17 @@ def thrift_server(home: Path, conf: Mapping[str, str], env: Mapping[str, str],
             time.sleep(0.5)
         yield port
     finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        _stop(server)
+
+
+def _stop(server: subprocess.Popen[bytes]) -> None:
+    """A server started here, stopped: SIGTERM, then SIGKILL if it lingers."""
+    server.send_signal(signal.SIGTERM)
+    try:
+        server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
 
 
 def executor_python(root: Path) -> Path:
@@ -192,12 +197,7 @@ def s3_server(home: Path, timeout: float = SERVER_START_SECONDS) -> Iterator[str
                      region_name="us-east-1").create_bucket(Bucket=BUCKET)
         yield endpoint
     finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        _stop(server)
 
 
 def s3_requests(log: Path, since: int = 0) -> list[tuple[str, str]]:
