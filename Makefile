@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup demo test bench bench-formats bench-formats-bar bench-keys bench-scale bench-pipeline bench-thrift bench-balanced bench-kills bench-quick bench-report lint
+.PHONY: setup demo test bench bench-object-store bench-formats bench-formats-bar bench-keys bench-scale bench-pipeline bench-thrift bench-balanced bench-kills bench-quick bench-report lint
 
 # Scale of `make bench` (seed 002: 1000 files).
 ROWS ?= 2000000
@@ -53,6 +53,11 @@ bench: setup
 	$(PY) -m bench.run --rows $(ROWS) --files $(FILES)
 	$(PY) -m bench.keys
 	$(PY) -m bench.pipeline
+
+# Tables in an object store (moto's S3 server on loopback): write requests of builds beside
+# Spark's own write, and the files and requests of point queries (about 25 minutes).
+bench-object-store: setup
+	$(PY) -m bench.object_store --rows 200000 --files 100
 
 # Keys per second per core: the curve-key UDFs against the same keys in Spark SQL.
 bench-keys: setup

@@ -125,8 +125,10 @@ def run_format(table_format: str, endpoint: str, log: Path, rows: int, files: in
     spark.sql(f"create table {SCHEMA}.plain using {table_format} as "
               f"select /*+ REPARTITION({files}) */ * from ({ROWS_SQL.format(rows=rows)}) r")
     plain_write = {**_counts(log, before, "plain"), "seconds": time.perf_counter() - started}
-    written = spark.sql(f"select count(distinct _metadata.file_path) from {SCHEMA}.hilbert"
-                        ).first()
+    # Iceberg's tables have no `_metadata` column: its `files` table lists them.
+    written = spark.sql(f"select count(*) from {SCHEMA}.hilbert.files" if table_format ==
+                        "iceberg" else f"select count(distinct _metadata.file_path) "
+                                       f"from {SCHEMA}.hilbert").first()
 
     queries = []
     table = f"{SCHEMA}.hilbert"
