@@ -16,7 +16,7 @@ executors have, and the reads of a few threads overlap the latency of each reque
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -140,7 +140,3 @@ def footer_length(tail: bytes) -> int:
         raise ValueError("not a Parquet file (no magic at its end)")
     return int.from_bytes(tail[-8:-4], "little")
 
-
-def footers_of(spark: Any, paths: Iterable[str]) -> Iterator[FileTail]:
-    """:meth:`HadoopFiles.footers` of the session ``spark``."""
-    return HadoopFiles(spark).footers(list(paths))
