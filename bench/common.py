@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -251,6 +252,39 @@ def _high_water_mark(pid: int) -> int:
     return 0
 
 
+#: Set by a benchmark's ``--one-process``: its dbt commands run in this process (dbtRunner),
+#: their Spark session kept from one to the next. The suite's checks of the benchmarks
+#: start one JVM instead of one per command; build times then share a warm JVM and no
+#: peak memory is measured.
+DBT_IN_THIS_PROCESS = False
+
+
+def _dbt_here(runner: Sequence[str], dbt_args: list[str],
+              environment: dict[str, str]) -> tuple[int, str]:
+    """A dbt command (or bench.rebuild's two) run by dbtRunner in this process: its return
+    code as the CLI's and its console output."""
+    from dbt.cli.main import dbtRunner
+    from dbt_common.events.functions import capture_stdout_logs, stop_capture_stdout_logs
+
+    from bench.rebuild import MARK, build_twice
+
+    os.environ.update(environment)  # the profile and dbt's target and log paths read them
+    console = io.StringIO()
+    capture_stdout_logs(console)
+    try:
+        if runner[0] == "bench.rebuild":
+            try:
+                seconds = build_twice(runner[1], dbt_args)
+            except RuntimeError as failed:
+                return 2, console.getvalue() + str(failed)
+            return 0, console.getvalue() + MARK + json.dumps({"seconds": seconds}) + "\n"
+        result = dbtRunner().invoke(dbt_args)
+    finally:
+        stop_capture_stdout_logs()
+    code = 0 if result.success else 2 if result.exception is not None else 1
+    return code, console.getvalue()
+
+
 def run_dbt(args: Sequence[str], session_dir: Path, log: Progress,
             variables: dict[str, Any] | None = None, check: bool = True,
             lines: list[str] | None = None, memory: dict[str, int] | None = None,
@@ -265,7 +299,8 @@ def run_dbt(args: Sequence[str], session_dir: Path, log: Progress,
     ``("bench.rebuild", model)``.
 
     A subprocess (not dbtRunner) so that its embedded Spark, and with it the derby
-    metastore lock, is gone when it returns.
+    metastore lock, is gone when it returns; in this process under
+    :data:`DBT_IN_THIS_PROCESS`.
     """
     command = [sys.executable, "-m", *runner, *args,
                "--project-dir", str(PROJECT_DIR), "--profiles-dir", str(PROJECT_DIR)]
@@ -273,17 +308,22 @@ def run_dbt(args: Sequence[str], session_dir: Path, log: Progress,
         command += ["--vars", json.dumps(variables)]
     log("dbt " + " ".join(args) + (f" --vars '{json.dumps(variables)}'" if variables else ""))
     started = time.monotonic()
-    # The repository on the path: a runner may be one of the benchmark's own modules.
-    path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
-    process = subprocess.Popen(command, cwd=PROJECT_DIR,
-                               env={**session_env(session_dir), **(env or {}), "PYTHONPATH": path},
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    peak = PeakMemory(process.pid)
-    output, _ = process.communicate()
-    peak.stop()
+    environment = {**session_env(session_dir), **(env or {})}
+    if DBT_IN_THIS_PROCESS:
+        returncode, output = _dbt_here(runner, command[2 + len(runner):], environment)
+    else:
+        # The repository on the path: a runner may be one of the benchmark's own modules.
+        path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+        process = subprocess.Popen(command, cwd=PROJECT_DIR,
+                                   env={**environment, "PYTHONPATH": path},
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        peak = PeakMemory(process.pid)
+        output, _ = process.communicate()
+        peak.stop()
+        returncode = process.returncode
+        if memory is not None:
+            memory.update(tree_bytes=peak.tree_bytes, jvm_bytes=peak.jvm_bytes)
     elapsed = time.monotonic() - started
-    if memory is not None:
-        memory.update(tree_bytes=peak.tree_bytes, jvm_bytes=peak.jvm_bytes)
     if lines is not None:
         lines.extend(output.splitlines())
     for line in output.splitlines():
@@ -291,10 +331,10 @@ def run_dbt(args: Sequence[str], session_dir: Path, log: Progress,
         if any(tag in line for tag in (" OK ", " PASS ", " FAIL ", " ERROR ", "zspark:",
                                        "skip_coverage", "Completed", "Done.")):
             print("           " + line.strip(), flush=True)
-    if process.returncode != 0 and check:
+    if returncode != 0 and check:
         tail = "\n".join(output.splitlines()[-60:])
-        raise RuntimeError(f"dbt {' '.join(args)} failed (exit {process.returncode}):\n{tail}")
-    status = "done" if process.returncode == 0 else f"exited {process.returncode}"
+        raise RuntimeError(f"dbt {' '.join(args)} failed (exit {returncode}):\n{tail}")
+    status = "done" if returncode == 0 else f"exited {returncode}"
     log(f"dbt {args[0]} {status} in {elapsed:.1f}s")
     return elapsed
 

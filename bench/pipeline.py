@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pyarrow.dataset as ds
 
+from bench import common
 from bench.common import (
     CLUSTER_COLUMNS,
     DEFAULT_SESSION_DIR,
@@ -154,7 +155,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--base-files", type=int, default=BASE_FILES)
     parser.add_argument("--session-dir", type=Path, default=DEFAULT_SESSION_DIR)
     parser.add_argument("--out", type=Path, default=REPO / "BENCHMARKS-pipeline.json")
+    parser.add_argument("--one-process", action="store_true",
+                        help="every dbt run in this process: checks the benchmark sooner; "
+                             "its runs then share one warm JVM")
     args = parser.parse_args(argv)
+    common.DBT_IN_THIS_PROCESS = args.one_process
     if "optimize" not in args.policies:
         parser.error("the optimize policy is the reference: keep it in --policies")
     session_dir = args.session_dir.resolve()

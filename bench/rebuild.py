@@ -45,17 +45,26 @@ def model_seconds(result: Any, model: str) -> float:
     raise RuntimeError(f"{model} was not built: {result.exception}")
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def build_twice(model: str, args: Sequence[str]) -> list[float]:
+    """``args`` run, then ``model`` alone again, by one dbtRunner: each build's seconds."""
     from dbt.cli.main import dbtRunner
 
-    model, *args = list(sys.argv[1:] if argv is None else argv)
     runner = dbtRunner()  # one process: dbt-spark's session mode keeps its Spark session
     seconds = []
-    for run_args in (args, again_args(args, model)):
+    for run_args in (list(args), again_args(args, model)):
         result = runner.invoke(run_args)
         if not result.success:
-            raise SystemExit(f"dbt {' '.join(run_args)} failed: {result.exception}")
+            raise RuntimeError(f"dbt {' '.join(run_args)} failed: {result.exception}")
         seconds.append(model_seconds(result, model))
+    return seconds
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    model, *args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        seconds = build_twice(model, args)
+    except RuntimeError as failed:
+        raise SystemExit(str(failed)) from None
     print(MARK + json.dumps({"seconds": seconds}), flush=True)
 
 

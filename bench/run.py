@@ -28,6 +28,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from bench import common
 from bench.common import (
     CLUSTER_COLUMNS,
     DEFAULT_SESSION_DIR,
@@ -254,9 +255,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--img-dir", type=Path, default=None,
                         help="pictures (default docs/img; quick: next to the report)")
     parser.add_argument("--no-delta", action="store_true", help="skip the delta-rs reference")
+    parser.add_argument("--one-process", action="store_true",
+                        help="every dbt command in this process: checks the benchmark sooner; "
+                             "its builds then share one warm JVM, and no memory is measured")
     parser.add_argument("--regenerate", action="store_true",
                         help="write the source table even if one with the same settings exists")
     args = parser.parse_args(argv)
+    common.DBT_IN_THIS_PROCESS = args.one_process
 
     quick = args.quick
     rows = args.rows or (50_000 if quick else 2_000_000)

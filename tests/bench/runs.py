@@ -17,9 +17,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 #: Per benchmark: the file it writes and its command (``{dir}``: its own folder).
 COMMANDS = {
-    "run": ("BENCHMARKS.md", ["bench.run", "--quick"]),
+    "run": ("BENCHMARKS.md", ["bench.run", "--quick", "--one-process"]),
     "pipeline": ("pipeline.json", ["bench.pipeline", "--rows", "20000", "--variants",
-                                   "uniform", "--runs", "1", "--base-files", "20"]),
+                                   "uniform", "--runs", "1", "--base-files", "20",
+                                   "--one-process"]),
     "balanced": ("balanced.json", ["bench.balanced", "--rows", "20000", "--files", "40",
                                    "--variants", "uniform", "--probes", "100",
                                    "--one-process", "--img-dir", "{dir}/img"]),
