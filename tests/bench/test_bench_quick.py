@@ -12,6 +12,10 @@ import pytest
 from tests.bench.runs import BENCH_ROOT, BenchRun
 from tests.bench.runs import bench_runs as bench_runs_in
 
+#: Checks of the benchmarks, not of the adapter: `make test-bench` runs them (the suite
+#: leaves them out, `-m "not bench"`, as its time goes to the adapter's own tests).
+pytestmark = pytest.mark.bench
+
 
 @pytest.fixture(scope="module")
 def bench_runs(request: pytest.FixtureRequest) -> dict[str, BenchRun]:
