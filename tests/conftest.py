@@ -20,9 +20,8 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 # Every JVM of the suite (sessions, dbt processes, the thrift server, the cluster) runs
 # small data for seconds: the C1 compiler alone starts them sooner and leaves the two
-# cores to the tests, where C2's threads would compile for a long run that never comes;
-# and the serial collector, whose small heaps need no concurrent GC threads beside them.
-os.environ.setdefault("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+# cores to the tests, where C2's threads would compile for a long run that never comes.
+os.environ.setdefault("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1")
 
 
 #: The modules that take longest, first: the two workers (pytest-xdist, one module each at
