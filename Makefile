@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup demo test test-bench bench bench-object-store bench-formats bench-formats-bar bench-keys bench-scale bench-pipeline bench-thrift bench-balanced bench-kills bench-quick bench-report lint
+.PHONY: setup demo test test-slow test-bench bench bench-object-store bench-formats bench-formats-bar bench-keys bench-scale bench-pipeline bench-thrift bench-balanced bench-kills bench-quick bench-report lint
 
 # Scale of `make bench` (seed 002: 1000 files).
 ROWS ?= 2000000
@@ -45,6 +45,12 @@ lint: setup
 
 test: lint
 	$(PY) -m pytest
+
+# The format tests the suite leaves out for its time (each starts JVMs of its own): a
+# replacement commit beside another writer, delta-rs appending amid a re-clustering, and
+# Delta and Iceberg models over thrift and on a cluster.
+test-slow: setup
+	$(PY) -m pytest -m slow
 
 # The benchmarks' quick runs, checked (tests/bench): bench.run, bench.pipeline,
 # bench.balanced and bench.keys on small tables, started together (about 15 minutes).

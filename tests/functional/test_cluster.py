@@ -245,6 +245,7 @@ def test_dbt_runs_on_a_cluster_whose_executors_lack_the_plugin(
         assert scan["opened"] <= scan["files"] / 2, scan
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("file_format", ["delta", "iceberg"])
 def test_clustered_format_models_run_on_a_cluster_whose_executors_lack_the_plugin(
         cluster: tuple[str, Path], tmp_path: Path, file_format: str) -> None:

@@ -249,6 +249,7 @@ def test_a_model_whose_format_the_session_cannot_write_is_refused_before_writing
     assert not project.spark.catalog.tableExists(project.table("needs_delta"))
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("jars")
 @pytest.mark.parametrize("file_format", ["delta", "iceberg"])
 def test_a_replacement_commit_keeps_a_concurrent_writer_and_the_history(

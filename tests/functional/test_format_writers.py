@@ -10,6 +10,7 @@ import pytest
 from tests.functional.format_project import PREFIX, SCHEMA, increments_project
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("jars")
 def test_another_engine_appending_during_a_delta_re_clustering_is_kept_or_defers_it(
         tmp_path: Path) -> None:

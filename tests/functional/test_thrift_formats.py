@@ -30,7 +30,7 @@ from tests.functional.dbt_project import (
 from tests.functional.format_project import SMALL_DATA
 from tests.functional.test_thrift import SPARK_ENV, _dbt, _file_keys, _sql
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 SCHEMA = "zf"
 PREDICATES = ("city = 'CITY007'", "brand = 42")
