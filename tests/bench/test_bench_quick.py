@@ -14,7 +14,8 @@ from tests.bench.runs import bench_runs as bench_runs_in
 
 #: Checks of the benchmarks, not of the adapter: `make test-bench` runs them (the suite
 #: leaves them out, `-m "not bench"`, as its time goes to the adapter's own tests).
-pytestmark = pytest.mark.bench
+# A test waits up to 40 minutes for its benchmark (runs.BenchRun.wait).
+pytestmark = [pytest.mark.bench, pytest.mark.timeout(2700)]
 
 
 @pytest.fixture(scope="module")

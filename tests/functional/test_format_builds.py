@@ -197,6 +197,7 @@ def _builds_rebuilds_and_merges(project: FormatProject, file_format: str) -> Non
         assert all(0 < p[1] <= files // 2 for p in points), (name, files, points)
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("jars")
 def test_a_delta_profile_builds_rebuilds_and_merges_keeping_the_tables_history(
         tmp_path: Path) -> None:
@@ -216,6 +217,7 @@ def test_a_delta_profile_builds_rebuilds_and_merges_keeping_the_tables_history(
         assert table.to_pyarrow_table().num_rows == rows[0]
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("jars")
 def test_iceberg_by_its_standard_spark_settings_alone_builds_rebuilds_and_merges(
         tmp_path: Path) -> None:

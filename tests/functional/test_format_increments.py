@@ -51,7 +51,9 @@ ICEBERG_OPERATIONS = {"build": "build", "append": "write", "replace": "rewrite",
 
 
 @pytest.mark.usefixtures("jars")
-@pytest.mark.parametrize("file_format", ["delta", "iceberg"])
+# Delta's run is the suite's longest test (14 commands, 4 of them killed): make test-slow.
+@pytest.mark.parametrize("file_format", [pytest.param("delta", marks=pytest.mark.slow),
+                                         "iceberg"])
 def test_a_clustered_incremental_model_appends_merges_and_reclusters_in_commits(
         tmp_path: Path, file_format: str) -> None:
     """A clustered incremental Delta or Iceberg model: each run's new rows keyed with the

@@ -47,6 +47,7 @@ def _rows(folder: Path) -> tuple[int, int, int]:
     return len(ids), len(set(ids)), sum(table.column("v").to_pylist())
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("jars")
 def test_a_partitioned_delta_model_reclusters_only_the_partitions_its_rows_touch(
         tmp_path: Path) -> None:

@@ -87,6 +87,8 @@ def test_kills_inside_an_overwrite_in_a_session(tmp_path_factory: pytest.TempPat
 
 
 @pytest.mark.usefixtures("jars")
+# A format build's kills amid its commits are also in test_format_increments.
+@pytest.mark.slow
 @pytest.mark.parametrize("file_format", ["delta", "iceberg"])
 def test_a_clustered_format_build_killed_while_writing_or_once_committed(
         tmp_path_factory: pytest.TempPathFactory, file_format: str) -> None:

@@ -113,6 +113,7 @@ class TestParquet:
         _every_capability(tmp_path, store, "parquet")
 
 
+@pytest.mark.slow  # Delta's commits on S3: the longest of the three (make test-slow)
 class TestDelta:
     def test_every_capability_with_the_warehouse_on_s3(self, tmp_path: Path,
                                                        store: tuple[str, Path]) -> None:

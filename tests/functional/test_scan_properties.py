@@ -29,7 +29,7 @@ from tests.functional.dbt_project import DbtProject
 TABLE = "zspark_test.hostile_files"
 INDEX = "zspark_test.hostile_files__zindex"
 PER_EXAMPLE = 24
-EXAMPLES = 50
+EXAMPLES = 30
 
 PREFIX = "https://example.com/a/long/shared/prefix/"
 INTS = [None, -(2**31), -1000, -1, 0, 1, 7, 999, 2**31 - 1]

@@ -325,6 +325,7 @@ def _incremental_model(project: Path, port: int, name: str,
     return run
 
 
+@pytest.mark.slow
 def test_an_incremental_model_stays_clustered_over_thrift(
         project: Path, thrift_port: int) -> None:
     """A clustered incremental model over thrift: its first run builds the base; an append
@@ -379,6 +380,7 @@ def test_an_incremental_model_stays_clustered_over_thrift(
     assert len(rebuilt) == 10  # 2400 rows at the table's 250 rows per file
 
 
+@pytest.mark.slow
 def test_insert_overwrite_replaces_partitions_and_their_index_rows_over_thrift(
         project: Path, thrift_port: int) -> None:
     """insert_overwrite of a partitioned clustered model over thrift: the partitions the
@@ -417,6 +419,7 @@ from ({CLUSTERED_SQL})
 """
 
 
+@pytest.mark.slow
 def test_a_partitioned_incremental_model_merges_within_its_partitions_over_thrift(
         project: Path, thrift_port: int) -> None:
     """Appends into two table partitions of a clustered model over thrift, until the
@@ -468,6 +471,7 @@ def test_what_clustering_cannot_do_over_thrift_stops_before_writing_with_a_clear
     assert not {t for t in tables if t.startswith(name)}
 
 
+@pytest.mark.slow
 def test_a_balanced_incremental_model_keys_groups_in_sql_over_thrift(
         project: Path, thrift_port: int) -> None:
     """balanced_by over thrift: the tree is fitted on the sample in dbt's process and each
@@ -514,6 +518,7 @@ if __name__ == "__main__":  # the `project` fixture's pyspark step
     write_indexed_parquet(Path(sys.argv[1]))
 
 
+@pytest.mark.slow
 def test_killed_runs_recover_over_thrift_with_the_server_up(
         thrift_port: int, tmp_path: Path) -> None:
     """dbt clients killed (SIGKILL) at the steps of a build, an append, a merge, a full
@@ -536,6 +541,7 @@ def test_killed_runs_recover_over_thrift_with_the_server_up(
     killed.build(killed.stop + 900)
 
 
+@pytest.mark.slow
 def test_a_killed_overwrite_over_thrift_is_finished_by_the_server(
         thrift_port: int, tmp_path: Path) -> None:
     """insert_overwrite over thrift is one statement the server runs: a client killed
@@ -550,6 +556,7 @@ def test_a_killed_overwrite_over_thrift_is_finished_by_the_server(
     assert "does not list exactly the files" in log
 
 
+@pytest.mark.slow
 def test_a_second_run_of_a_model_fails_fast_while_another_process_writes_it(
         thrift_port: int, tmp_path: Path) -> None:
     """Two schedulers against one server: while one `dbt run` is inside its write (held
