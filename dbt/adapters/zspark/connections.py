@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -138,8 +139,18 @@ class ZSparkCredentials(SparkCredentials):
         return "zspark"
 
     def _connection_keys(self) -> tuple[str, ...]:
-        return ("host", "port", "cluster", "endpoint", "schema", "organization", "method",
-                "session_dir", "table_format")
+        if self.method == SparkConnectionMethod.SESSION:
+            return ("method", "schema", "session_dir", "table_format")
+        return ("host", "port", "cluster", "endpoint", "schema", "organization", "method")
+
+    def connection_info(self, *, with_aliases: bool = False) -> Iterator[tuple[str, Any]]:
+        """What ``dbt debug`` shows: for an embedded session, where its Spark runs and
+        keeps its tables (no host or port: it has none)."""
+        yield from super().connection_info(with_aliases=with_aliases)
+        if self.method == SparkConnectionMethod.SESSION:
+            settings = self.server_side_parameters
+            yield "master", settings.get("spark.master", "local[*]")
+            yield "warehouse", settings.get("spark.sql.warehouse.dir")
 
 
 class ZSparkConnectionManager(SparkConnectionManager):
