@@ -27,14 +27,13 @@ $(FORMAT_JARS): dbt/adapters/zspark/table_formats.py dbt/adapters/zspark/object_
 	  done && touch $@; \
 	else echo "no Maven (mvn): table_format sessions fetch their jars through Spark"; fi
 
-# zspark's local file system for embedded Spark (no `chmod` process per file written). A
-# machine without a JDK keeps Hadoop's own: slower writes, same files.
+# zspark's local file system for embedded Spark (no `chmod` process per file written),
+# compiled as a pip user compiles it (dbt/adapters/zspark/local_fs_jar.py). A machine
+# without a JDK keeps Hadoop's own: slower writes, same files.
 JAR := dbt/include/zspark/jvm/zspark-localfs.jar
-$(JAR): dbt/include/zspark/jvm/NioLocalFileSystem.java $(VENV)/.installed
+$(JAR): dbt/include/zspark/jvm/NioLocalFileSystem.java dbt/adapters/zspark/local_fs_jar.py $(VENV)/.installed
 	@if command -v javac >/dev/null && command -v jar >/dev/null; then \
-	  classes=$$(mktemp -d) && \
-	  javac --release 17 -d "$$classes" -cp "$$($(PY) -c 'import glob, os, pyspark; print(os.pathsep.join(glob.glob(os.path.join(os.path.dirname(pyspark.__file__), "jars", "hadoop-client-api-*.jar"))))')" $< && \
-	  jar cf $@ -C "$$classes" . && rm -rf "$$classes"; \
+	  $(PY) -m dbt.adapters.zspark.local_fs_jar; \
 	else echo "no JDK (javac, jar): embedded Spark keeps Hadoop's RawLocalFileSystem"; fi
 
 setup: $(VENV)/.installed $(JAR) $(FORMAT_JARS)

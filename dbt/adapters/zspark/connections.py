@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dbt.adapters.contracts.connection import Connection
+from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import (
     SparkConnectionManager,
     SparkConnectionMethod,
@@ -25,11 +26,14 @@ from dbt.adapters.spark.connections import (
 )
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.zspark import local_fs_jar
 from dbt.adapters.zspark.object_stores import unreachable_warehouse_error
 from dbt.adapters.zspark.table_formats import (
     TableFormatError,
     with_table_format,
 )
+
+logger = AdapterLogger("zspark")
 
 DEFAULT_SESSION_DIR = ".zspark"
 #: The profile setting (in ``server_side_parameters``) naming the executors' Python.
@@ -41,8 +45,7 @@ COMPILE_HUGE_METHODS = "-XX:-DontCompileHugeMethods"
 #: Hadoop's local file system, minus checksum files and the `chmod` process per file
 #: (``dbt/include/zspark/jvm``; `make setup` builds the jar when a JDK is at hand).
 LOCAL_FS_CLASS = "dbt.zspark.NioLocalFileSystem"
-LOCAL_FS_JAR = Path(__file__).resolve().parents[2] / "include" / "zspark" / "jvm" \
-    / "zspark-localfs.jar"
+LOCAL_FS_JAR = local_fs_jar.JAR
 CLASS_PATH = "spark.driver.extraClassPath"
 FILE_SYSTEM = "spark.hadoop.fs.file.impl"
 
@@ -171,7 +174,16 @@ class ZSparkConnectionManager(SparkConnectionManager):
                 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
             _check_warehouse(creds.server_side_parameters)
+            if without_local_fs_jar(creds.server_side_parameters):
+                logger.warning(local_fs_jar.MISSING)
         return super().open(connection)
+
+
+def without_local_fs_jar(settings: dict[str, Any]) -> bool:
+    """Whether a session with these (completed) settings would have taken zspark's local
+    file system, but its jar is not built. Hadoop's then writes the same files, slower."""
+    local = str(settings.get("spark.master", "local")).startswith("local")
+    return local and FILE_SYSTEM not in settings and not LOCAL_FS_JAR.is_file()
 
 
 def _check_warehouse(settings: dict[str, Any]) -> None:
