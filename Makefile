@@ -45,9 +45,8 @@ lint: setup
 test: lint
 	$(PY) -m pytest
 
-# The format tests the suite leaves out for its time (each starts JVMs of its own): a
-# replacement commit beside another writer, delta-rs appending amid a re-clustering, and
-# Delta and Iceberg models over thrift and on a cluster.
+# The tests the suite leaves out for its time (marker `slow`; each starts JVMs of its
+# own), listed in docs/tests.md beside the suite's shorter test of the same protocol.
 test-slow: setup
 	$(PY) -m pytest -m slow
 

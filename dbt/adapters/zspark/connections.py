@@ -43,7 +43,7 @@ EXECUTOR_PYTHON = "spark.pyspark.python"
 #: HotSpot leaves methods of more than 8000 bytes of bytecode to its interpreter.
 COMPILE_HUGE_METHODS = "-XX:-DontCompileHugeMethods"
 #: Hadoop's local file system, minus checksum files and the `chmod` process per file
-#: (``dbt/include/zspark/jvm``; `make setup` builds the jar when a JDK is at hand).
+#: (``dbt/include/zspark/jvm``; ``local_fs_jar.py`` builds the jar with a JDK).
 LOCAL_FS_CLASS = "dbt.zspark.NioLocalFileSystem"
 LOCAL_FS_JAR = local_fs_jar.JAR
 CLASS_PATH = "spark.driver.extraClassPath"
@@ -173,9 +173,7 @@ class ZSparkConnectionManager(SparkConnectionManager):
             else:
                 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-            _check_warehouse(creds.server_side_parameters)
-            if without_local_fs_jar(creds.server_side_parameters):
-                logger.warning(local_fs_jar.MISSING)
+            _start_session(creds.server_side_parameters)
         return super().open(connection)
 
 
@@ -186,9 +184,10 @@ def without_local_fs_jar(settings: dict[str, Any]) -> bool:
     return local and FILE_SYSTEM not in settings and not LOCAL_FS_JAR.is_file()
 
 
-def _check_warehouse(settings: dict[str, Any]) -> None:
+def _start_session(settings: dict[str, Any]) -> None:
     """Start the session as dbt-spark will (the same settings: its first statement gets
-    this very session) and refuse, before any statement, a warehouse it cannot reach."""
+    this very session) and refuse, before any statement, a warehouse it cannot reach.
+    Said once, at the start: a local session that lacks zspark's file system jar."""
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
@@ -200,3 +199,5 @@ def _check_warehouse(settings: dict[str, Any]) -> None:
     error = unreachable_warehouse_error(builder.getOrCreate())
     if error is not None:
         raise DbtRuntimeError(error)
+    if without_local_fs_jar(settings):
+        logger.warning(local_fs_jar.MISSING)
