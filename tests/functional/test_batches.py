@@ -37,10 +37,12 @@ class StoppedError(Exception):
 
 
 class StopAfter:
-    """Counts the steps of a publication; raises ``StoppedError`` in place of step ``left``."""
+    """Counts the steps of a publication; raises ``StoppedError`` in place of step ``left``
+    (``halfway``: a file's move stopped is half done, as an object store's is when killed
+    between its copy and the delete of its source)."""
 
-    def __init__(self, left: int | None) -> None:
-        self.left = left
+    def __init__(self, left: int | None, halfway: bool = False) -> None:
+        self.left, self.halfway = left, halfway
 
     def step(self) -> None:
         if self.left is not None:
@@ -55,6 +57,12 @@ class StoppingFolders(SessionFolders):
         self.stop = stop
 
     def move(self, source: str, target: str) -> None:
+        if self.stop.left == 0 and self.stop.halfway:
+            located, files = self._path(source)
+            if files.isFile(located):
+                copied, _ = self._path(target)
+                self._jvm.org.apache.hadoop.fs.FileUtil.copy(
+                    files, located, files, copied, False, self._conf)
         self.stop.step()
         super().move(source, target)
 
@@ -140,16 +148,19 @@ def stopped_runs(run: Callable[[StopAfter], Any]) -> int:
         return steps
 
 
-@pytest.mark.parametrize(("mode", "partitioned"), [
-    (OVERWRITE, True), (OVERWRITE, False), (APPEND, True)])
+@pytest.mark.parametrize(("mode", "partitioned", "halfway"), [
+    (OVERWRITE, True, False), (OVERWRITE, False, True), (APPEND, True, True)])
 def test_a_publication_stopped_at_any_step_recovers_to_all_or_nothing(
-        spark: Any, mode: str, partitioned: bool) -> None:
+        spark: Any, mode: str, partitioned: bool, halfway: bool) -> None:
+    """``halfway``: every file's move is stopped after its copy, before its source is
+    deleted (an object store's move), and the next run finishes it."""
     want = expected(mode, partitioned)
     assert want != sorted(OLD)
 
     stop_count = [0]
 
     def publish(stop: StopAfter) -> None:
+        stop.halfway = halfway
         folder = written(spark, partitioned)
         spark.sql(f"alter table {SCHEMA}.{TABLE} set tblproperties "
                   f"('{BATCH_KEY}' = '{mode}')")

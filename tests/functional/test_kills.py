@@ -12,7 +12,6 @@ random-kill soak runs them round after round.
 from __future__ import annotations
 
 import random
-import shutil
 import time
 
 import pytest
@@ -30,30 +29,33 @@ def killed_project(tmp_path_factory: pytest.TempPathFactory) -> KilledProject:
 
 def test_kills_inside_swaps_appends_and_rewrites_in_a_session(
         killed_project: KilledProject) -> None:
-    """One chain of kills, one per state a kill leaves that only a session meets (folders
-    moved by half a rename, an append's batch), each killed run repairing what the one
-    before left; checked by a plain `dbt build` at its end. Test_thrift kills the other
-    steps; tests/unit/test_swap.py covers every instruction of the swap."""
+    """One chain of kills, one per state a kill leaves that only a session meets (a
+    version's folder no name points to, an append's batch), each killed run repairing
+    what the one before left; checked by a plain `dbt build` at its end. Test_thrift kills
+    the other steps; tests/unit/test_swap.py covers every instruction of the swap."""
     project = killed_project
     project.build(2000)
-    table, backup, following = (project.warehouse / name for name in (
-        MODEL, f"{MODEL}__zspark_old", f"{MODEL}__zspark_new"))
+    versions = project.warehouse / f"{MODEL}__zspark_versions"
     full_refresh = ("run", "--full-refresh", "--vars", f"{{stop: {project.stop}}}")
-    # Spark renames a managed table in two steps (its folder moves, then its metastore
-    # entry): the states between them are made by moving the folder as the rename does.
-    # (A kill before the swap, its next version written, is test_thrift's build:written.)
+    # Each version is written once into a folder of its own: the swap renames and drops
+    # names only, and a kill between its steps leaves whole folders.
     project.killed("build:written", *full_refresh)
-    shutil.move(table, backup)  # the table's rename to its previous version, half done
+    assert len(list(versions.iterdir())) == 2  # the table's and the unswapped next one
     log = project.killed("swap:previous_renamed", *full_refresh)
-    assert "a rename of killed__zspark_old stopped halfway" in log
-    shutil.move(following, table)  # the next version's rename to the table, half done
+    assert "a next version that was never swapped in is dropped" in log
     log = project.killed("swap:next_renamed", *full_refresh)
-    assert "a rename of killed stopped halfway" in log
+    assert "the swap had not committed" in log
+    log = project.killed("swap:previous_dropped", *full_refresh)
+    assert "the swap had committed" in log
+    assert not (project.warehouse / MODEL).exists()  # never a managed folder that moves
     # Appends (no automatic re-clustering: each is a batch) killed before their batch is
     # journaled (dropped), then after one of its files moved in (the rest follow).
     for count, step in enumerate(("append:written", "append:publishing"), start=1):
-        project.killed(step, "run", "--vars",
-                       f"{{stop: {project.stop + 300 * count}, recluster: false}}")
+        log = project.killed(step, "run", "--vars",
+                             f"{{stop: {project.stop + 300 * count}, recluster: false}}")
+        if count == 1:  # the version the last swap replaced, its name already dropped
+            assert "files of a version no table names are deleted" in log
+    assert len(list(versions.iterdir())) == 1
     # A full re-clustering killed once its next version holds every row (hard links).
     project.killed("rewrite:linked", *project.recluster(full=True))
     # A kill at a random moment of an append.

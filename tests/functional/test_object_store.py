@@ -178,8 +178,19 @@ def _every_capability(tmp_path: Path, store: tuple[str, Path], file_format: str)
     stop = "swap:previous_renamed" if file_format == "parquet" else "format:committed"
     killed = project.dbt("run", "--select", "clustered", "--vars", "{n: 4500}", stop_at=stop)
     assert killed.returncode == -signal.SIGKILL, killed.stdout[-3000:]
+    before = _lines(log)
     _ok(project, "run", "--select", "clustered", "--vars", "{n: 4500}")
     assert _rows(project, "clustered") == [4500, 4500, sum(range(4500)), 0]
+    if file_format == "parquet":
+        # Each version is written once into a folder of its own, which no step moves:
+        # nothing is written under a name's own folder (a rename would copy there).
+        moved = {path for method, path in s3_requests(log, before) if method == "PUT"
+                 and any(f"/clustered{suffix}/" in path
+                         for suffix in ("", "__zspark_old", "__zspark_new"))}
+        assert moved == set(), sorted(moved)[:5]
+        location = next(r[1] for r in project.query(
+            "describe table extended zspark_formats.clustered") if r[0] == "Location")
+        assert "/clustered__zspark_versions/" in str(location), location
 
 
 def test_a_warehouse_the_session_cannot_reach_is_named_before_anything_is_written(

@@ -527,6 +527,14 @@ class ZSparkAdapterBase(SparkAdapter):
         return self._version(relation, NEXT)
 
     @available
+    def zspark_next_location(self, relation: Any, location_root: str | None = None
+                             ) -> str | None:
+        """The folder of its own the next version of ``relation`` is written into, once
+        (``swap.py``), under the model's ``location_root`` if it has one; None over a
+        server (a managed table)."""
+        return self._versions(relation).next_location(location_root)
+
+    @available
     def zspark_swap_in(self, model: str, target: Any, old_relation: Any = None) -> None:
         """Make the written next version of ``target`` the table (``swap.py``)."""
         stop_point("swap:begin")

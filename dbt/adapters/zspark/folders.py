@@ -19,7 +19,8 @@ class Folders(Protocol):
         """Does ``path`` exist (None: this connection cannot tell)?"""
 
     def move(self, source: str, target: str) -> None:
-        """Rename the folder ``source`` to ``target`` (atomic where the file system is)."""
+        """Rename the file or folder ``source`` to ``target`` (atomic where the file system
+        is); a file's move that a kill stopped after its copy is finished."""
 
     def delete(self, path: str) -> None:
         """Delete the folder ``path`` and everything in it."""
@@ -32,6 +33,14 @@ class Folders(Protocol):
 
     def renames_atomic(self, path: str) -> bool:
         """Does the file system of ``path`` rename a folder in one step?"""
+
+    def subfolders(self, path: str) -> list[str]:
+        """The folders directly under ``path`` (none when it does not exist or cannot be
+        seen)."""
+
+    @property
+    def sees_files(self) -> bool:
+        """Can this connection list and delete folders (a session), or not (a server)?"""
 
 
 #: File systems whose folder renames are one step: a local disk's and HDFS's. Object
@@ -58,8 +67,16 @@ class SessionFolders:
         located, files = self._path(source)
         moved, _ = self._path(target)
         files.mkdirs(moved.getParent())
-        if not files.rename(located, moved):
-            raise OSError(f"could not move {source} to {target}")
+        if files.rename(located, moved):
+            return
+        # An object store moves a file by a copy, then a delete of the source: a move a
+        # kill stopped between them left a whole copy (an object is written whole or not
+        # at all), and only the source is left to delete.
+        if files.isFile(located) and files.exists(moved) and \
+                files.getFileStatus(moved).getLen() == files.getFileStatus(located).getLen():
+            files.delete(located, False)
+            return
+        raise OSError(f"could not move {source} to {target}")
 
     def delete(self, path: str) -> None:
         located, files = self._path(path)
@@ -85,6 +102,21 @@ class SessionFolders:
         located, _ = self._path(path)
         return str(located.toUri().getScheme() or "file") in ATOMIC_RENAMES
 
+    def subfolders(self, path: str) -> list[str]:
+        located, files = self._path(path)
+        try:  # one listing, no request to ask first whether the folder exists
+            statuses = files.listStatus(located)
+        except Exception as error:  # py4j's error names the Java exception
+            if "FileNotFoundException" in str(error):
+                return []
+            raise
+        return sorted(str(status.getPath().toString()) for status in statuses
+                      if status.isDirectory())
+
+    @property
+    def sees_files(self) -> bool:
+        return True
+
 
 class ServerFolders:
     """A server's folders: unseen, taken to agree with its metastore."""
@@ -106,3 +138,10 @@ class ServerFolders:
 
     def renames_atomic(self, path: str) -> bool:
         return True  # a server's rename runs to its end (see ``swap.py``)
+
+    def subfolders(self, path: str) -> list[str]:
+        return []
+
+    @property
+    def sees_files(self) -> bool:
+        return False

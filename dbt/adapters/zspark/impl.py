@@ -206,6 +206,11 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, ZSparkAdapterBas
         """The model's ``options`` / ``tblproperties`` config with what the build adds."""
         return property_list({**(configured or {}), **added})
 
+    @available
+    def zspark_sql_string(self, value: str) -> str:
+        """``value`` as a Spark SQL string literal (a location, say)."""
+        return sql_string(value)
+
     # -- runs that survive a kill (swap.py: the protocol; model_lock.py: one run at a time)
     @available
     def zspark_begin(self, model: str, relation: Any) -> None:

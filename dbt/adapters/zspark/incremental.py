@@ -18,7 +18,7 @@ from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.zspark.adapter_base import ZSparkAdapterBase, _FormatPlan
 from dbt.adapters.zspark.layout_state import StoredLayout
 from dbt.adapters.zspark.planning import ClusteringConfigError, ClusteringPlan, plan_clustering
-from dbt.adapters.zspark.sqltext import quote
+from dbt.adapters.zspark.sqltext import quote, sql_string
 from dbt.adapters.zspark.stop_points import stop_point
 
 logger = AdapterLogger("zspark")
@@ -288,7 +288,9 @@ class IncrementalMethods(ZSparkAdapterBase):
         from dbt.adapters.zspark.rewrite import carried_properties, set_properties_sql
 
         staging = self.zspark_next_version(relation)
-        self.execute(f"create table {staging} like {relation}")
+        location = self.zspark_next_location(relation)
+        self.execute(f"create table {staging} like {relation}"
+                     + ("" if location is None else f" location {sql_string(location)}"))
         rewrite = self._rewrites[str(relation).lower()]
         properties = carried_properties(self._table_properties(relation), rewrite.layout, None)
         if properties:

@@ -216,18 +216,23 @@ def update_index(spark: SparkSession, table: str, index_table: str, added: Seque
 
 
 def replace_index_rows(spark: SparkSession, index_table: str, removed: Sequence[str],
-                       added: DataFrame, added_at: str, location: str) -> IndexSummary:
+                       added: DataFrame, added_at: str, kept_at: str,
+                       location: str) -> IndexSummary:
     """Rewrite ``index_table`` without the rows of the ``removed`` files and with the
-    ``added`` rows, whose paths move from under ``added_at`` to under ``location``."""
+    ``added`` rows; the paths of the rows kept move from under ``kept_at``, and those of
+    the added rows from under ``added_at``, to under ``location`` (a re-clustering's
+    next version holds both, carried with their names)."""
     from pyspark.sql import functions
+
+    def moved(rows: DataFrame, at: str) -> DataFrame:
+        suffix = functions.substring("file_path", len(at) + 1, 1 << 30)
+        return rows.withColumn("file_path", functions.concat(functions.lit(location), suffix))
 
     spark.catalog.refreshTable(index_table)
     existing = spark.table(index_table)
     gone = path_frame(spark, removed)
     kept = existing.join(functions.broadcast(gone), "file_path", "left_anti")
-    suffix = functions.substring("file_path", len(added_at) + 1, 1 << 30)
-    moved = added.withColumn("file_path", functions.concat(functions.lit(location), suffix))
-    rows = kept.unionByName(moved.select(*existing.columns))
+    rows = moved(kept, kept_at).unionByName(moved(added, added_at).select(*existing.columns))
     return _write(spark, rows.localCheckpoint(eager=True), index_table)
 
 

@@ -95,10 +95,13 @@ class LinkedVersion:
         return CarriedVersion(counted, files == len(written) + len(kept), clustered)
 
     def publish(self, rewritten: Sequence[str]) -> IndexSummary:
-        from dbt.adapters.zspark.index import replace_index_rows
+        from dbt.adapters.zspark.index import replace_index_rows, table_location
 
+        # The table is now the next version: in its own folder (``swap.py``), or in the
+        # managed table's folder it moved to.
+        now_at = table_location(self._reach.spark, str(self._table))
         return replace_index_rows(self._reach.spark, str(self._index), rewritten,
-                                  self._new_rows, self._staged_at, self._location)
+                                  self._new_rows, self._staged_at, self._location, now_at)
 
 
 class CopiedVersion:

@@ -6,16 +6,22 @@ It is pure: the state of the three names in, the actions that repair it out.
 
 Names. A model's table ``T``; its next version ``T__zspark_new`` (the *next*), written
 whole and checked before it replaces ``T``; the table being replaced, ``T__zspark_old``
-(the *previous*). A managed table lives in its name's folder under the schema's folder.
+(the *previous*).
 
-The swap, each step one metastore commit or one folder rename (a rename of a managed
-table is two: the folder moves, then the metastore entry follows; a drop removes the
-entry, then the folder)::
+Folders. In a session every version is written once into a folder of its own,
+``T__zspark_versions/<version>`` beside the schema's tables, and registered as an external
+table there: a rename or a drop then changes the metastore only, and no file ever moves,
+on a local disk as on an object store whose renames copy file by file. (A server's tables,
+and tables written before versions had folders of their own, are managed: they live in
+their name's folder under the schema's folder, which moves with a rename.)
 
-    1. rename T -> T__zspark_old      (the table's folder moves too)
+The swap, each step one metastore commit (a rename of a managed table is two: the folder
+moves, then the metastore entry follows; a drop removes the entry, then the folder)::
+
+    1. rename T -> T__zspark_old      (a managed table's folder moves too)
     2. rename T__zspark_new -> T      commit point: once T's entry names the next
                                       version, the swap has happened
-    3. drop T__zspark_old
+    3. drop T__zspark_old             (then its version's folder is deleted)
     (then the index of T is written: derived data, rebuilt when it does not match)
 
 There is no journal besides the names themselves: every state a kill can leave is told
@@ -31,6 +37,11 @@ d. A next version beside ``T`` (or with no table at all): never swapped in; drop
 e. Folders of the next or previous version that no entry names (a create that stopped
    before registering its table, a drop that stopped before deleting its folder) are
    deleted, the previous one's only once ``T`` is whole.
+f. Version folders that no entry names, once no next or previous version is registered
+   (a version written but never registered, one whose table was dropped) are deleted:
+   a version's folder is named by exactly one entry from its registration on, and its
+   entry is dropped only once ``T`` names another version, so none of them holds rows
+   of the table.
 
 A table that holds committed rows is never dropped: the previous version is dropped only
 once ``T`` holds the next one, and the next version only while it is not ``T``.
@@ -55,6 +66,8 @@ from dataclasses import dataclass, field, replace
 #: Suffixes of the next and previous versions' names.
 NEXT_SUFFIX = "__zspark_new"
 PREVIOUS_SUFFIX = "__zspark_old"
+#: Suffix of the folder that holds a table's versions, each in a folder of its own.
+VERSIONS_SUFFIX = "__zspark_versions"
 
 TABLE, NEXT, PREVIOUS = "table", "next", "previous"
 ROLES = (TABLE, NEXT, PREVIOUS)
@@ -99,6 +112,8 @@ class SwapState:
     places: Mapping[str, Place] = field(default_factory=dict)
     #: Whether the warehouse's file system renames a folder in one step.
     renames_atomic: bool = True
+    #: The folders of the table's versions (``<T>__zspark_versions/*``) that exist.
+    versions: tuple[str, ...] = ()
 
     def describe(self) -> str:
         parts = []
@@ -108,6 +123,8 @@ class SwapState:
                      f"table at {place.entry}" + _exists(place.entry_folder))
             parts.append(f"{self.names[role]}: {entry}; folder {place.folder}"
                          f"{_exists(place.folder_exists)}")
+        if self.versions:
+            parts.append("version folders " + ", ".join(self.versions))
         return "; ".join(parts)
 
 
@@ -175,12 +192,18 @@ def next_action(state: SwapState) -> Action | None:
                 f"Compare it with {table.entry}, move back what the table lacks, then delete it")
         return Action("delete_folder", previous.folder,
                       why="files of a dropped previous version are deleted")
+    # f. Version folders no entry names.
+    for folder in state.versions:
+        if folder not in named:
+            return Action("delete_folder", folder,
+                          why="files of a version no table names are deleted")
     return None
 
 
 def apply(state: SwapState, action: Action) -> SwapState:
     """The state once ``action`` has run (as far as the names and folders go)."""
     places = dict(state.places)
+    versions = state.versions
 
     def update(role: str, **changes: object) -> None:
         places[role] = replace(places[role], **changes)  # type: ignore[arg-type]
@@ -197,11 +220,12 @@ def apply(state: SwapState, action: Action) -> SwapState:
         folder_set(action.target, True)
     elif action.kind == "delete_folder":
         folder_set(action.source, False)
+        versions = tuple(v for v in versions if v != action.source)
     elif action.kind == "drop":
         place = places[action.source]
         update(action.source, entry=None, entry_folder=None)
-        if place.entry is not None:
-            folder_set(place.entry, False)
+        if place.entry is not None and place.entry == place.folder:
+            folder_set(place.entry, False)  # a managed table's folder goes with its entry
     elif action.kind == "rename":
         source, target = places[action.source], places[action.target]
         assert source.entry is not None
@@ -212,7 +236,7 @@ def apply(state: SwapState, action: Action) -> SwapState:
             update(action.target, entry=target.folder, entry_folder=True, folder_exists=True)
         else:
             update(action.target, entry=source.entry, entry_folder=source.entry_folder)
-    return SwapState(state.names, places, state.renames_atomic)
+    return SwapState(state.names, places, state.renames_atomic, versions)
 
 
 def recovery_plan(state: SwapState, limit: int = 8) -> list[Action]:

@@ -1,6 +1,12 @@
 """A table's versions on Spark: what its three names show, the swap, its recovery; and
 appends whose batch becomes visible whole or not at all.
 
+In a session each version is written once into a folder of its own under
+``<schema folder>/<table>__zspark_versions/`` (:meth:`TableVersions.next_location`) and
+registered there as an external table: the swap's renames and drops are metastore
+operations that move no file, and a replaced version's folder is deleted once no name
+points to it. A server cannot see or delete folders: its versions are managed tables.
+
 The swap's protocol and its reasoning live in ``swap.py``; this module asks the metastore
 (by SQL, so a session and a server alike) and the folders (``folders.py``) what each name
 shows, and runs the swap's steps and recovery's repairs as statements.
@@ -15,17 +21,24 @@ would make the files visible one by one with no record of which belong together.
 
 An overwrite (``insert_overwrite``) publishes its batch the same way, after setting aside
 what it replaces: the table's partition folders the batch has rows for (of an
-unpartitioned table, every file) move into ``<table>__zspark_replacing``, which is renamed
-``<table>__zspark_replaced`` once all have moved (the mark that none of the table's
-remaining files is old); only then do the batch's files move in, and the set-aside
-folder is deleted once the journal is cleared (the mark outlives it). A kill before the
-mark: the next run sets aside the rest (every file still in those places is old); after
-it: the rest of the batch moves in. The rows replaced are deleted only once all their
-successors are in and the overwrite is done.
+unpartitioned table, every file) move into ``<table>__zspark_replacing``, then the empty
+folder ``<table>__zspark_replaced`` is made (the mark that none of the table's remaining
+files is old); only then do the batch's files move in, and the set-aside folder, then
+the mark, are deleted once the journal is cleared. A kill before the mark: the next run
+sets aside the rest (every file still in those places is old); after it: the rest of the
+batch moves in. The rows replaced are deleted only once all their successors are in and
+the overwrite is done.
+
+Every move is of one file, and a file's move a kill stopped halfway (on an object store,
+its copy made and its source not yet deleted) is finished by the next run's
+(``folders.py``): no step needs a rename of a folder to be atomic.
 """
 
 from __future__ import annotations
 
+import contextlib
+import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +54,7 @@ from dbt.adapters.zspark.swap import (
     PREVIOUS_SUFFIX,
     ROLES,
     TABLE,
+    VERSIONS_SUFFIX,
     Action,
     Place,
     SwapState,
@@ -96,14 +110,36 @@ class TableVersions:
                                                     "Location") or "").rstrip("/")
         return self._schema_at
 
+    def versions_root(self, base: str | None = None) -> str:
+        """The folder of the table's versions: under ``base`` (a model's
+        ``location_root``) or the schema's folder."""
+        return f"{(base or self._schema_folder()).rstrip('/')}/{self.names[TABLE]}" \
+               f"{VERSIONS_SUFFIX}"
+
+    def next_location(self, base: str | None = None) -> str | None:
+        """A new folder for the next version to be written into, once (None over a
+        server, whose versions are managed tables)."""
+        if not self.folders.sees_files:
+            return None
+        # Beside the table's own versions unless the model names a place.
+        current = None
+        if self._listed(TABLE):
+            with contextlib.suppress(LookupError):  # a view: no folder of its own
+                current = _version_root(self._location(TABLE))
+        root = self.versions_root(base) if base else current or self.versions_root()
+        stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime())
+        return f"{root}/{stamp}-{uuid.uuid4().hex[:12]}"
+
     def observe(self) -> SwapState:
-        """What the metastore and the folders show for each of the three names."""
+        """What the metastore and the folders show for each of the three names, and the
+        version folders there are."""
         names = self.names
         pattern = "|".join(names[role] for role in ROLES)
         listed = {str(row[1]).lower() for row in self.fetch(
             f"show tables in {self.schema} like {sql_string(pattern)}")}
         schema_folder = self._schema_folder()
         places = {}
+        roots = {self.versions_root()} if self.folders.sees_files else set()
         for role in ROLES:
             folder = f"{schema_folder}/{names[role]}"
             entry = entry_folder = None
@@ -113,8 +149,13 @@ class TableVersions:
                 # A view has no folder: its name is taken, nothing to move or delete.
                 entry = spark_path(location).rstrip("/") if location else f"view:{role}"
                 entry_folder = self.folders.exists(entry) if location else None
+                root = _version_root(entry) if location else None
+                if root is not None and self.folders.sees_files:
+                    roots.add(root)
             places[role] = Place(folder, self.folders.exists(folder), entry, entry_folder)
-        return SwapState(names, places, self.folders.renames_atomic(schema_folder))
+        versions = tuple(sorted(spark_path(v).rstrip("/") for root in sorted(roots)
+                                for v in self.folders.subfolders(root)))
+        return SwapState(names, places, self.folders.renames_atomic(schema_folder), versions)
 
     def recover(self, state: SwapState, on_action: Callable[[Action], None]) -> list[Action]:
         """Repair what a stopped swap left in ``state`` (as :meth:`observe` found it; see
@@ -170,8 +211,13 @@ class TableVersions:
                      f"({sql_string(BATCH_KEY)})")
         self.execute(f"drop table if exists {self.qualified(BATCH)}")
         if mode == OVERWRITE:
-            self.folders.delete(replaced)
+            self._delete_set_aside()
         return len(moved)
+
+    def _delete_set_aside(self) -> None:
+        """The rows an overwrite replaced, then the mark (which outlives them)."""
+        self.folders.delete(self._folder(REPLACING))
+        self.folders.delete(self._folder(REPLACED))
 
     def _partitioned(self) -> bool:
         return any(str(row[0]).startswith("# Partition Information")
@@ -180,8 +226,8 @@ class TableVersions:
     def _set_aside(self, batch_at: str, table_at: str, batch_files: list[str],
                    partitioned: bool) -> None:
         """Move what the batch replaces out of the table into the replacing folder, then
-        mark it complete by renaming that folder ``replaced``. Called only while no file
-        of the batch has moved in, so everything still in those places is the old rows."""
+        mark it complete by making the folder ``replaced``. Called only while no file of
+        the batch has moved in, so everything still in those places is the old rows."""
         replacing = self._folder(REPLACING)
         if partitioned:  # the leaf partition folders the batch has rows for
             places = sorted({path[len(batch_at):].rsplit("/", 1)[0] for path in batch_files})
@@ -192,9 +238,7 @@ class TableVersions:
             self.folders.move(path, replacing + path[len(table_at):])
             if count == 1:
                 stop_point("overwrite:set_aside")
-        if not self.folders.exists(replacing):  # nothing to replace: an empty mark
-            self.folders.make(replacing)
-        self.folders.move(replacing, self._folder(REPLACED))
+        self.folders.make(self._folder(REPLACED))
 
     def recover_batch(self, journal: str | None) -> str | None:
         """Finish or undo an append or overwrite a killed run left (``journal``: how the
@@ -218,15 +262,16 @@ class TableVersions:
             if self.folders.exists(folder):
                 self.folders.delete(folder)
                 done.append("files of a batch that was never registered are deleted")
-        replaced = self._folder(REPLACED)
-        if self.folders.exists(replaced):
-            self.folders.delete(replaced)
+        if self.folders.exists(self._folder(REPLACED)):
+            self._delete_set_aside()
             done.append("the rows an overwrite replaced, left once it was done, are deleted")
         return "; ".join(done) or None
 
     def swap(self, replaces: bool) -> None:
         """Make the next version the table (``replaces``: a table exists and becomes the
-        previous version, dropped once the next one is the table)."""
+        previous version, dropped once the next one is the table; its folder is deleted
+        when it is a version's own)."""
+        replaced = self._location(TABLE) if replaces else None
         if replaces:
             self.execute(f"alter table {self.qualified(TABLE)} rename to "
                          f"{self.qualified(PREVIOUS)}")
@@ -236,3 +281,12 @@ class TableVersions:
         if replaces:
             self.execute(f"drop table if exists {self.qualified(PREVIOUS)}")
             stop_point("swap:previous_dropped")
+            if replaced is not None and _version_root(replaced) and self.folders.sees_files:
+                self.folders.delete(replaced)
+
+
+def _version_root(location: str) -> str | None:
+    """The versions folder ``location`` is a version of, or None (a managed table's own
+    folder, or a location of the user's)."""
+    parent = location.rstrip("/").rsplit("/", 1)[0]
+    return parent if parent.endswith(VERSIONS_SUFFIX) else None

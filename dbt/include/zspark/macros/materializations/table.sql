@@ -67,7 +67,9 @@
   {%- set staging_relation = adapter.zspark_next_version(target_relation) -%}
 
   {%- if build.language == 'sql' -%}
-    {%- do zspark_write_statement(zspark_create_table(staging_relation, build.sql)) -%}
+    {#- Written once into a folder of its own, which the swap never moves. -#}
+    {%- set location = adapter.zspark_next_location(target_relation, config.get('location_root')) -%}
+    {%- do zspark_write_statement(zspark_create_table(staging_relation, build.sql, location=location)) -%}
   {%- else -%}
     {%- call statement('main', language=build.language) -%}
       {{ zspark_create_table(staging_relation, build.sql, build.language) }}
