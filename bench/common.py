@@ -166,8 +166,12 @@ def query_session(session_dir: Path, app: str, layouts: Iterable[str]) -> Iterat
 
 
 def table_dir(session_dir: Path, schema: str, table: str) -> Path:
-    """Location of a managed table in the session's warehouse."""
-    return session_dir / "warehouse" / f"{schema}.db" / table
+    """A table's folder in the session's warehouse: the version a zspark build wrote last
+    (each in a folder of its own under ``<table>__zspark_versions``), or a managed
+    table's own folder."""
+    folder = session_dir / "warehouse" / f"{schema}.db"
+    versions = sorted((folder / f"{table}__zspark_versions").glob("*"))
+    return versions[-1] if versions else folder / table
 
 
 def data_files(directory: Path) -> list[Path]:

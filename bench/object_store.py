@@ -6,6 +6,7 @@ session's catalog), on the same generated rows:
 
 - the write requests (PUT, POST; a copy is a PUT) of Spark's own write of the rows into
   ``--files`` files, beside zspark's Hilbert build of the same rows into as many files;
+- with ``--latency-ms``, the store serves each request that much later, as a real one;
 - point queries on each clustering column: the data files the store served a read of
   and the requests made (``zspark_scan``'s with its compile's read of the index), and
   the query's time, through ``zspark_scan`` (Parquet: the index chooses the files) and
@@ -13,6 +14,8 @@ session's catalog), on the same generated rows:
   their own statistics). Rows are checked against a full scan.
 
     python -m bench.object_store --rows 200000 --files 100   # BENCHMARKS-object-store.json
+    python -m bench.object_store --rows 200000 --files 100 --latency-ms 30 \
+        --out BENCHMARKS-object-store-latency.json
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import REPO, Progress
-from bench.servers import BUCKET, S3_KEYS, s3_requests, s3_server
+from bench.servers import BUCKET, S3_KEYS, is_data_file_of, s3_requests, s3_server
 from dbt.adapters.zspark.object_stores import s3a_jars, s3a_settings, with_jars
 
 SCHEMA = "bench_store"
@@ -81,7 +84,7 @@ def _counts(log: Path, since: int, table: str) -> dict[str, Any]:
     requests = s3_requests(log, since)
     methods = Counter(method for method, _ in requests)
     fetched = {path for method, path in requests
-               if method == "GET" and f"/{table}/" in path and path.endswith(".parquet")}
+               if method == "GET" and is_data_file_of(table, path)}
     return {"requests": len(requests), "writes": sum(methods[m] for m in WRITES),
             "by_method": dict(methods), "data_files_read": len(fetched)}
 
@@ -215,6 +218,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--files", type=int, default=100)
     parser.add_argument("--formats", nargs="+", default=list(FORMATS), choices=FORMATS)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--latency-ms", type=float, default=0,
+                        help="a delay before the store serves each request, as a real "
+                             "store's (e.g. 30)")
     parser.add_argument("--one", choices=FORMATS, help=argparse.SUPPRESS)
     parser.add_argument("--endpoint", help=argparse.SUPPRESS)
     parser.add_argument("--log", type=Path, help=argparse.SUPPRESS)
@@ -227,7 +233,7 @@ def main(argv: list[str] | None = None) -> None:
     progress = Progress()
     results = []
     home = Path(tempfile.mkdtemp(prefix="zspark-store-"))
-    with s3_server(home) as endpoint:
+    with s3_server(home, latency_ms=args.latency_ms) as endpoint:
         for table_format in args.formats:
             part = home / f"{table_format}.json"
             progress(f"{table_format}: a process of its own")
@@ -237,7 +243,8 @@ def main(argv: list[str] | None = None) -> None:
                             "--out", str(part)], cwd=REPO, check=True)
             results.append(json.loads(part.read_text()))
     args.out.write_text(json.dumps({"measured": time.strftime("%Y-%m-%d %H:%M"),
-                                    "results": results}, indent=1))
+                                    "latency_ms": args.latency_ms, "results": results},
+                                   indent=1))
     print("\n".join(_summary(results)))
 
 

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 BIN = Path(sys.executable).parent
+REPO = Path(__file__).resolve().parent.parent
 #: What an executor needs to run the keys and the footer reader, and what they import.
 EXECUTOR_PACKAGES = ("pyspark", "py4j", "pandas", "numpy", "pyarrow", "dateutil",
                      "python_dateutil", "pytz", "tzdata", "six")
@@ -168,18 +169,23 @@ BUCKET, S3_KEYS = "lake", ("zspark", "zspark-secret")
 
 
 @contextmanager
-def s3_server(home: Path, timeout: float = SERVER_START_SECONDS) -> Iterator[str]:
+def s3_server(home: Path, timeout: float = SERVER_START_SECONDS,
+              latency_ms: float = 0) -> Iterator[str]:
     """Start an S3-compatible server (moto's) on 127.0.0.1 holding the bucket
     :data:`BUCKET`; yield its endpoint (``http://127.0.0.1:PORT``); stop it on exit.
-    It logs one line per request to ``home/s3.log``: the requests a run made."""
+    It logs one line per request to ``home/s3.log``: the requests a run made.
+    ``latency_ms``: a delay before each request is served (``bench.slow_s3``)."""
     import boto3
 
     home.mkdir(parents=True, exist_ok=True)
     port = free_port()
     endpoint = f"http://127.0.0.1:{port}"
+    command = ([str(BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(port)] if not latency_ms
+               else [sys.executable, "-m", "bench.slow_s3", "--port", str(port),
+                     "--latency-ms", str(latency_ms)])
     with (home / "s3.log").open("w") as log:
-        server = subprocess.Popen([str(BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
-                                  stdout=log, stderr=subprocess.STDOUT, cwd=home)
+        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=home,
+                                  env={**os.environ, "PYTHONPATH": str(REPO)})
     try:
         deadline = time.monotonic() + timeout
         while True:
@@ -210,3 +216,10 @@ def s3_requests(log: Path, since: int = 0) -> list[tuple[str, str]]:
             method, path = parts[1].split(" ")[:2]
             found.append((method, path))
     return found
+
+
+def is_data_file_of(table: str, path: str) -> bool:
+    """Is the object ``path`` a Parquet data file of ``table``: in its own folder, or in a
+    folder of one of its versions (``<table>__zspark_versions/<version>/``)?"""
+    return path.endswith(".parquet") and (f"/{table}/" in path
+                                           or f"/{table}__zspark_versions/" in path)

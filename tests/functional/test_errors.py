@@ -108,20 +108,20 @@ def test_failed_build_keeps_the_previous_table(project: DbtProject, case: str,
 
 def test_a_build_that_died_before_registering_its_table_does_not_block_the_next(
         project: DbtProject) -> None:
-    """A build killed while Spark wrote its staging table leaves files and no table;
-    Spark refuses a managed table over an existing location, so the next build clears
-    the dead build's files first."""
+    """A build killed while Spark wrote its next version leaves files in a version folder
+    no table names; the next build deletes them first."""
     project.write("models/errors/died.sql", f"""
         {{{{ config(materialized='table', zorder_by=['id', 'a'], file_count=3) }}}}
         {ROWS}
     """)
     location = project.spark.catalog.getDatabase("zspark_test").locationUri
-    leftover = Path(location.removeprefix("file:")) / "died__zspark_new"
+    leftover = Path(location.removeprefix("file:")) / "died__zspark_versions" / "dead"
     leftover.mkdir(parents=True)
     (leftover / "part-00000-dead.snappy.parquet").write_bytes(b"not parquet")
     project.dbt("run", "--select", "died")
     assert ("zspark: died: recovered zspark_test.died from a run that was stopped: files of a "
-            "next version that was never registered are deleted") in project.log_text()
+            "version no table names are deleted") in project.log_text()
+    assert not leftover.exists()
     assert len(project.rows(f"select * from {project.table('died')}")) == 50
     assert not leftover.exists()
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.servers import BUCKET, S3_KEYS, s3_requests, s3_server
+from bench.servers import BUCKET, S3_KEYS, is_data_file_of, s3_requests, s3_server
 from dbt.adapters.zspark.object_stores import s3a_jars, s3a_settings, with_jars
 from tests.functional.format_project import QUERY_MACRO, FormatProject, new_project
 
@@ -99,7 +99,7 @@ def _rows(project: FormatProject, table: str) -> list[int]:
 def _fetched(log: Path, since: int, table: str) -> set[str]:
     """The data files of ``table`` the store served a read of after ``since`` log lines."""
     return {path for method, path in s3_requests(log, since)
-            if method == "GET" and f"/{table}/" in path and path.endswith(".parquet")}
+            if method == "GET" and is_data_file_of(table, path)}
 
 
 def _lines(log: Path) -> int:
