@@ -71,9 +71,13 @@ class HadoopFiles:
         for folder in folders:
             located = self._path(folder)
             files = located.getFileSystem(self._conf)
-            if not files.exists(located):
-                continue
-            for status in files.listStatus(located):
+            try:  # one listing, no request to ask first whether the folder exists
+                listed = files.listStatus(located)
+            except Exception as error:  # py4j's error names the Java exception
+                if "FileNotFoundException" in str(error):
+                    continue
+                raise
+            for status in listed:
                 path = spark_path(str(status.getPath().toUri().toString()))
                 if path in wanted:
                     found[path] = status

@@ -11,7 +11,7 @@ path, size, rows and, per indexed column, min, max, null count (and NaN count fo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -216,12 +216,13 @@ def update_index(spark: SparkSession, table: str, index_table: str, added: Seque
 
 
 def replace_index_rows(spark: SparkSession, index_table: str, removed: Sequence[str],
-                       added: DataFrame, added_at: str, kept_at: str,
-                       location: str) -> IndexSummary:
+                       added: DataFrame, added_at: str, kept_at: str, location: str,
+                       kept_mtimes: Mapping[str, int] | None = None) -> IndexSummary:
     """Rewrite ``index_table`` without the rows of the ``removed`` files and with the
     ``added`` rows; the paths of the rows kept move from under ``kept_at``, and those of
     the added rows from under ``added_at``, to under ``location`` (a re-clustering's
-    next version holds both, carried with their names)."""
+    next version holds both, carried with their names). ``kept_mtimes``: the kept files'
+    modification times under ``location`` where they were copied (by their new paths)."""
     from pyspark.sql import functions
 
     def moved(rows: DataFrame, at: str) -> DataFrame:
@@ -232,7 +233,15 @@ def replace_index_rows(spark: SparkSession, index_table: str, removed: Sequence[
     existing = spark.table(index_table)
     gone = path_frame(spark, removed)
     kept = existing.join(functions.broadcast(gone), "file_path", "left_anti")
-    rows = moved(kept, kept_at).unionByName(moved(added, added_at).select(*existing.columns))
+    carried = moved(kept, kept_at)
+    if kept_mtimes:
+        dates = spark.createDataFrame(pa.table({
+            "file_path": pa.array(list(kept_mtimes), pa.string()),
+            "carried_mtime": pa.array(list(kept_mtimes.values()), pa.int64())}))
+        carried = carried.join(functions.broadcast(dates), "file_path", "left").withColumn(
+            "file_mtime", functions.coalesce("carried_mtime", "file_mtime")
+        ).drop("carried_mtime")
+    rows = carried.unionByName(moved(added, added_at).select(*existing.columns))
     return _write(spark, rows.localCheckpoint(eager=True), index_table)
 
 

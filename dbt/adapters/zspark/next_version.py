@@ -56,9 +56,11 @@ class LinkedVersion:
         self._table, self._staging, self._index = table, staging, index
         self._new_rows: Any = None
         self._location = self._staged_at = ""
+        self._carried_mtimes: dict[str, int] = {}
 
     def carry(self, rewritten: Sequence[str], partition_by: Sequence[str], full: bool,
               properties: Mapping[str, str]) -> CarriedVersion:
+        from dbt.adapters.zspark.hadoop_files import HadoopFiles
         from dbt.adapters.zspark.index import (
             index_columns,
             index_frame,
@@ -75,7 +77,11 @@ class LinkedVersion:
         self._staged_at = table_location(spark, str(self._staging))
         written = sorted(self._reach.table_files(self._staging))
         kept = sorted(self._reach.table_files(self._table) - set(rewritten))
-        link_files(spark, kept, self._location, self._staged_at)
+        linked = link_files(spark, kept, self._location, self._staged_at)
+        # A store without links copies the files that stay, dated anew: their index rows
+        # take the copies' dates, or a scan would not know them as the files indexed.
+        self._carried_mtimes = {path: found.mtime for path, found in
+                                HadoopFiles(spark).identities(linked).items()}
         if partition_by:
             self._execute(f"alter table {self._staging} recover partitions")
         existing = spark.table(str(self._index))
@@ -101,7 +107,8 @@ class LinkedVersion:
         # managed table's folder it moved to.
         now_at = table_location(self._reach.spark, str(self._table))
         return replace_index_rows(self._reach.spark, str(self._index), rewritten,
-                                  self._new_rows, self._staged_at, self._location, now_at)
+                                  self._new_rows, self._staged_at, self._location, now_at,
+                                  self._carried_mtimes)
 
 
 class CopiedVersion:
