@@ -5,7 +5,8 @@ For each format (Parquet, Delta, Iceberg), in a process of its own (one format o
 session's catalog), on the same generated rows:
 
 - the write requests (PUT, POST; a copy is a PUT) of Spark's own write of the rows into
-  ``--files`` files, beside zspark's Hilbert build of the same rows into as many files;
+  ``--files`` files, beside zspark's Hilbert build of the same rows into as many files,
+  its rebuild, and a full re-clustering (``zspark_recluster``) of the rebuilt table;
 - with ``--latency-ms``, the store serves each request that much later, as a real one;
 - point queries on each clustering column: the data files the store served a read of
   and the requests made (``zspark_scan``'s with its compile's read of the index), and
@@ -33,7 +34,12 @@ from typing import Any
 
 from bench.common import REPO, Progress
 from bench.servers import BUCKET, S3_KEYS, is_data_file_of, s3_requests, s3_server
-from dbt.adapters.zspark.object_stores import s3a_jars, s3a_settings, with_jars
+from dbt.adapters.zspark.object_stores import (
+    s3a_committer_settings,
+    s3a_jars,
+    s3a_settings,
+    with_jars,
+)
 
 SCHEMA = "bench_store"
 FORMATS = ("parquet", "delta", "iceberg")
@@ -51,8 +57,10 @@ ROWS_SQL = """
 WRITES = ("PUT", "POST")
 
 
-def _project(root: Path, endpoint: str, table_format: str, rows: int, files: int) -> None:
-    settings = with_jars({**s3a_settings(endpoint, *S3_KEYS),
+def _project(root: Path, endpoint: str, table_format: str, rows: int, files: int,
+             committer: str) -> None:
+    committing = s3a_committer_settings() if committer == "magic" else {}
+    settings = with_jars({**s3a_settings(endpoint, *S3_KEYS), **committing,
                           "spark.sql.warehouse.dir": f"s3a://{BUCKET}/bench-{table_format}",
                           "spark.driver.memory": "3g"}, s3a_jars())
     target: dict[str, Any] = {"type": "zspark", "method": "session", "schema": SCHEMA,
@@ -94,7 +102,7 @@ def _lines(log: Path) -> int:
 
 
 def run_format(table_format: str, endpoint: str, log: Path, rows: int, files: int,
-               out: Path) -> None:
+               out: Path, committer: str = "default") -> None:
     """In this process: the builds and queries of one format (``out``: its JSON)."""
     from dbt.cli.main import dbtRunner
 
@@ -102,7 +110,7 @@ def run_format(table_format: str, endpoint: str, log: Path, rows: int, files: in
 
     progress = Progress()
     root = Path(tempfile.mkdtemp(prefix=f"zspark-store-{table_format}-"))
-    _project(root, endpoint, table_format, rows, files)
+    _project(root, endpoint, table_format, rows, files, committer)
     runner = dbtRunner()
 
     def dbt(*args: str) -> None:
@@ -119,6 +127,12 @@ def run_format(table_format: str, endpoint: str, log: Path, rows: int, files: in
         builds.append({**_counts(log, before, "hilbert"),
                        "seconds": time.perf_counter() - started})
     build, rebuild = builds
+    progress(f"{table_format}: zspark_recluster, full, of the table the rebuild made")
+    before = _lines(log)
+    started = time.perf_counter()
+    dbt("run-operation", "zspark_recluster", "--args",
+        json.dumps({"relation": f"{SCHEMA}.hilbert", "full": True}))
+    recluster = {**_counts(log, before, "hilbert"), "seconds": time.perf_counter() - started}
     spark = active_session()
     spark.sparkContext.setLogLevel("ERROR")
     progress(f"{table_format}: Spark's own write of the same rows into {files} files")
@@ -163,6 +177,7 @@ def run_format(table_format: str, endpoint: str, log: Path, rows: int, files: in
     out.write_text(json.dumps({"format": table_format, "rows": rows, "files": files,
                                "files_written": int(written[0]) if written else 0,
                                "build": build, "rebuild": rebuild,
+                               "full_recluster": recluster,
                                "plain_write": plain_write,
                                "queries": queries}, indent=1))
 
@@ -189,7 +204,8 @@ def _scan_sql(spark: Any, root: Path, table_format: str) -> Any:
 
 
 def _summary(results: list[dict[str, Any]]) -> list[str]:
-    lines = ["| format | write requests: build / rebuild / Spark's own | ratios | files a "
+    lines = ["| format | write requests: build / rebuild / full re-clustering / Spark's "
+             "own | ratios | files a "
              "point query read: zspark_scan / plain where (of written) | requests: "
              "zspark_scan / plain | seconds: zspark_scan / plain | rows exact |",
              "|---|--:|--:|--:|--:|--:|---|"]
@@ -201,10 +217,14 @@ def _summary(results: list[dict[str, Any]]) -> list[str]:
 
         exact = all(x[w]["rows_exact"] for x in q for w in ("zspark_scan", "plain where"))
         own = max(1, r["plain_write"]["writes"])
+        full = r.get("full_recluster")  # measured since 2026-11-28's second run
+        full_ratio = full["writes"] / own if full else 0.0
         lines.append(
             f"| {r['format']} | {r['build']['writes']} / {r['rebuild']['writes']} / "
-            f"{r['plain_write']['writes']} | {r['build']['writes'] / own:.2f}x / "
-            f"{r['rebuild']['writes'] / own:.2f}x | {mean('zspark_scan', 'data_files_read'):.1f} / "
+            f"{full['writes'] if full else '-'} / {r['plain_write']['writes']} | "
+            f"{r['build']['writes'] / own:.2f}x / {r['rebuild']['writes'] / own:.2f}x / "
+            f"{f'{full_ratio:.2f}x' if full else '-'} | "
+            f"{mean('zspark_scan', 'data_files_read'):.1f} / "
             f"{mean('plain where', 'data_files_read'):.1f} (of {r['files_written']}) | "
             f"{mean('zspark_scan', 'requests'):.0f} / {mean('plain where', 'requests'):.0f} | "
             f"{mean('zspark_scan', 'seconds'):.2f} / {mean('plain where', 'seconds'):.2f} | "
@@ -221,12 +241,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--latency-ms", type=float, default=0,
                         help="a delay before the store serves each request, as a real "
                              "store's (e.g. 30)")
+    parser.add_argument("--committer", choices=("default", "magic"), default="default",
+                        help="Spark's commit: its default (renames task output) or the "
+                             "S3A magic committer")
     parser.add_argument("--one", choices=FORMATS, help=argparse.SUPPRESS)
     parser.add_argument("--endpoint", help=argparse.SUPPRESS)
     parser.add_argument("--log", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:  # one format, in the process its parent started
-        run_format(args.one, args.endpoint, args.log, args.rows, args.files, args.out)
+        run_format(args.one, args.endpoint, args.log, args.rows, args.files, args.out,
+                   args.committer)
         return
     if not s3a_jars():
         raise SystemExit("hadoop-aws and the AWS SDK bundle are missing: run `make setup`")
@@ -240,10 +264,12 @@ def main(argv: list[str] | None = None) -> None:
             subprocess.run([sys.executable, "-m", "bench.object_store", "--one", table_format,
                             "--endpoint", endpoint, "--log", str(home / "s3.log"),
                             "--rows", str(args.rows), "--files", str(args.files),
+                            "--committer", args.committer,
                             "--out", str(part)], cwd=REPO, check=True)
             results.append(json.loads(part.read_text()))
     args.out.write_text(json.dumps({"measured": time.strftime("%Y-%m-%d %H:%M"),
-                                    "latency_ms": args.latency_ms, "results": results},
+                                    "latency_ms": args.latency_ms,
+                                    "committer": args.committer, "results": results},
                                    indent=1))
     print("\n".join(_summary(results)))
 

@@ -21,7 +21,9 @@ from dbt.adapters.zspark.table_formats import JARS_DIR
 
 #: Hadoop's S3 connector for pyspark 4.1's Hadoop, and the SDK its POM names
 #: (``aws-java-sdk-v2.version`` of ``hadoop-project`` 3.4.2).
-S3A_PACKAGES = ("org.apache.hadoop:hadoop-aws:3.4.2", "software.amazon.awssdk:bundle:2.29.52")
+S3A_PACKAGES = ("org.apache.hadoop:hadoop-aws:3.4.2", "software.amazon.awssdk:bundle:2.29.52",
+                # Spark's binding to the S3A committers (4.1.4's is not published yet).
+                "org.apache.spark:spark-hadoop-cloud_2.13:4.1.1")
 
 
 def s3a_jars(folder: Path = JARS_DIR) -> list[Path]:
@@ -29,6 +31,19 @@ def s3a_jars(folder: Path = JARS_DIR) -> list[Path]:
     jars = [folder / f"{artifact}-{version}.jar"
             for _, artifact, version in (p.split(":") for p in S3A_PACKAGES)]
     return jars if all(jar.is_file() for jar in jars) else []
+
+
+def s3a_committer_settings() -> dict[str, str]:
+    """Spark's writes committed by Hadoop's S3A magic committer: each task uploads its
+    files to their final names as multipart uploads that the job's commit completes, so
+    no file is copied by a rename (Spark's default commit renames every task's output,
+    on S3 a copy and a delete per file). Needs ``spark-hadoop-cloud`` in ``spark.jars``."""
+    return {"spark.hadoop.fs.s3a.committer.name": "magic",
+            "spark.hadoop.fs.s3a.committer.magic.enabled": "true",
+            "spark.sql.sources.commitProtocolClass":
+                "org.apache.spark.internal.io.cloud.PathOutputCommitProtocol",
+            "spark.sql.parquet.output.committer.class":
+                "org.apache.spark.internal.io.cloud.BindingParquetOutputCommitter"}
 
 
 def s3a_settings(endpoint: str, access_key: str, secret_key: str,
