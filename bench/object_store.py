@@ -6,7 +6,8 @@ session's catalog), on the same generated rows:
 
 - the write requests (PUT, POST; a copy is a PUT) of Spark's own write of the rows into
   ``--files`` files, beside zspark's Hilbert build of the same rows into as many files,
-  its rebuild, and a full re-clustering (``zspark_recluster``) of the rebuilt table;
+  its rebuild (``--full-refresh``), and a full re-clustering (``zspark_recluster``) after
+  an append of 5% more rows (so it rewrites 1.05 times the rows of the plain write);
 - with ``--latency-ms``, the store serves each request that much later, as a real one;
 - point queries on each clustering column: the data files the store served a read of
   and the requests made (``zspark_scan``'s with its compile's read of the index), and
@@ -52,7 +53,7 @@ ROWS_SQL = """
            concat('b', lpad(cast((id * 7) % 89 as string), 3, '0')) as b,
            cast((id * 13) % 101 as int) as c,
            sha2(cast(id as string), 256) as payload
-    from range({rows})
+    from range({lo}, {hi})
 """
 WRITES = ("PUT", "POST")
 
@@ -74,10 +75,13 @@ def _project(root: Path, endpoint: str, table_format: str, rows: int, files: int
         # JSON is YAML too.
         "profiles.yml": json.dumps({"bench_store": {"target": "dev",
                                                     "outputs": {"dev": target}}}),
+        # Incremental, its appends left as pieces, so that a full re-clustering has
+        # rows written since the table's clustered base.
         "models/hilbert.sql": f"""
-            {{{{ config(materialized='table', file_format='{table_format}',
-                        hilbert_by={list(COLUMNS)}, file_count={files}) }}}}
-            {ROWS_SQL.format(rows=rows)}
+            {{{{ config(materialized='incremental', file_format='{table_format}',
+                        hilbert_by={list(COLUMNS)}, file_count={files},
+                        zspark_recluster=false) }}}}
+            {ROWS_SQL.format(lo="{{ var('lo', 0) }}", hi=f"{{{{ var('hi', {rows}) }}}}")}
         """,
     }
     for relative, text in texts.items():
@@ -123,11 +127,14 @@ def run_format(table_format: str, endpoint: str, log: Path, rows: int, files: in
         progress(f"{table_format}: zspark's Hilbert {run} ({rows} rows, {files} files)")
         before = _lines(log)
         started = time.perf_counter()
-        dbt("run", "--select", "hilbert")
+        dbt("run", "--select", "hilbert", *(("--full-refresh",) if run == "rebuild" else ()))
         builds.append({**_counts(log, before, "hilbert"),
                        "seconds": time.perf_counter() - started})
     build, rebuild = builds
-    progress(f"{table_format}: zspark_recluster, full, of the table the rebuild made")
+    appended = rows // 20
+    progress(f"{table_format}: an append of {appended} rows, then zspark_recluster, full")
+    dbt("run", "--select", "hilbert", "--vars",
+        json.dumps({"lo": rows, "hi": rows + appended}))
     before = _lines(log)
     started = time.perf_counter()
     dbt("run-operation", "zspark_recluster", "--args",
@@ -140,7 +147,8 @@ def run_format(table_format: str, endpoint: str, log: Path, rows: int, files: in
     before = _lines(log)
     started = time.perf_counter()
     spark.sql(f"create table {SCHEMA}.plain using {table_format} as "
-              f"select /*+ REPARTITION({files}) */ * from ({ROWS_SQL.format(rows=rows)}) r")
+              f"select /*+ REPARTITION({files}) */ * from "
+              f"({ROWS_SQL.format(lo=0, hi=rows)}) r")
     plain_write = {**_counts(log, before, "plain"), "seconds": time.perf_counter() - started}
     # Iceberg's tables have no `_metadata` column: its `files` table lists them.
     written = spark.sql(f"select count(*) from {SCHEMA}.hilbert.files" if table_format ==
@@ -177,7 +185,7 @@ def run_format(table_format: str, endpoint: str, log: Path, rows: int, files: in
     out.write_text(json.dumps({"format": table_format, "rows": rows, "files": files,
                                "files_written": int(written[0]) if written else 0,
                                "build": build, "rebuild": rebuild,
-                               "full_recluster": recluster,
+                               "appended": appended, "full_recluster": recluster,
                                "plain_write": plain_write,
                                "queries": queries}, indent=1))
 
