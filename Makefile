@@ -67,6 +67,8 @@ bench: setup
 # Spark's own write, and the files and requests of point queries (about 25 minutes).
 bench-object-store: setup
 	$(PY) -m bench.object_store --rows 200000 --files 100
+	$(PY) -m bench.object_store --rows 200000 --files 100 --latency-ms 30 \
+	  --out BENCHMARKS-object-store-latency.json
 
 # Keys per second per core: the curve-key UDFs against the same keys in Spark SQL.
 bench-keys: setup
