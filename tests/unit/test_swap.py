@@ -140,6 +140,13 @@ def histories(old: bool) -> list[tuple[World, set[str | None]]]:
         swap, commit = rename(NAMES[NEXT], NAMES[TABLE]), 2
     steps += swap
     commit += len(create_next("NEW"))
+    return stopped_after_each_step(start, steps, commit, before)
+
+
+def stopped_after_each_step(start: World, steps: list, commit: int,
+                            before: str | None) -> list[tuple[World, set[str | None]]]:
+    """The world after each prefix of ``steps``, with what the table may hold after
+    recovery: the new rows once the ``commit``-th step has run, else ``before``."""
     found = []
     for stop in range(len(steps) + 1):
         world = start.copy()
@@ -274,13 +281,7 @@ def versioned_histories(start: str) -> list[tuple[World, set[str | None]]]:
             steps += [set_entry(NAMES[PREVIOUS], None), *delete_folder(OLD_VERSION)]
         else:
             steps += drop(NAMES[PREVIOUS])
-    found = []
-    for stop in range(len(steps) + 1):
-        state = world.copy()
-        for step in steps[:stop]:
-            step(state)
-        found.append((state, {"NEW"} if stop >= commit else {before}))
-    return found
+    return stopped_after_each_step(world, steps, commit, before)
 
 
 def assert_versioned_clean(world: World, allowed: set[str | None]) -> None:

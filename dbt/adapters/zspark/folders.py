@@ -103,15 +103,11 @@ class SessionFolders:
         return str(located.toUri().getScheme() or "file") in ATOMIC_RENAMES
 
     def subfolders(self, path: str) -> list[str]:
+        from dbt.adapters.zspark.hadoop_files import list_status
+
         located, files = self._path(path)
-        try:  # one listing, no request to ask first whether the folder exists
-            statuses = files.listStatus(located)
-        except Exception as error:  # py4j's error names the Java exception
-            if "FileNotFoundException" in str(error):
-                return []
-            raise
-        return sorted(str(status.getPath().toString()) for status in statuses
-                      if status.isDirectory())
+        return sorted(str(status.getPath().toString())
+                      for status in list_status(files, located) if status.isDirectory())
 
     @property
     def sees_files(self) -> bool:

@@ -71,13 +71,7 @@ class HadoopFiles:
         for folder in folders:
             located = self._path(folder)
             files = located.getFileSystem(self._conf)
-            try:  # one listing, no request to ask first whether the folder exists
-                listed = files.listStatus(located)
-            except Exception as error:  # py4j's error names the Java exception
-                if "FileNotFoundException" in str(error):
-                    continue
-                raise
-            for status in listed:
+            for status in list_status(files, located):
                 path = spark_path(str(status.getPath().toUri().toString()))
                 if path in wanted:
                     found[path] = status
@@ -120,6 +114,18 @@ class HadoopFiles:
             raise RuntimeError(f"zspark: cannot read the Parquet footer of {path}: "
                                f"{error}") from error
         return FileTail(identity, footer[-(length + 8):])
+
+
+def list_status(files: Any, located: Any) -> list[Any]:
+    """The ``FileStatus`` of each entry of the folder ``located`` on the Hadoop file system
+    ``files``, none when it does not exist: one listing, no request first to ask whether
+    it exists."""
+    try:
+        return list(files.listStatus(located))
+    except Exception as error:  # py4j's error names the Java exception
+        if "FileNotFoundException" in str(error):
+            return []
+        raise
 
 
 def _identity(path: str, status: Any) -> FileIdentity:

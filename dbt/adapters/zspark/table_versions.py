@@ -139,7 +139,7 @@ class TableVersions:
             f"show tables in {self.schema} like {sql_string(pattern)}")}
         schema_folder = self._schema_folder()
         places = {}
-        roots = {self.versions_root()} if self.folders.sees_files else set()
+        roots = {self.versions_root()}  # a server's folders list as none
         for role in ROLES:
             folder = f"{schema_folder}/{names[role]}"
             entry = entry_folder = None
@@ -150,7 +150,7 @@ class TableVersions:
                 entry = spark_path(location).rstrip("/") if location else f"view:{role}"
                 entry_folder = self.folders.exists(entry) if location else None
                 root = _version_root(entry) if location else None
-                if root is not None and self.folders.sees_files:
+                if root is not None:
                     roots.add(root)
             places[role] = Place(folder, self.folders.exists(folder), entry, entry_folder)
         versions = tuple(sorted(spark_path(v).rstrip("/") for root in sorted(roots)
