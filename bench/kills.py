@@ -48,9 +48,10 @@ MODEL = "killed"
 #: batch), or only the index (when it is read: incremental runs); nothing once the
 #: index is written.
 REPAIRED_NAMES = {"build:written", "swap:begin", "swap:previous_renamed",
-                  "swap:next_renamed", "rewrite:written", "rewrite:linked",
+                  "swap:next_renamed", "rewrite:written", "rewrite:checked",
                   "append:written", "append:publishing", "overwrite:written",
-                  "overwrite:set_aside", "overwrite:publishing"}
+                  "overwrite:set_aside", "overwrite:publishing", "recluster:publishing",
+                  "recluster:deleting"}
 ROWS = "select id, cast(id % 13 as int) as a, concat('s', cast(id % 37 as string)) as s"
 
 MODELS = {

@@ -1,7 +1,8 @@
-"""Publishing an append's or an overwrite's batch (table_versions.py) stopped before each of
-its steps (every folder change and statement), then recovered as the next run does: the
-table holds exactly its rows before or exactly its rows after, and nothing of the batch or
-of what it replaced is left behind. Recovery is itself stopped once, at a varying step.
+"""Publishing an append's, an overwrite's or a partial re-clustering's batch
+(table_versions.py) stopped before each of its steps (every folder change and statement),
+then recovered as the next run does: the table holds exactly its rows before or exactly
+its rows after, and nothing of the batch or of what it replaced is left behind. Recovery
+is itself stopped once, at a varying step.
 
 Real Spark, real folders; the stop is an exception raised in place of the step. Real
 processes killed with SIGKILL at the named steps are in test_kills.py.
@@ -20,6 +21,7 @@ from dbt.adapters.zspark.table_versions import (
     APPEND,
     BATCH_KEY,
     OVERWRITE,
+    RECLUSTER,
     REPLACED_SUFFIX,
     REPLACING_SUFFIX,
     TableVersions,
@@ -84,8 +86,10 @@ def versions(spark: Any, stop: StopAfter) -> TableVersions:
                          execute, StoppingFolders(spark, stop))
 
 
-def written(spark: Any, partitioned: bool) -> str:
-    """The table with OLD's rows and its batch with NEW's, journaled; the schema's folder."""
+def written(spark: Any, partitioned: bool, recluster: bool = False) -> str:
+    """The table with OLD's rows and its batch with NEW's; the schema's folder.
+    (``recluster``: OLD is written in two runs, and the batch rewrites the second with
+    NEW's rows and names its files as those it replaces.)"""
     spark.sql(f"create database if not exists {SCHEMA}")
     for name in (TABLE, TABLE + "__zspark_batch"):
         spark.sql(f"drop table if exists {SCHEMA}.{name}")
@@ -95,11 +99,18 @@ def written(spark: Any, partitioned: bool) -> str:
         files.delete(f"{folder}/{TABLE}{suffix}")
     spark.sql(f"create table {SCHEMA}.{TABLE} (id int, p int) using parquet"
               + (" partitioned by (p)" if partitioned else ""))
-    spark.createDataFrame(OLD, "id int, p int").repartition(2).write.insertInto(
-        f"{SCHEMA}.{TABLE}")
+    table_files: list[set[str]] = []
+    for run in [OLD[:15], OLD[15:]] if recluster else [OLD]:
+        spark.createDataFrame(run, "id int, p int").repartition(2).write.insertInto(
+            f"{SCHEMA}.{TABLE}")
+        table_files.append(set(files.files(f"{folder}/{TABLE}")))
+    rewritten = table_files[-1] - table_files[0]
     spark.sql(f"create table {SCHEMA}.{TABLE}__zspark_batch like {SCHEMA}.{TABLE}")
-    spark.createDataFrame(NEW, "id int, p int").repartition(2).write.insertInto(
+    spark.createDataFrame(NEW + (OLD[15:] if recluster else []),
+                          "id int, p int").repartition(2).write.insertInto(
         f"{SCHEMA}.{TABLE}__zspark_batch")
+    if recluster:
+        versions(spark, StopAfter(None)).journal_replaced(sorted(rewritten))
     return folder
 
 
@@ -109,7 +120,7 @@ def rows(spark: Any) -> list[tuple[int, int]]:
 
 
 def expected(mode: str, partitioned: bool) -> list[tuple[int, int]]:
-    if mode == APPEND:
+    if mode in (APPEND, RECLUSTER):
         return sorted(OLD + NEW)
     replaced = {p for _, p in NEW} if partitioned else {p for _, p in OLD}
     return sorted([r for r in OLD if r[1] not in replaced] + NEW)
@@ -149,7 +160,8 @@ def stopped_runs(run: Callable[[StopAfter], Any]) -> int:
 
 
 @pytest.mark.parametrize(("mode", "partitioned", "halfway"), [
-    (OVERWRITE, True, False), (OVERWRITE, False, True), (APPEND, True, True)])
+    (OVERWRITE, True, False), (OVERWRITE, False, True), (APPEND, True, True),
+    (RECLUSTER, False, True)])
 def test_a_publication_stopped_at_any_step_recovers_to_all_or_nothing(
         spark: Any, mode: str, partitioned: bool, halfway: bool) -> None:
     """``halfway``: every file's move is stopped after its copy, before its source is
@@ -161,7 +173,7 @@ def test_a_publication_stopped_at_any_step_recovers_to_all_or_nothing(
 
     def publish(stop: StopAfter) -> None:
         stop.halfway = halfway
-        folder = written(spark, partitioned)
+        folder = written(spark, partitioned, recluster=mode == RECLUSTER)
         spark.sql(f"alter table {SCHEMA}.{TABLE} set tblproperties "
                   f"('{BATCH_KEY}' = '{mode}')")
         try:
@@ -180,8 +192,9 @@ def test_a_publication_stopped_at_any_step_recovers_to_all_or_nothing(
         assert leftovers(spark, folder) == []
 
     steps = stopped_runs(publish)
-    # Set aside (overwrite), a move per file, and the statements that close it.
-    assert steps >= (5 if mode == OVERWRITE else 4)
+    # Set aside (overwrite), a move per file, a delete per file rewritten (recluster),
+    # and the statements that close it.
+    assert steps >= (5 if mode == OVERWRITE else 6 if mode == RECLUSTER else 4)
 
 
 def test_a_batch_never_journaled_is_dropped_and_the_table_untouched(spark: Any) -> None:

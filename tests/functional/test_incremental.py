@@ -442,10 +442,10 @@ def snapshot(project: DbtProject, table: str) -> tuple[Any, ...]:
     return (project.rows(f"select * from {table}"), sorted(project.files(name)), index)
 
 
-@pytest.mark.parametrize("where", ["writing", "linking"])
+@pytest.mark.parametrize("where", ["writing", "checking"])
 def test_a_failed_rewrite_leaves_the_table_and_its_index_as_they_were(
         project: DbtProject, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
-    from dbt.adapters.zspark import rewrite
+    from dbt.adapters.zspark.next_version import SessionVersion
 
     name = f"inc_broken_{where}"
     table = project.table(name)
@@ -458,14 +458,14 @@ def test_a_failed_rewrite_leaves_the_table_and_its_index_as_they_were(
     run(project, name, 4000, 4400)  # pieces; the next run merges with them
     before = snapshot(project, table)
 
-    if where == "linking":
-        link = rewrite.link_files
+    if where == "checking":
+        carry = SessionVersion.carry
 
-        def link_then_fail(*args: Any) -> list[str]:
-            link(*args)
-            raise RuntimeError("injected failure after linking")
+        def carry_then_fail(*args: Any) -> Any:
+            carry(*args)
+            raise RuntimeError("injected failure after the rows were checked")
 
-        monkeypatch.setattr(rewrite, "link_files", link_then_fail)
+        monkeypatch.setattr(SessionVersion, "carry", carry_then_fail)
         run(project, name, 4400, 4800, expect_pass=False)
         monkeypatch.undo()
     else:
@@ -477,7 +477,8 @@ def test_a_failed_rewrite_leaves_the_table_and_its_index_as_they_were(
     run(project, name, 4400, 4800)  # the next run drops the leftovers and merges
     assert "merge (" in project.log_text()
     assert project.rows(f"select * from {table}") == source_rows(project, (0, 4800))
-    assert not project.spark.catalog.tableExists(f"{table}__zspark_new")
+    for leftover in ("__zspark_new", "__zspark_batch"):
+        assert not project.spark.catalog.tableExists(f"{table}{leftover}")
     assert_index_equals_full_reindex(project, table)
 
 

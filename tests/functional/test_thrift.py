@@ -536,7 +536,7 @@ def test_killed_runs_recover_over_thrift_with_the_server_up(
         killed.killed(step, "run", "--vars",
                       f"{{stop: {killed.stop + 300 * count}, recluster: false}}")
     killed.killed("swap:previous_renamed", *killed.recluster())  # a merge
-    for step in ("rewrite:written", "rewrite:linked"):
+    for step in ("rewrite:written", "rewrite:checked"):
         killed.killed(step, *killed.recluster(full=True))
     killed.build(killed.stop + 900)
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import doctest
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dbt.adapters.zspark import layout_state, rewrite
 from dbt.adapters.zspark.layout_state import StoredLayout, clustered_writes_after, write_id
 from dbt.adapters.zspark.recluster import (
     APPEND,
@@ -189,3 +192,17 @@ def test_a_deferred_recluster_rewrites_nothing_and_says_why() -> None:
     assert waits.reason == "full of 900 rows deferred: needs a session"
     own_run = new_run(100, 50, "own run")
     assert deferred(own_run, "needs a session") is own_run
+
+
+def test_the_examples_in_the_docstrings_hold() -> None:
+    assert doctest.testmod(rewrite).failed == 0
+    assert doctest.testmod(layout_state).failed == 0
+
+
+def test_a_new_layout_set_over_an_old_one_names_the_parts_it_leaves() -> None:
+    before = {"zspark.layout.parts": "3", "zspark.layout.0": "a", "zspark.layout.1": "b",
+              "zspark.layout.2": "c", "zspark.layout.summary": "z-order",
+              "zspark.layout.clustered_writes": "w", "owner": "me"}
+    new = {"zspark.layout.parts": "1", "zspark.layout.0": "n", "zspark.layout.summary": "h"}
+    assert rewrite.stale_layout_keys(before, new) == ["zspark.layout.1", "zspark.layout.2"]
+    assert rewrite.stale_layout_keys(before, None) == []

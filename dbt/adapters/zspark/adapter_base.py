@@ -48,6 +48,12 @@ class _Rewrite:
     #: Table properties of a new layout (full re-clustering), else None.
     layout: dict[str, str] | None
     partition_by: list[str]
+    #: It rewrites every file of the table (else some stay: the other partitions' files
+    #: of a partitioned table's full re-clustering, the runs a merge leaves).
+    whole_table: bool = True
+    #: Its rows are a batch published in place of the files rewritten (in a session,
+    #: when files stay), not a next version swapped in.
+    in_place: bool = False
 
 
 @dataclass
@@ -371,7 +377,7 @@ class ZSparkAdapterBase(SparkAdapter):
             decision=decision, new_rows=sampled.rows if sql else 0,
             table_rows=sum(r.rows for r in runs or []),
             layout=prepared.layout.to_properties() if everything and prepared.layout else None,
-            partition_by=list(plan.partition_by))
+            partition_by=list(plan.partition_by), whole_table=whole_table)
         logger.info(f"zspark: {model}: rewriting {decision.rewritten_rows} rows of "
                     f"{len(decision.rewritten_paths)} files into the table's next version")
         return str(prepared.select_sql)

@@ -38,6 +38,12 @@ class Folders(Protocol):
         """The folders directly under ``path`` (none when it does not exist or cannot be
         seen)."""
 
+    def write_lines(self, path: str, lines: list[str]) -> None:
+        """Write the small text file ``path`` whole (one line per item), replacing it."""
+
+    def read_lines(self, path: str) -> list[str] | None:
+        """The lines of the text file ``path`` (None when it does not exist)."""
+
     @property
     def sees_files(self) -> bool:
         """Can this connection list and delete folders (a session), or not (a server)?"""
@@ -109,6 +115,25 @@ class SessionFolders:
         return sorted(str(status.getPath().toString())
                       for status in list_status(files, located) if status.isDirectory())
 
+    def write_lines(self, path: str, lines: list[str]) -> None:
+        located, files = self._path(path)
+        stream = files.create(located, True)
+        try:
+            stream.write(bytearray("".join(f"{line}\n" for line in lines).encode()))
+        finally:
+            stream.close()
+
+    def read_lines(self, path: str) -> list[str] | None:
+        located, files = self._path(path)
+        if not files.exists(located):
+            return None
+        stream = files.open(located)
+        try:
+            text = self._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+        finally:
+            stream.close()
+        return [line for line in str(text).split("\n") if line]
+
     @property
     def sees_files(self) -> bool:
         return True
@@ -137,6 +162,12 @@ class ServerFolders:
 
     def subfolders(self, path: str) -> list[str]:
         return []
+
+    def write_lines(self, path: str, lines: list[str]) -> None:
+        raise NotImplementedError("files of a server are written by SQL only")
+
+    def read_lines(self, path: str) -> list[str] | None:
+        raise NotImplementedError("files of a server are read by SQL only")
 
     @property
     def sees_files(self) -> bool:

@@ -284,14 +284,21 @@ class IncrementalMethods(ZSparkAdapterBase):
     def zspark_begin_rewrite(self, model: str, relation: Any) -> Any:
         """The staging table of a re-clustering, created like the table (columns,
         partitioning, writer options) with its properties (what a killed run left was
-        repaired when this run began)."""
+        repaired when this run began): in a session, when files stay, a batch published
+        in place of the files rewritten; else the table's next version."""
         from dbt.adapters.zspark.rewrite import carried_properties, set_properties_sql
+        from dbt.adapters.zspark.table_versions import BATCH
 
+        rewrite = self._rewrites[str(relation).lower()]
+        rewrite.in_place = self._reach().journals_batches and not rewrite.whole_table
+        if rewrite.in_place:
+            staging = self._version(relation, BATCH)
+            self.execute(f"create table {staging} like {relation}")
+            return staging
         staging = self.zspark_next_version(relation)
         location = self.zspark_next_location(relation)
         self.execute(f"create table {staging} like {relation}"
                      + ("" if location is None else f" location {sql_string(location)}"))
-        rewrite = self._rewrites[str(relation).lower()]
         properties = carried_properties(self._table_properties(relation), rewrite.layout, None)
         if properties:
             self.execute(set_properties_sql(str(staging), properties))
@@ -299,16 +306,18 @@ class IncrementalMethods(ZSparkAdapterBase):
 
     @available
     def zspark_finish_rewrite(self, model: str, relation: Any, staging: Any) -> None:
-        """Carry the files that stay into the staging table (the table's next version),
-        check its rows, swap it in and bring the index along."""
+        """Check the rows written into ``staging`` (with the files that stay, they must be
+        the table's and the new rows), then bring them into the table: published in place
+        of the files rewritten, or swapped in as its next version; the index follows."""
         from dbt.adapters.zspark.recluster import FULL
-        from dbt.adapters.zspark.rewrite import set_properties_sql
+        from dbt.adapters.zspark.rewrite import set_properties_sql, stale_layout_keys
+        from dbt.adapters.zspark.table_versions import BATCH_KEY, RECLUSTER
 
         rewrite = self._rewrites.pop(str(relation).lower())
         stop_point("rewrite:written")
         self._lap(relation, "write")
         index = self._index_relation(relation)
-        next_version = self._reach().next_version(relation, staging, index)
+        next_version = self._reach().next_version(relation, staging, index, rewrite.in_place)
         rewritten = rewrite.decision.rewritten_paths
         carried = next_version.carry(rewritten, rewrite.partition_by,
                                      rewrite.decision.action == FULL,
@@ -316,14 +325,29 @@ class IncrementalMethods(ZSparkAdapterBase):
         expected = rewrite.table_rows + rewrite.new_rows
         if carried.rows != expected or not carried.files_match:
             raise DbtRuntimeError(
-                f"zspark: {relation}: re-clustering stopped before the swap: the next version "
-                f"holds {carried.rows} rows, the table and the new rows {expected}; the table "
-                f"and its index are unchanged")
-        stop_point("rewrite:linked")
+                f"zspark: {relation}: re-clustering stopped before the table changed: its "
+                f"rows would be {carried.rows}, the table's and the new rows {expected}; "
+                f"the table and its index are unchanged")
+        stop_point("rewrite:checked")
         self._lap(relation, "write")
-        if carried.properties:
-            self.execute(set_properties_sql(str(staging), carried.properties))
-        self.zspark_swap_in(model, relation, relation)
+        if next_version.in_place:
+            versions = self._versions(relation)
+            versions.journal_replaced(list(rewritten))
+            before = self._table_properties(relation)
+            # The journal, the new layout and the clustered writes in one statement: from
+            # here the next run finishes the publication.
+            self.execute(set_properties_sql(str(relation), {
+                **(rewrite.layout or {}), **carried.properties, BATCH_KEY: RECLUSTER}))
+            versions.publish_batch(RECLUSTER)
+            self.cache_dropped(staging)
+            stale = stale_layout_keys(before, rewrite.layout)
+            if stale:
+                self.execute(f"alter table {relation} unset tblproperties if exists "
+                             f"({', '.join(map(sql_string, stale))})")
+        else:
+            if carried.properties:
+                self.execute(set_properties_sql(str(staging), carried.properties))
+            self.zspark_swap_in(model, relation, relation)
         self._lap(relation, "write")
         summary = next_version.publish(rewritten)
         stop_point("index:published")

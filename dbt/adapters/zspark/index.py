@@ -217,12 +217,12 @@ def update_index(spark: SparkSession, table: str, index_table: str, added: Seque
 
 def replace_index_rows(spark: SparkSession, index_table: str, removed: Sequence[str],
                        added: DataFrame, added_at: str, kept_at: str, location: str,
-                       kept_mtimes: Mapping[str, int] | None = None) -> IndexSummary:
+                       mtimes: Mapping[str, int] | None = None) -> IndexSummary:
     """Rewrite ``index_table`` without the rows of the ``removed`` files and with the
     ``added`` rows; the paths of the rows kept move from under ``kept_at``, and those of
-    the added rows from under ``added_at``, to under ``location`` (a re-clustering's
-    next version holds both, carried with their names). ``kept_mtimes``: the kept files'
-    modification times under ``location`` where they were copied (by their new paths)."""
+    the added rows from under ``added_at``, to under ``location`` (where the table holds
+    both once it is re-clustered). ``mtimes``: the modification times, by path under
+    ``location``, of files a move dated anew (an object store's move is a copy)."""
     from pyspark.sql import functions
 
     def moved(rows: DataFrame, at: str) -> DataFrame:
@@ -233,15 +233,14 @@ def replace_index_rows(spark: SparkSession, index_table: str, removed: Sequence[
     existing = spark.table(index_table)
     gone = path_frame(spark, removed)
     kept = existing.join(functions.broadcast(gone), "file_path", "left_anti")
-    carried = moved(kept, kept_at)
-    if kept_mtimes:
+    rows = moved(kept, kept_at).unionByName(moved(added, added_at).select(*existing.columns))
+    if mtimes:
         dates = spark.createDataFrame(pa.table({
-            "file_path": pa.array(list(kept_mtimes), pa.string()),
-            "carried_mtime": pa.array(list(kept_mtimes.values()), pa.int64())}))
-        carried = carried.join(functions.broadcast(dates), "file_path", "left").withColumn(
-            "file_mtime", functions.coalesce("carried_mtime", "file_mtime")
-        ).drop("carried_mtime")
-    rows = carried.unionByName(moved(added, added_at).select(*existing.columns))
+            "file_path": pa.array(list(mtimes), pa.string()),
+            "moved_mtime": pa.array(list(mtimes.values()), pa.int64())}))
+        rows = rows.join(functions.broadcast(dates), "file_path", "left").withColumn(
+            "file_mtime", functions.coalesce("moved_mtime", "file_mtime")
+        ).select(*existing.columns)
     return _write(spark, rows.localCheckpoint(eager=True), index_table)
 
 

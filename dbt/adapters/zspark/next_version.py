@@ -1,19 +1,22 @@
-"""The next version of a Parquet table that a re-clustering swaps in: its rewritten files
-are in it already; the files that stay are carried over and its index follows, in the way
+"""The rows a re-clustering wrote, checked and brought into a Parquet table, in the way
 the adapter reaches Spark (``reach.py``).
 
-- A session links the files that stay into the next version (same names: their writes
-  stay as recorded) and reads the new files' footers, held until the swap.
-- A server writes files only through SQL: it copies the files that stay, one INSERT per
-  run so each run stays a write of its own, and indexes the next version by SQL.
+- A session keeps every file that stays where it is. A full re-clustering's staging table
+  is the whole next version, swapped in. A partial one's staging table is a batch whose
+  files are published into the table in place of the files rewritten
+  (``table_versions.py``). Either way the new files' footers are read before anything
+  changes, and held until the index follows.
+- A server writes files only through SQL: it copies the files that stay into the next
+  version, one INSERT per run so each run stays a write of its own, indexes it by SQL and
+  swaps it in.
 
-Either reports the rows the next version holds before anything is swapped, so that the
+Either reports the rows the table will hold before anything is changed, so that the
 adapter stops with the table and its index unchanged when they are not the table's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -34,33 +37,36 @@ class CarriedVersion:
 
 
 class NextVersion(Protocol):
+    #: The staging table's files are published into the table in place of the rewritten
+    #: ones (True), or the staging table is swapped in for the table (False).
+    in_place: bool
+
     def carry(self, rewritten: Sequence[str], partition_by: Sequence[str], full: bool,
               properties: Mapping[str, str]) -> CarriedVersion:
-        """Bring the table's files but the ``rewritten`` into the next version and index
-        it (``full``: a re-clustering of the whole table, whose written files are its
-        clustered base; ``properties``: the table's)."""
+        """Bring the table's files but the ``rewritten`` into the next version (where it
+        does not keep them in place) and index it (``full``: a re-clustering of the whole
+        table, whose written files are its clustered base; ``properties``: the table's)."""
         ...
 
     def publish(self, rewritten: Sequence[str]) -> IndexSummary:
-        """After the swap: the table's index without the ``rewritten`` files' rows and
-        with the new files'."""
+        """Once the table is re-clustered: its index without the ``rewritten`` files' rows
+        and with the new files'."""
         ...
 
 
-class LinkedVersion:
-    """A session: the files that stay are hard-linked into the next version."""
+class SessionVersion:
+    """A session: the files that stay are not touched; the new ones' footers are read."""
 
-    def __init__(self, reach: SessionReach, execute: Callable[[str], Any], table: Relation,
-                 staging: Relation, index: Relation) -> None:
-        self._reach, self._execute = reach, execute
+    def __init__(self, reach: SessionReach, table: Relation, staging: Relation,
+                 index: Relation, in_place: bool) -> None:
+        self._reach, self.in_place = reach, in_place
         self._table, self._staging, self._index = table, staging, index
         self._new_rows: Any = None
         self._location = self._staged_at = ""
-        self._carried_mtimes: dict[str, int] = {}
+        self._written: list[str] = []
 
     def carry(self, rewritten: Sequence[str], partition_by: Sequence[str], full: bool,
               properties: Mapping[str, str]) -> CarriedVersion:
-        from dbt.adapters.zspark.hadoop_files import HadoopFiles
         from dbt.adapters.zspark.index import (
             index_columns,
             index_frame,
@@ -70,49 +76,49 @@ class LinkedVersion:
         )
         from dbt.adapters.zspark.layout_state import clustered_writes_after
         from dbt.adapters.zspark.pruning import indexed_columns
-        from dbt.adapters.zspark.rewrite import link_files
 
         spark = self._reach.spark
         self._location = table_location(spark, str(self._table))
         self._staged_at = table_location(spark, str(self._staging))
-        written = sorted(self._reach.table_files(self._staging))
+        self._written = sorted(self._reach.table_files(self._staging))
         kept = sorted(self._reach.table_files(self._table) - set(rewritten))
-        linked = link_files(spark, kept, self._location, self._staged_at)
-        # A store without links copies the files that stay, dated anew: their index rows
-        # take the copies' dates, or a scan would not know them as the files indexed.
-        self._carried_mtimes = {path: found.mtime for path, found in
-                                HadoopFiles(spark).identities(linked).items()}
-        if partition_by:
-            self._execute(f"alter table {self._staging} recover partitions")
         existing = spark.table(str(self._index))
         columns = index_columns(indexable_columns(spark.table(str(self._staging)).schema),
                                 indexed_columns(existing.columns), [])
         self._new_rows = index_frame(
-            spark, written, columns,
-            f"zspark: reading {len(written)} new Parquet footers of {self._staging}")
+            spark, self._written, columns,
+            f"zspark: reading {len(self._written)} new Parquet footers of {self._staging}")
         kept_rows = existing.where("row_group is null").join(path_frame(spark, kept),
                                                              "file_path")
         counted = sum(int(r[0] or 0) for r in [
             self._new_rows.where("row_group is null").selectExpr("sum(row_count)").first(),
             kept_rows.selectExpr("sum(row_count)").first()] if r is not None)
-        files = len(self._reach.table_files(self._staging))
-        # Linked files keep their names, and so the writes recorded as clustered.
-        clustered = clustered_writes_after(properties, kept, written) if full else {}
-        return CarriedVersion(counted, files == len(written) + len(kept), clustered)
+        # A full re-clustering keeps no file: its written files are the clustered base.
+        clustered = clustered_writes_after(properties, kept, self._written) if full else {}
+        return CarriedVersion(counted, kept == [] or self.in_place, clustered)
 
     def publish(self, rewritten: Sequence[str]) -> IndexSummary:
+        from dbt.adapters.zspark.hadoop_files import HadoopFiles
         from dbt.adapters.zspark.index import replace_index_rows, table_location
 
-        # The table is now the next version: in its own folder (``swap.py``), or in the
-        # managed table's folder it moved to.
-        now_at = table_location(self._reach.spark, str(self._table))
-        return replace_index_rows(self._reach.spark, str(self._index), rewritten,
-                                  self._new_rows, self._staged_at, self._location, now_at,
-                                  self._carried_mtimes)
+        spark = self._reach.spark
+        if not self.in_place:
+            # The table is now the next version: in its own folder (``swap.py``), or in
+            # the managed table's folder it moved to.
+            return replace_index_rows(spark, str(self._index), rewritten, self._new_rows,
+                                      self._staged_at, self._location,
+                                      table_location(spark, str(self._table)))
+        # Moved into the table: on an object store a move is a copy, dated anew.
+        moved = [self._location + path[len(self._staged_at):] for path in self._written]
+        mtimes = {path: found.mtime for path, found in HadoopFiles(spark).identities(moved).items()}
+        return replace_index_rows(spark, str(self._index), rewritten, self._new_rows,
+                                  self._staged_at, self._location, self._location, mtimes)
 
 
 class CopiedVersion:
     """A server: the files that stay are copied by SQL, each run into files of its own."""
+
+    in_place = False
 
     def __init__(self, reach: ServerReach, table: Relation, staging: Relation,
                  index: Relation) -> None:

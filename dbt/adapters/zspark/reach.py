@@ -59,9 +59,10 @@ class SparkReach(Protocol):
 
     #: Whether Python runs inside Spark (UDF keys, footer reads, a format's JVM API).
     runs_python: bool
-    #: Whether an append or an overwrite writes a batch table first and moves its files
-    #: into the table (``table_versions.py``: the folders are at hand), rather than let
-    #: Spark's own commit write into the table.
+    #: Whether an append, an overwrite or a partial re-clustering writes a batch table
+    #: first and moves its files into the table (``table_versions.py``: the folders are
+    #: at hand), rather than let Spark's own commit write into the table (or, for a
+    #: re-clustering, copy the files that stay into a new version).
     journals_batches: bool
     #: The SparkSession (None over a server).
     spark: Any
@@ -145,10 +146,11 @@ class SparkReach(Protocol):
         index is built again."""
         ...
 
-    def next_version(self, table: Relation, staging: Relation, index: Relation
-                     ) -> NextVersion:
-        """How a re-clustering's next version of a Parquet ``table`` (written as
-        ``staging``) gets the files that stay and its index (``next_version.py``)."""
+    def next_version(self, table: Relation, staging: Relation, index: Relation,
+                     in_place: bool) -> NextVersion:
+        """How a re-clustering's rows of a Parquet ``table`` (written as ``staging``: a
+        batch published ``in_place``, or its next version) are checked and indexed, and
+        how the next version gets the files that stay (``next_version.py``)."""
         ...
 
 
@@ -278,11 +280,11 @@ class SessionReach:
             summary = self.build_index(table, index, clustering, configured)
         return summary
 
-    def next_version(self, table: Relation, staging: Relation, index: Relation
-                     ) -> NextVersion:
-        from dbt.adapters.zspark.next_version import LinkedVersion
+    def next_version(self, table: Relation, staging: Relation, index: Relation,
+                     in_place: bool) -> NextVersion:
+        from dbt.adapters.zspark.next_version import SessionVersion
 
-        return LinkedVersion(self, self._execute, table, staging, index)
+        return SessionVersion(self, table, staging, index, in_place)
 
 
 class ServerReach:
@@ -446,9 +448,12 @@ class ServerReach:
             return self.build_index(table, index, clustering, configured)
         return self._index_summary(index)
 
-    def next_version(self, table: Relation, staging: Relation, index: Relation
-                     ) -> NextVersion:
+    def next_version(self, table: Relation, staging: Relation, index: Relation,
+                     in_place: bool) -> NextVersion:
         from dbt.adapters.zspark.next_version import CopiedVersion
+
+        if in_place:
+            raise NotImplementedError("a server publishes no batch: it copies by SQL")
 
         return CopiedVersion(self, table, staging, index)
 

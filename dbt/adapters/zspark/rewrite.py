@@ -1,28 +1,22 @@
-"""Re-clustering on Spark: rewrite some runs of a table, keep the rest, swap atomically.
+"""Re-clustering on Spark: rewrite some runs of a table, keep the rest.
 
-Parquet tables have no transaction log, so a re-clustering builds the table's next version
-beside it: a staging table created like it holds the rewritten rows, written by Spark, and
-the files that stay, linked in under the same relative paths (hard links on a local file
-system: no byte is copied; other file systems copy the file and keep its modification
-time). Its rows are counted from the footers and must equal the table's plus the new rows
-before the staging table replaces the table by the same two renames as a table build.
-Until then the table and its index are untouched; a failure leaves a staging table that
-the next build or re-clustering drops.
+Parquet tables have no transaction log. A re-clustering writes its rows with Spark, counts
+them from the footers (they must equal the rows rewritten plus the new rows) and only then
+changes the table: a full one swaps in a new version (``swap.py``); a partial one in a
+session publishes its files in place of those it rewrote (``table_versions.py``); a server,
+which writes only through SQL, copies the files that stay into a new version and swaps it
+in. Until then the table and its index are untouched; a failure leaves a staging table
+that the next build or re-clustering drops.
 """
 
 from __future__ import annotations
 
-import os
 import urllib.parse
-from collections.abc import Collection, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from dbt.adapters.zspark.layout_state import CLUSTERED_WRITES_KEY, PREFIX, write_id
 from dbt.adapters.zspark.recluster import Run
 from dbt.adapters.zspark.sqltext import property_list, quote, sql_string
-
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
 
 #: Table properties Spark keeps for itself; everything else moves to the next version.
 _SPARK_PROPERTIES = ("option.", "spark.sql.", "transient_lastDdlTime", "is_managed_location")
@@ -82,6 +76,22 @@ def carried_properties(properties: dict[str, str], new_layout: dict[str, str] | 
     return carried
 
 
+def stale_layout_keys(properties: Mapping[str, str],
+                      new_layout: Mapping[str, str] | None) -> list[str]:
+    """The layout keys of ``properties`` that ``new_layout`` (set over them) leaves behind:
+    parts past its count, unread but kept out of the table's properties.
+
+    >>> stale_layout_keys({"zspark.layout.parts": "3", "zspark.layout.2": "c", "x": "y"},
+    ...                   {"zspark.layout.parts": "2"})
+    ['zspark.layout.2']
+    """
+    if not new_layout:
+        return []
+    return sorted(k for k in properties
+                  if k.startswith(f"{PREFIX}.") and k not in new_layout
+                  and k[len(PREFIX) + 1:].isdigit())
+
+
 def set_properties_sql(table: str, properties: dict[str, str]) -> str:
     return f"alter table {table} set tblproperties {property_list(properties)}"
 
@@ -112,46 +122,3 @@ def copy_files_sql(table: str, target: str, columns: Sequence[str], paths: Seque
     order = [*(quote(p) for p in partition_by), "_metadata.row_index"]
     return (f"insert into {target} {rows_of_files_sql(table, columns, paths)} "
             f"sort by {', '.join(order)}")
-
-
-def link_files(spark: SparkSession, paths: Sequence[str], source_root: str,
-               target_root: str) -> list[str]:
-    """Make each file under ``source_root`` also appear under ``target_root`` at the same
-    relative path; returns the new paths."""
-    linked = []
-    for path in paths:
-        if not path.startswith(source_root + "/"):
-            raise ValueError(f"{path} is not under {source_root}")
-        target = target_root + path[len(source_root):]
-        _link_or_copy(spark, path, target)
-        linked.append(target)
-    return linked
-
-
-def _local(path: str) -> str | None:
-    if path.startswith("file:"):
-        return "/" + path[len("file:"):].lstrip("/")
-    return None
-
-
-def _link_or_copy(spark: SparkSession, source: str, target: str) -> None:
-    local_source, local_target = _local(source), _local(target)
-    if local_source is not None and local_target is not None:
-        os.makedirs(os.path.dirname(local_target), exist_ok=True)
-        try:
-            os.link(local_source, local_target)
-            return
-        except OSError:  # another device, or links not allowed: copy it
-            import shutil
-
-            shutil.copy2(local_source, local_target)
-            return
-    jvm: Any = spark.sparkContext._jvm
-    conf = spark.sparkContext._jsc.hadoopConfiguration()
-    source_path, target_path = jvm.org.apache.hadoop.fs.Path(source), \
-        jvm.org.apache.hadoop.fs.Path(target)
-    source_fs, target_fs = source_path.getFileSystem(conf), target_path.getFileSystem(conf)
-    jvm.org.apache.hadoop.fs.FileUtil.copy(source_fs, source_path, target_fs, target_path,
-                                           False, conf)
-    mtime = source_fs.getFileStatus(source_path).getModificationTime()
-    target_fs.setTimes(target_path, mtime, -1)  # the index knows a file by path, size, mtime

@@ -29,6 +29,15 @@ sets aside the rest (every file still in those places is old); after it: the res
 batch moves in. The rows replaced are deleted only once all their successors are in and
 the overwrite is done.
 
+A partial re-clustering (a merge of runs) publishes the same way, in place, instead of
+carrying every file that stays into a new version: its rewritten rows are written into the
+batch, the files they replace are named in the batch's hidden file ``_zspark_replaces``,
+the table is journaled (``recluster``), the batch's files move in, and only then are the
+replaced files deleted. A kill after the journal: the next run moves the rest in and
+deletes the rest of the replaced files, so no row is lost or left twice; a reader in
+between sees the rewritten rows twice, never none. A full re-clustering, which keeps no
+file, is a new version swapped in.
+
 Every move is of one file, and a file's move a kill stopped halfway (on an object store,
 its copy made and its source not yet deleted) is finished by the next run's
 (``folders.py``): no step needs a rename of a folder to be atomic.
@@ -65,7 +74,10 @@ from dbt.adapters.zspark.swap import (
 BATCH, BATCH_SUFFIX = "batch", "__zspark_batch"
 #: The table property that journals a batch moving into the table; its value is how.
 BATCH_KEY = "zspark.batch.publishing"
-APPEND, OVERWRITE = "append", "overwrite"
+APPEND, OVERWRITE, RECLUSTER = "append", "overwrite", "recluster"
+#: The files a partial re-clustering's batch replaces, one path per line, in its folder
+#: (hidden from Spark's readers and from the batch's files).
+REPLACES_FILE = "_zspark_replaces"
 #: Where an overwrite sets aside what it replaces, before and after all of it is there
 #: (folders only, never tables).
 REPLACING, REPLACING_SUFFIX = "replacing", "__zspark_replacing"
@@ -191,11 +203,12 @@ class TableVersions:
 
     def publish_batch(self, mode: str) -> int:
         """Move the journaled batch's files into the table (those still in the batch), an
-        ``OVERWRITE`` first setting aside what they replace; register new partitions,
-        clear the journal, drop the batch, delete what was set aside. The number of
-        files moved."""
+        ``OVERWRITE`` first setting aside what they replace, a ``RECLUSTER`` then deleting
+        the files it rewrote; register new partitions, clear the journal, drop the batch,
+        delete what was set aside. The number of files moved."""
         batch_at, table_at = self._location(BATCH), self._location(TABLE)
         moved = self.folders.files(batch_at)
+        rewritten = self._replaced_files(batch_at) if mode == RECLUSTER else []
         replaced = self._folder(REPLACED)
         partitioned = self._partitioned()
         # The mark outlives the journal: while it is absent, no file has moved in.
@@ -205,6 +218,11 @@ class TableVersions:
             self.folders.move(path, table_at + path[len(batch_at):])
             if count == 1:
                 stop_point(f"{mode}:publishing")
+        # Only once all their successors are in: a file replaced may be a row's only copy.
+        for count, path in enumerate(rewritten, start=1):
+            self.folders.delete(path)
+            if count == 1:
+                stop_point("recluster:deleting")
         if partitioned:
             self.execute(f"alter table {self.qualified(TABLE)} recover partitions")
         self.execute(f"alter table {self.qualified(TABLE)} unset tblproperties if exists "
@@ -213,6 +231,18 @@ class TableVersions:
         if mode == OVERWRITE:
             self._delete_set_aside()
         return len(moved)
+
+    def journal_replaced(self, paths: list[str]) -> None:
+        """Name the files a partial re-clustering's batch replaces, in the batch's folder
+        (before the table is journaled: the journal's commit needs the list)."""
+        self.folders.write_lines(f"{self._location(BATCH)}/{REPLACES_FILE}", sorted(paths))
+
+    def _replaced_files(self, batch_at: str) -> list[str]:
+        listed = self.folders.read_lines(f"{batch_at}/{REPLACES_FILE}")
+        if listed is None:
+            raise RuntimeError(f"{self.qualified(BATCH)} is journaled as a re-clustering "
+                               f"but names no files it replaces ({REPLACES_FILE})")
+        return listed
 
     def _delete_set_aside(self) -> None:
         """The rows an overwrite replaced, then the mark (which outlives them)."""
@@ -244,9 +274,12 @@ class TableVersions:
         """Finish or undo an append or overwrite a killed run left (``journal``: how the
         table's properties name a batch being published, or None); what was done, or None."""
         if journal is not None:
-            mode = OVERWRITE if journal == OVERWRITE else APPEND
+            mode = journal if journal in (OVERWRITE, RECLUSTER) else APPEND
             if self._listed(BATCH):
                 self.publish_batch(mode)
+                if mode == RECLUSTER:
+                    return ("a re-clustering stopped while its files moved into the table: "
+                            "the rest moved in and the files it rewrote are deleted")
                 return (f"an {mode} stopped while its files moved into the table: "
                         + ("what it replaces is set aside and " if mode == OVERWRITE else "")
                         + "the rest moved in")
