@@ -152,20 +152,12 @@ def _every_capability(tmp_path: Path, store: tuple[str, Path], file_format: str)
                                     f"where file_path like 's3a://{BUCKET}/%'")
         assert indexed == FILES
 
-    # An append. A Parquet table's full re-clustering copies its next version on a store
-    # without links: killed once that copy is written, then run again. (A format's
-    # re-clustering is one commit of the format's own, killed on local disk in
-    # test_format_increments.)
+    # Appends. (A format's re-clustering is one commit of the format's own, killed on
+    # local disk in test_format_increments.)
     _ok(project, "run", "--select", "grows", "--vars", "{lo: 1000, hi: 1600}")
     assert _rows(project, "grows") == [1600, 1600, sum(range(1600)), 0]
     if file_format == "parquet":
-        relation = json.dumps({"relation": "zspark_formats.grows", "full": True})
-        killed = project.dbt("run-operation", "zspark_recluster", "--args", relation,
-                             stop_at="rewrite:written")
-        assert killed.returncode == -signal.SIGKILL, killed.stdout[-3000:]
-        assert _rows(project, "grows") == [1600, 1600, sum(range(1600)), 0]
-        _ok(project, "run-operation", "zspark_recluster", "--args", relation)
-        assert _rows(project, "grows") == [1600, 1600, sum(range(1600)), 0]
+        _parquet_reclusterings(project, log)
 
     updating = UPDATING[file_format]
     _ok(project, "run", "--select", "grows", "--vars",
@@ -191,6 +183,38 @@ def _every_capability(tmp_path: Path, store: tuple[str, Path], file_format: str)
         location = next(r[1] for r in project.query(
             "describe table extended zspark_formats.clustered") if r[0] == "Location")
         assert "/clustered__zspark_versions/" in str(location), location
+
+
+def _parquet_reclusterings(project: FormatProject, log: Path) -> None:
+    """A merge of two pending runs, published in place of their files, killed once its
+    first file moved in (a copy and a delete on S3); the next run, a full re-clustering,
+    finishes it first and is killed once its new version is written; then run again. The
+    files that stay are neither read nor written by the merge."""
+    _ok(project, "run", "--select", "grows", "--vars", "{lo: 1600, hi: 1800}")
+    grown = [1800, 1800, sum(range(1800)), 0]
+    before = {str(r[0]).rsplit("/", 1)[-1] for r in project.query(
+        "select distinct input_file_name() from zspark_formats.grows")}
+    since = _lines(log)
+    merge = json.dumps({"relation": "zspark_formats.grows", "full": False})
+    killed = project.dbt("run-operation", "zspark_recluster", "--args", merge,
+                         stop_at="recluster:publishing")
+    assert killed.returncode == -signal.SIGKILL, killed.stdout[-3000:]
+    merged_requests = s3_requests(log, since)
+    full = json.dumps({"relation": "zspark_formats.grows", "full": True})
+    killed = project.dbt("run-operation", "zspark_recluster", "--args", full,
+                         stop_at="rewrite:written")
+    assert killed.returncode == -signal.SIGKILL, killed.stdout[-3000:]
+    assert "the rest moved in and the files it rewrote are deleted" in killed.stdout
+    assert _rows(project, "grows") == grown
+    after = {str(r[0]).rsplit("/", 1)[-1] for r in project.query(
+        "select distinct input_file_name() from zspark_formats.grows")}
+    kept = before & after
+    assert kept, (before, after)
+    assert before - after, (before, after)
+    touched = {name for _, path in merged_requests for name in kept if path.endswith(name)}
+    assert touched == set(), touched
+    _ok(project, "run-operation", "zspark_recluster", "--args", full)
+    assert _rows(project, "grows") == grown
 
 
 def test_a_warehouse_the_session_cannot_reach_is_named_before_anything_is_written(
