@@ -8,6 +8,9 @@ session's catalog), on the same generated rows:
   ``--files`` files, beside zspark's Hilbert build of the same rows into as many files,
   its rebuild (``--full-refresh``), and a full re-clustering (``zspark_recluster``) after
   an append of 5% more rows (so it rewrites 1.05 times the rows of the plain write);
+- a merge (``zspark_recluster`` without ``full``) of two appends of 1% each: its write
+  requests, and the requests it made of the data files that stay (none, when it leaves
+  them where they are);
 - with ``--latency-ms``, the store serves each request that much later, as a real one;
 - point queries on each clustering column: the data files the store served a read of
   and the requests made (``zspark_scan``'s with its compile's read of the index), and
@@ -142,6 +145,22 @@ def run_format(table_format: str, endpoint: str, log: Path, rows: int, files: in
     recluster = {**_counts(log, before, "hilbert"), "seconds": time.perf_counter() - started}
     spark = active_session()
     spark.sparkContext.setLogLevel("ERROR")
+    small = max(1, rows // 100)
+    progress(f"{table_format}: two appends of {small} rows, then zspark_recluster")
+    for lo in (rows + appended, rows + appended + small):
+        dbt("run", "--select", "hilbert", "--vars", json.dumps({"lo": lo, "hi": lo + small}))
+    files_before = _file_names(spark, f"{SCHEMA}.hilbert", table_format)
+    before = _lines(log)
+    started = time.perf_counter()
+    dbt("run-operation", "zspark_recluster", "--args",
+        json.dumps({"relation": f"{SCHEMA}.hilbert", "full": False}))
+    seconds = time.perf_counter() - started
+    staying = files_before & _file_names(spark, f"{SCHEMA}.hilbert", table_format)
+    merge = {**_counts(log, before, "hilbert"), "seconds": seconds, "rows": 2 * small,
+             "files_staying": len(staying),
+             "requests_of_files_staying": sum(
+                 1 for _, path in s3_requests(log, before)
+                 if path.rsplit("/", 1)[-1] in staying)}
     progress(f"{table_format}: Spark's own write of the same rows into {files} files")
     spark.sql(f"drop table if exists {SCHEMA}.plain")
     before = _lines(log)
@@ -186,6 +205,7 @@ def run_format(table_format: str, endpoint: str, log: Path, rows: int, files: in
                                "files_written": int(written[0]) if written else 0,
                                "build": build, "rebuild": rebuild,
                                "appended": appended, "full_recluster": recluster,
+                               "merge": merge,
                                "plain_write": plain_write,
                                "queries": queries}, indent=1))
 
@@ -209,6 +229,15 @@ def _scan_sql(spark: Any, root: Path, table_format: str) -> Any:
         return compiled
 
     return scan
+
+
+def _file_names(spark: Any, table: str, table_format: str) -> set[str]:
+    """The names of the data files ``table`` reads now."""
+    spark.catalog.refreshTable(table)
+    # Iceberg's tables have no `_metadata` column: its `files` table lists them.
+    sql = (f"select file_path from {table}.files" if table_format == "iceberg" else
+           f"select distinct _metadata.file_path from {table}")
+    return {str(r[0]).rsplit("/", 1)[-1] for r in spark.sql(sql).collect()}
 
 
 def _summary(results: list[dict[str, Any]]) -> list[str]:
@@ -237,6 +266,14 @@ def _summary(results: list[dict[str, Any]]) -> list[str]:
             f"{mean('zspark_scan', 'requests'):.0f} / {mean('plain where', 'requests'):.0f} | "
             f"{mean('zspark_scan', 'seconds'):.2f} / {mean('plain where', 'seconds'):.2f} | "
             f"{'yes' if exact else 'NO'} |")
+    for r in results:
+        merge = r.get("merge")  # measured since 2026-11-29
+        if merge:
+            lines.append(
+                f"{r['format']}: a merge of two runs ({merge['rows']} rows): "
+                f"{merge['writes']} write requests of {merge['requests']}, "
+                f"{merge['requests_of_files_staying']} requests of the "
+                f"{merge['files_staying']} files that stay, {merge['seconds']:.1f} s")
     return lines
 
 
