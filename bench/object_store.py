@@ -155,12 +155,15 @@ def run_format(table_format: str, endpoint: str, log: Path, rows: int, files: in
     dbt("run-operation", "zspark_recluster", "--args",
         json.dumps({"relation": f"{SCHEMA}.hilbert", "full": False}))
     seconds = time.perf_counter() - started
+    # Counted before the listing of the files after it, a scan of its own.
+    counts, requests = _counts(log, before, "hilbert"), s3_requests(log, before)
     staying = files_before & _file_names(spark, f"{SCHEMA}.hilbert", table_format)
-    merge = {**_counts(log, before, "hilbert"), "seconds": seconds, "rows": 2 * small,
+    merge = {**counts, "seconds": seconds, "rows": 2 * small,
              "files_staying": len(staying),
+             "index_dates_exact": _index_dates_exact(spark, f"{SCHEMA}.hilbert")
+             if table_format == "parquet" else None,
              "requests_of_files_staying": sum(
-                 1 for _, path in s3_requests(log, before)
-                 if path.rsplit("/", 1)[-1] in staying)}
+                 1 for _, path in requests if path.rsplit("/", 1)[-1] in staying)}
     progress(f"{table_format}: Spark's own write of the same rows into {files} files")
     spark.sql(f"drop table if exists {SCHEMA}.plain")
     before = _lines(log)
@@ -231,6 +234,21 @@ def _scan_sql(spark: Any, root: Path, table_format: str) -> Any:
     return scan
 
 
+def _index_dates_exact(spark: Any, table: str) -> bool:
+    """Does the Parquet index list each file of ``table`` with its size and modification
+    time as the store lists them (else a scan cannot trust its rows, and reads the file)?"""
+    from dbt.adapters.zspark.hadoop_files import HadoopFiles
+
+    spark.catalog.refreshTable(f"{table}__zindex")
+    indexed = {str(r[0]): (int(r[1]), int(r[2])) for r in spark.sql(
+        f"select file_path, file_size, file_mtime from {table}__zindex "
+        f"where row_group is null").collect()}
+    listed = HadoopFiles(spark).identities(list(indexed))
+    return bool(indexed) and all(
+        path in listed and (listed[path].size, listed[path].mtime) == identity
+        for path, identity in indexed.items())
+
+
 def _file_names(spark: Any, table: str, table_format: str) -> set[str]:
     """The names of the data files ``table`` reads now."""
     spark.catalog.refreshTable(table)
@@ -273,7 +291,9 @@ def _summary(results: list[dict[str, Any]]) -> list[str]:
                 f"{r['format']}: a merge of two runs ({merge['rows']} rows): "
                 f"{merge['writes']} write requests of {merge['requests']}, "
                 f"{merge['requests_of_files_staying']} requests of the "
-                f"{merge['files_staying']} files that stay, {merge['seconds']:.1f} s")
+                f"{merge['files_staying']} files that stay, {merge['seconds']:.1f} s"
+                + ("" if merge.get("index_dates_exact") is None else
+                   f", index dates exact: {'yes' if merge['index_dates_exact'] else 'NO'}"))
     return lines
 
 

@@ -126,6 +126,24 @@ def test_a_build_that_died_before_registering_its_table_does_not_block_the_next(
     assert not leftover.exists()
 
 
+def test_a_table_that_becomes_a_view_leaves_no_version_folder(project: DbtProject) -> None:
+    """A clustered table's name points to a version folder of its own: when the model
+    becomes a view, dbt drops the table, and its folder goes with it."""
+    model = "models/errors/becomes_view.sql"
+    project.write(model, f"""
+        {{{{ config(materialized='table', zorder_by=['id', 'a'], file_count=2) }}}}
+        {ROWS}
+    """)
+    project.dbt("run", "--select", "becomes_view")
+    location = project.spark.catalog.getDatabase("zspark_test").locationUri
+    versions = Path(location.removeprefix("file:")) / "becomes_view__zspark_versions"
+    assert len(list(versions.iterdir())) == 1
+    project.write(model, "{{ config(materialized='view') }}\n" + ROWS)
+    project.dbt("run", "--select", "becomes_view")
+    assert not versions.exists()
+    assert len(project.rows(f"select * from {project.table('becomes_view')}")) == 50
+
+
 def test_a_second_run_of_a_table_fails_fast_while_another_holds_its_lock(
         project: DbtProject) -> None:
     """The lock's owner is a live process of this machine: the run stops before writing,

@@ -541,6 +541,20 @@ class ZSparkAdapterBase(SparkAdapter):
         return self._versions(relation).next_location(location_root)
 
     @available
+    def zspark_version_folder(self, relation: Any) -> str | None:
+        """The version folder ``relation`` (a table about to be dropped) points to, if it
+        is one (``table_versions.py``)."""
+        if relation is None or relation.is_view:
+            return None
+        return self._versions(relation).own_folder()
+
+    @available
+    def zspark_delete_dropped_version(self, relation: Any, folder: str) -> None:
+        """Once ``relation`` is dropped: its version folder, which the metastore leaves (an
+        external table's files stay when its name is dropped)."""
+        self._versions(relation).delete_dropped(folder)
+
+    @available
     def zspark_swap_in(self, model: str, target: Any, old_relation: Any = None) -> None:
         """Make the written next version of ``target`` the table (``swap.py``)."""
         stop_point("swap:begin")

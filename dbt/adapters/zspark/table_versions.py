@@ -187,6 +187,26 @@ class TableVersions:
             on_action(action)
         return actions
 
+    def own_folder(self) -> str | None:
+        """The version folder the table's name points to (None: no table, a view, a
+        managed table, a location of the user's, or a server's table, whose folders are
+        unseen)."""
+        if not self.folders.sees_files or not self._listed(TABLE):
+            return None
+        try:
+            location = self._location(TABLE)
+        except LookupError:  # a view
+            return None
+        return location if _version_root(location) else None
+
+    def delete_dropped(self, folder: str) -> None:
+        """Delete the version folder of a table just dropped (which no name points to
+        now), and the versions' folder once it holds no other."""
+        self.folders.delete(folder)
+        root = _version_root(folder)
+        if root is not None and not self.folders.subfolders(root):
+            self.folders.delete(root)
+
     def _listed(self, role: str) -> bool:
         return bool(self.fetch(f"show tables in {self.schema} like "
                                f"{sql_string(self.names[role])}"))
