@@ -99,19 +99,24 @@ def written(spark: Any, partitioned: bool, recluster: bool = False) -> str:
         files.delete(f"{folder}/{TABLE}{suffix}")
     spark.sql(f"create table {SCHEMA}.{TABLE} (id int, p int) using parquet"
               + (" partitioned by (p)" if partitioned else ""))
-    table_files: list[set[str]] = []
     for run in [OLD[:15], OLD[15:]] if recluster else [OLD]:
         spark.createDataFrame(run, "id int, p int").repartition(2).write.insertInto(
             f"{SCHEMA}.{TABLE}")
-        table_files.append(set(files.files(f"{folder}/{TABLE}")))
-    rewritten = table_files[-1] - table_files[0]
     spark.sql(f"create table {SCHEMA}.{TABLE}__zspark_batch like {SCHEMA}.{TABLE}")
     spark.createDataFrame(NEW + (OLD[15:] if recluster else []),
                           "id int, p int").repartition(2).write.insertInto(
         f"{SCHEMA}.{TABLE}__zspark_batch")
-    if recluster:
-        versions(spark, StopAfter(None)).journal_replaced(sorted(rewritten))
+    if recluster:  # named as the index names them: Spark's file paths
+        versions(spark, StopAfter(None)).journal_replaced(run_files(spark, 15))
     return folder
+
+
+def run_files(spark: Any, first_id: int) -> list[str]:
+    """The Spark paths of the table's files written from ``first_id`` on (a later run)."""
+    spark.catalog.refreshTable(f"{SCHEMA}.{TABLE}")
+    return [str(r[0]) for r in spark.sql(
+        f"select distinct _metadata.file_path from {SCHEMA}.{TABLE} "
+        f"where id >= {first_id}").collect()]
 
 
 def rows(spark: Any) -> list[tuple[int, int]]:
@@ -203,3 +208,31 @@ def test_a_batch_never_journaled_is_dropped_and_the_table_untouched(spark: Any) 
     assert done == "a batch that never reached the table: it is dropped"
     assert rows(spark) == sorted(OLD)
     assert leftovers(spark, folder) == []
+
+
+def test_a_merge_deletes_the_files_it_replaces_whatever_their_partition_values(
+        spark: Any) -> None:
+    """The index names files by their Spark paths (URIs, a partition value's escapes
+    escaped again): a merge's publication deletes those very files, in partitions whose
+    values Spark escapes, and no row is left twice."""
+    values = ["a b", "50%", "x/y:z"]
+    old = [(i, values[i % 3]) for i in range(12)]
+    spark.sql(f"create database if not exists {SCHEMA}")
+    for name in (TABLE, TABLE + "__zspark_batch"):
+        spark.sql(f"drop table if exists {SCHEMA}.{name}")
+    spark.sql(f"create table {SCHEMA}.{TABLE} (id int, p string) using parquet "
+              f"partitioned by (p)")
+    for run in (old[:6], old[6:]):
+        spark.createDataFrame(run, "id int, p string").write.insertInto(f"{SCHEMA}.{TABLE}")
+    spark.sql(f"create table {SCHEMA}.{TABLE}__zspark_batch like {SCHEMA}.{TABLE}")
+    spark.createDataFrame(old[6:], "id int, p string").write.insertInto(
+        f"{SCHEMA}.{TABLE}__zspark_batch")
+    published = versions(spark, StopAfter(None))
+    replaced = run_files(spark, 6)
+    assert any("%25" in path for path in replaced), replaced  # escaped twice
+    published.journal_replaced(replaced)
+    spark.sql(f"alter table {SCHEMA}.{TABLE} set tblproperties ('{BATCH_KEY}' = "
+              f"'{RECLUSTER}')")
+    published.publish_batch(RECLUSTER)
+    assert rows(spark) == sorted(old)
+    assert not set(replaced) & set(run_files(spark, 0))

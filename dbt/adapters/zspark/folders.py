@@ -41,6 +41,10 @@ class Folders(Protocol):
     def write_lines(self, path: str, lines: list[str]) -> None:
         """Write the small text file ``path`` whole (one line per item), replacing it."""
 
+    def from_uri(self, uri: str) -> str:
+        """The path, in this interface's form, of the file a Spark file path names (a URI:
+        escaped, as ``_metadata.file_path`` and the index hold it)."""
+
     def read_lines(self, path: str) -> list[str] | None:
         """The lines of the text file ``path`` (None when it does not exist)."""
 
@@ -115,6 +119,10 @@ class SessionFolders:
         return sorted(str(status.getPath().toString())
                       for status in list_status(files, located) if status.isDirectory())
 
+    def from_uri(self, uri: str) -> str:
+        # A partition value's escapes are escaped once more in the URI: parsed as one.
+        return str(self._jvm.org.apache.hadoop.fs.Path(self._jvm.java.net.URI(uri)).toString())
+
     def write_lines(self, path: str, lines: list[str]) -> None:
         located, files = self._path(path)
         stream = files.create(located, True)
@@ -162,6 +170,9 @@ class ServerFolders:
 
     def subfolders(self, path: str) -> list[str]:
         return []
+
+    def from_uri(self, uri: str) -> str:
+        raise NotImplementedError("files of a server are named by SQL only")
 
     def write_lines(self, path: str, lines: list[str]) -> None:
         raise NotImplementedError("files of a server are written by SQL only")

@@ -252,10 +252,12 @@ class TableVersions:
             self._delete_set_aside()
         return len(moved)
 
-    def journal_replaced(self, paths: list[str]) -> None:
-        """Name the files a partial re-clustering's batch replaces, in the batch's folder
-        (before the table is journaled: the journal's commit needs the list)."""
-        self.folders.write_lines(f"{self._location(BATCH)}/{REPLACES_FILE}", sorted(paths))
+    def journal_replaced(self, uris: list[str]) -> None:
+        """Name the files a partial re-clustering's batch replaces (by their Spark paths,
+        as the index holds them), in the batch's folder (before the table is journaled:
+        the journal's commit needs the list)."""
+        self.folders.write_lines(f"{self._location(BATCH)}/{REPLACES_FILE}",
+                                 sorted(self.folders.from_uri(uri) for uri in uris))
 
     def _replaced_files(self, batch_at: str) -> list[str]:
         listed = self.folders.read_lines(f"{batch_at}/{REPLACES_FILE}")
