@@ -17,7 +17,7 @@ from dbt.adapters.zspark.connections import (
     LOCAL_FS_JAR,
     with_session_defaults,
 )
-from dbt.adapters.zspark.table_formats import with_table_format
+from dbt.adapters.zspark.table_formats import ICEBERG, with_table_format
 
 
 def last_pid() -> int:
@@ -32,6 +32,19 @@ def test_a_local_session_gets_the_file_system_and_keeps_the_profile_class_path()
     settings = with_session_defaults({"spark.master": "local[4]", CLASS_PATH: "/opt/x.jar"}, "s")
     assert settings[CLASS_PATH] == f"/opt/x.jar{os.pathsep}{LOCAL_FS_JAR}"
     assert settings[FILE_SYSTEM] == LOCAL_FS_CLASS
+
+
+def test_a_local_session_loads_its_local_jars_from_the_class_path() -> None:
+    """Not copied into Spark's temporary folder at each start; a cluster's executors
+    fetch theirs through spark.jars."""
+    jars = {"spark.jars": "/opt/hadoop-aws.jar,/opt/bundle.jar"}
+    local = with_session_defaults(with_table_format(jars, "iceberg"), "s")
+    assert "spark.jars" not in local
+    on_path = local[CLASS_PATH].split(os.pathsep)
+    assert {"/opt/hadoop-aws.jar", "/opt/bundle.jar", *map(str, ICEBERG.jar_files())} <= set(
+        on_path)
+    cluster = with_session_defaults({**jars, "spark.master": "spark://127.0.0.1:7077"}, "s")
+    assert cluster["spark.jars"] == jars["spark.jars"]
 
 
 def test_a_cluster_or_a_profile_file_system_keeps_hadoop_classes() -> None:

@@ -29,6 +29,7 @@ from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.zspark import local_fs_jar
 from dbt.adapters.zspark.object_stores import unreachable_warehouse_error
 from dbt.adapters.zspark.table_formats import (
+    JARS,
     TableFormatError,
     with_table_format,
 )
@@ -89,7 +90,7 @@ def local_file_system(master: str | None) -> dict[str, str]:
     >>> local_file_system("spark://h:7077")
     {}
     """
-    if (master or "local").startswith("local") and LOCAL_FS_JAR.is_file():
+    if is_local(master) and LOCAL_FS_JAR.is_file():
         return {CLASS_PATH: str(LOCAL_FS_JAR),
                 FILE_SYSTEM: LOCAL_FS_CLASS}
     return {}
@@ -98,13 +99,47 @@ def local_file_system(master: str | None) -> dict[str, str]:
 def with_session_defaults(settings: dict[str, Any], session_dir: str) -> dict[str, Any]:
     """A profile's ``server_side_parameters`` with :func:`session_defaults` filled in.
     A class path of the profile keeps its entries and gains the file system's jar; a file
-    system of the profile leaves the jar out."""
-    defaults = session_defaults(session_dir, settings.get("spark.master"))
+    system of the profile leaves the jar out. A local session takes its local jars on the
+    class path (:func:`local_jars_on_class_path`)."""
+    master = settings.get("spark.master")
+    defaults = session_defaults(session_dir, master)
     jar = defaults.pop(CLASS_PATH, None)
     merged = {**defaults, **settings}
     if jar is not None and FILE_SYSTEM not in settings:
         merged[CLASS_PATH] = os.pathsep.join(filter(None, [settings.get(CLASS_PATH), jar]))
-    return merged
+    return local_jars_on_class_path(merged) if is_local(master) else merged
+
+
+def is_local(master: str | None) -> bool:
+    """Whether a session's executors are its own JVM (no ``spark.master``: local)."""
+    return str(master or "local").startswith("local")
+
+
+def local_jars_on_class_path(settings: dict[str, Any]) -> dict[str, Any]:
+    """``settings`` whose ``spark.jars`` entries that are files on this machine join the
+    driver's class path. A local session's executor is the driver: from the class path a
+    jar loads where it is, while ``spark.jars`` copies each one into Spark's temporary
+    folder at every start (613 MB and 3.6 s for the AWS SDK bundle S3A needs, left
+    behind by a run that is killed). Remote entries (``hdfs://``, ``https://``) stay.
+
+    >>> moved = local_jars_on_class_path({"spark.jars": "/j/a.jar,hdfs:///j/b.jar",
+    ...                                   CLASS_PATH: "/j/c.jar"})
+    >>> moved == {"spark.jars": "hdfs:///j/b.jar", CLASS_PATH: f"/j/c.jar{os.pathsep}/j/a.jar"}
+    True
+    """
+    listed = [entry.strip() for entry in str(settings.get(JARS, "")).split(",") if entry.strip()]
+    local = [entry.removeprefix("file://") for entry in listed
+             if "://" not in entry or entry.startswith("file://")]
+    if not local:
+        return settings
+    result = {**settings, CLASS_PATH: os.pathsep.join(
+        filter(None, [settings.get(CLASS_PATH), *local]))}
+    remote = [entry for entry in listed if entry.removeprefix("file://") not in local]
+    if remote:
+        result[JARS] = ",".join(remote)
+    else:
+        del result[JARS]
+    return result
 
 
 @dataclass
@@ -180,7 +215,7 @@ class ZSparkConnectionManager(SparkConnectionManager):
 def without_local_fs_jar(settings: dict[str, Any]) -> bool:
     """Whether a session with these (completed) settings would have taken zspark's local
     file system, but its jar is not built. Hadoop's then writes the same files, slower."""
-    local = str(settings.get("spark.master", "local")).startswith("local")
+    local = is_local(settings.get("spark.master"))
     return local and FILE_SYSTEM not in settings and not LOCAL_FS_JAR.is_file()
 
 
