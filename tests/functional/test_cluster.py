@@ -1,7 +1,8 @@
 """dbt on a standalone Spark cluster (session method, ``spark.master: spark://...``) whose
 executors' Python has pyspark, pandas, numpy and pyarrow but not dbt or this plugin, named
 by the profile's ``spark.pyspark.python``: clustered builds (curves and balanced),
-incremental runs, the index, ``zspark_scan`` and ``skip_coverage`` all run through it.
+incremental runs, the index, ``zspark_scan`` and ``skip_coverage`` all run through it,
+with the warehouse on S3 (a local S3-compatible server) as docs/cluster.md profiles it.
 
 A clustered Delta and a clustered Iceberg incremental model run on the same cluster: the
 format's jars reach the executors from the driver, the keys are Spark SQL, and the
@@ -22,7 +23,8 @@ from typing import Any
 
 import pytest
 
-from bench.servers import executor_python, standalone_cluster
+from bench.servers import BUCKET, S3_KEYS, executor_python, s3_server, standalone_cluster
+from dbt.adapters.zspark.object_stores import s3a_jars, s3a_settings, with_jars
 from tests.functional.dbt_project import (
     CITY_BRAND_ROWS,
     FORMAT_STRATEGY_MODELS,
@@ -94,6 +96,12 @@ def run_on_cluster(project: str) -> None:
                 "files": len(spark.table(table).inputFiles()),
                 "exact": sorted(spark.sql(scan).collect()) == expected})
     report["rows"] = {m: spark.table(f"zspark_test.{m}").count() for m in MODELS_BUILT}
+    report["locations"] = [
+        str(row[1]) for m in MODELS_BUILT
+        for row in spark.sql(f"describe table extended zspark_test.{m}").collect()
+        if row[0] == "Location"]
+    report["indexed"] = [str(row[0]) for row in spark.sql(
+        "select distinct file_path from zspark_test.events__zindex").collect()]
     print("RESULT " + json.dumps(report))
 
 
@@ -194,11 +202,23 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pat
         yield url, python
 
 
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """An S3 server's endpoint: the warehouse every machine of the cluster shares."""
+    assert s3a_jars(), "hadoop-aws and the AWS SDK bundle missing: `make setup` fetches them"
+    with s3_server(tmp_path_factory.mktemp("s3")) as endpoint:
+        yield endpoint
+
+
 def _run_project(url: str, python: Path, tmp_path: Path, models: dict[str, str],
-                 driver: str, *args: str, profile_lines: str = "") -> tuple[dict[str, Any], str]:
-    """Write a dbt project of ``models`` whose profile runs on the cluster, run ``driver``
-    (a function of this module) on it in a subprocess; its report and its output."""
+                 driver: str, *args: str, profile_lines: str = "",
+                 settings: dict[str, str] | None = None) -> tuple[dict[str, Any], str]:
+    """Write a dbt project of ``models`` whose profile runs on the cluster, with more
+    ``settings`` in its server_side_parameters; run ``driver`` (a function of this
+    module) on it in a subprocess; its report and its output."""
     project = tmp_path / "project"
+    more = "".join(f"\n              {key}: {json.dumps(value)}"
+                   for key, value in (settings or {}).items())
     write_project(project, "on_cluster", models, f"""
         target: dev
         outputs:
@@ -213,7 +233,7 @@ def _run_project(url: str, python: Path, tmp_path: Path, models: dict[str, str],
               spark.pyspark.python: {python}
               spark.executor.memory: 1g
               spark.driver.memory: 1g
-              spark.sql.shuffle.partitions: "4"
+              spark.sql.shuffle.partitions: "4"{more}
     """)
     # Nothing in the environment names a Python: the profile alone must reach executors.
     env = {k: v for k, v in os.environ.items() if k != "PYSPARK_PYTHON"}
@@ -229,12 +249,22 @@ def _run_project(url: str, python: Path, tmp_path: Path, models: dict[str, str],
     return report, output
 
 
-def test_dbt_runs_on_a_cluster_whose_executors_lack_the_plugin(
-        cluster: tuple[str, Path], tmp_path: Path) -> None:
+def test_dbt_runs_on_a_cluster_whose_executors_lack_the_plugin_with_the_warehouse_on_s3(
+        cluster: tuple[str, Path], store: str, tmp_path: Path) -> None:
+    """The profile of docs/cluster.md: the warehouse on S3, shared by every machine, the
+    store's standard s3a settings and its connector in spark.jars (shipped to the
+    executors, which write the files)."""
     url, python = cluster
-    report, output = _run_project(url, python, tmp_path, MODELS, "run_on_cluster")
+    settings = with_jars({**s3a_settings(store, *S3_KEYS),
+                          "spark.sql.warehouse.dir": f"s3a://{BUCKET}/warehouse"}, s3a_jars())
+    report, output = _run_project(url, python, tmp_path, MODELS, "run_on_cluster",
+                                  settings=settings)
 
     assert report["master"] == url
+    assert len(report["locations"]) == len(MODELS_BUILT)
+    assert all(where.startswith(f"s3a://{BUCKET}/warehouse/") for where in report["locations"])
+    assert len(report["indexed"]) == report["scans"][0]["files"]  # events, every file
+    assert all(path.startswith(f"s3a://{BUCKET}/warehouse/") for path in report["indexed"])
     assert {tuple(e) for e in report["executors"]} == {(str(python), False)}
     assert report["rows"] == {"events": 4000, "events_inc": 5000, "events_bal": 5000}
     assert "skip_coverage" in output
