@@ -56,13 +56,14 @@ def test_kills_inside_swaps_appends_and_rewrites_in_a_session(
         if count == 1:  # the version the last swap replaced, its name already dropped
             assert "files of a version no table names are deleted" in log
     assert len(list(versions.iterdir())) == 1
-    # A merge of the pending runs, published in place of their files, killed once its
-    # first file moved in; the next run, a full re-clustering killed once its next
-    # version's rows are checked, first moves the rest in and deletes the merged files.
+    # A merge of the pending runs, published in place of their files, killed once all
+    # moved in and the first merged file is deleted (test_object_store kills one once its
+    # first file moved in); the next run, a full re-clustering killed once its next
+    # version's rows are checked, first deletes the rest of the merged files.
     result = project.dbt("run", "--vars", f"{{stop: {project.stop + 750}, recluster: false}}")
     assert result.returncode == 0, result.stdout[-4000:]
     project.check_repair(result.stdout)  # of the append killed before it
-    project.killed("recluster:publishing", *project.recluster())
+    project.killed("recluster:deleting", *project.recluster())
     log = project.killed("rewrite:checked", *project.recluster(full=True))
     assert "the rest moved in and the files it rewrote are deleted" in log
     # A kill at a random moment of an append.

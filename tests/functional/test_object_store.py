@@ -1,20 +1,38 @@
 """Tables in an object store: the warehouse on S3 (moto's server on 127.0.0.1, reached by
 Hadoop's s3a connector with its standard settings only), for Parquet, Delta and Iceberg
 models. Clustered builds and their statistics, ``zspark_scan`` fetching only the files it
-must (counted in the store's own request log), ``skip_coverage``, incremental runs, a full
-re-clustering, and a run killed amid its commit that the next run recovers."""
+must (counted in the store's own request log), ``skip_coverage``, incremental runs, full
+re-clusterings killed and not, an append killed amid its moves (one of them stopped
+between its copy and its delete), and a rebuild killed amid its commit; each killed run
+recovered by the next."""
 
 from __future__ import annotations
 
 import json
+import os
 import signal
+import subprocess
+import sys
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import boto3
 import pytest
+from pyhive import hive  # dbt-spark[PyHive]: the thrift method's client
 
-from bench.servers import BUCKET, S3_KEYS, is_data_file_of, s3_requests, s3_server
+from bench.servers import (
+    BUCKET,
+    S3_KEYS,
+    is_data_file_of,
+    own_metastore,
+    s3_requests,
+    s3_server,
+    thrift_server,
+)
 from dbt.adapters.zspark.object_stores import s3a_jars, s3a_settings, with_jars
+from tests.functional.dbt_project import thrift_profile, write_project
 from tests.functional.format_project import QUERY_MACRO, FormatProject, new_project
 
 pytestmark = pytest.mark.spark
@@ -157,7 +175,10 @@ def _every_capability(tmp_path: Path, store: tuple[str, Path], file_format: str)
     _ok(project, "run", "--select", "grows", "--vars", "{lo: 1000, hi: 1600}")
     assert _rows(project, "grows") == [1600, 1600, sum(range(1600)), 0]
     if file_format == "parquet":
+        _parquet_append_killed_amid_its_moves(project, endpoint)
         _parquet_reclusterings(project, log)
+    else:
+        _format_reclustering_killed_before_its_commit(project)
 
     updating = UPDATING[file_format]
     _ok(project, "run", "--select", "grows", "--vars",
@@ -185,12 +206,51 @@ def _every_capability(tmp_path: Path, store: tuple[str, Path], file_format: str)
         assert "/clustered__zspark_versions/" in str(location), location
 
 
+def _parquet_append_killed_amid_its_moves(project: FormatProject, endpoint: str) -> None:
+    """An append killed once the first of its batch's files moved into the table (on S3
+    a copy, then a delete), and a second file left copied but not deleted, as a kill
+    inside a move leaves it: the next run moves the rest in, each file once, then
+    appends its own rows."""
+    killed = project.dbt("run", "--select", "grows", "--vars", "{lo: 1600, hi: 1700}",
+                         stop_at="append:publishing")
+    assert killed.returncode == -signal.SIGKILL, killed.stdout[-3000:]
+    batch, table = (_location(project, name) for name in ("grows__zspark_batch", "grows"))
+    s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=S3_KEYS[0],
+                      aws_secret_access_key=S3_KEYS[1], region_name="us-east-1")
+    prefix = batch.removeprefix(f"s3a://{BUCKET}/") + "/"
+    left = [item["Key"] for item in s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix)["Contents"]
+            if item["Key"].endswith(".parquet")]
+    assert left, "the killed append's batch has no file left to move"
+    target = table.removeprefix(f"s3a://{BUCKET}/") + "/" + left[0].removeprefix(prefix)
+    s3.copy_object(Bucket=BUCKET, Key=target, CopySource={"Bucket": BUCKET, "Key": left[0]})
+    done = _ok(project, "run", "--select", "grows", "--vars", "{lo: 1700, hi: 1800}")
+    assert "an append stopped while its files moved into the table: the rest moved in" in done
+    assert _rows(project, "grows") == [1800, 1800, sum(range(1800)), 0]
+
+
+def _location(project: FormatProject, table: str) -> str:
+    return str(next(row[1] for row in project.query(
+        f"describe table extended zspark_formats.{table}") if row[0] == "Location"))
+
+
+def _format_reclustering_killed_before_its_commit(project: FormatProject) -> None:
+    """A full re-clustering of a Delta or Iceberg table killed once its files are written
+    but not committed: the table is as it was; the next one commits."""
+    grown = [1600, 1600, sum(range(1600)), 0]
+    full = json.dumps({"relation": "zspark_formats.grows", "full": True})
+    killed = project.dbt("run-operation", "zspark_recluster", "--args", full,
+                         stop_at="format:rewritten")
+    assert killed.returncode == -signal.SIGKILL, killed.stdout[-3000:]
+    assert _rows(project, "grows") == grown
+    _ok(project, "run-operation", "zspark_recluster", "--args", full)
+    assert _rows(project, "grows") == grown
+
+
 def _parquet_reclusterings(project: FormatProject, log: Path) -> None:
-    """A merge of two pending runs, published in place of their files, killed once its
+    """A merge of the pending runs, published in place of their files, killed once its
     first file moved in (a copy and a delete on S3); the next run, a full re-clustering,
     finishes it first and is killed once its new version is written; then run again. The
     files that stay are neither read nor written by the merge."""
-    _ok(project, "run", "--select", "grows", "--vars", "{lo: 1600, hi: 1800}")
     grown = [1800, 1800, sum(range(1800)), 0]
     before = {str(r[0]).rsplit("/", 1)[-1] for r in project.query(
         "select distinct input_file_name() from zspark_formats.grows")}
@@ -231,3 +291,90 @@ def test_a_warehouse_the_session_cannot_reach_is_named_before_anything_is_writte
     assert done.returncode != 0
     assert "no file system for s3a:// locations" in done.stdout, done.stdout[-3000:]
     assert "hadoop-aws 3.4.2" in done.stdout
+
+
+class TestThrift:
+    def test_a_thrift_server_with_its_warehouse_on_s3_builds_indexes_and_skips(
+            self, tmp_path: Path, store: tuple[str, Path]) -> None:
+        """dbt over thrift, the server's warehouse on S3 (its own s3a settings and the
+        connector on its class path): no Python on the server, keys and index in SQL. A
+        clustered build, its rebuild and an incremental model's appends and full
+        re-clustering, each table and indexed file in the store; ``zspark_scan`` exact
+        and fetching at most half the files; ``skip_coverage`` passing."""
+        endpoint, log = store
+        home = tmp_path / "server"
+        home.mkdir()
+        conf = {**own_metastore(home), **s3a_settings(endpoint, *S3_KEYS),
+                "spark.sql.warehouse.dir": f"s3a://{BUCKET}/thrift",
+                "spark.sql.shuffle.partitions": "4",
+                "spark.driver.extraClassPath": os.pathsep.join(map(str, s3a_jars()))}
+        env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+        with thrift_server(home, conf, env) as port:
+            _over_thrift(tmp_path / "project", port, log, env)
+
+
+def _over_thrift(root: Path, port: int, log: Path, env: dict[str, str]) -> None:
+    models = {
+        "clustered.sql": "{{ config(materialized='table', hilbert_by=['a', 's'], "
+                         f"file_count={FILES}) }}}}" + CLUSTERED_ROWS,
+        "points.sql": "{{ config(materialized='table') }}\n"
+                      f"select * from {{{{ zspark_scan(ref('clustered'), \"{POINT}\") }}}} t",
+        "grows.sql": "{{ config(materialized='incremental', hilbert_by=['a', 's'], "
+                     "file_count=4, zspark_recluster=false) }}" + GROWING_ROWS,
+        "schema.yml": f"""
+            version: 2
+            models:
+              - name: clustered
+                data_tests:
+                  - skip_coverage:
+                      arguments: {{predicates: {json.dumps([POINT])}, min_skip_ratio: 0.5}}
+        """,
+    }
+    write_project(root, "zspark_thrift_s3",
+                  {name: textwrap.dedent(text).lstrip() for name, text in models.items()},
+                  thrift_profile(port, "zts3"))
+
+    def dbt(*args: str) -> str:
+        done = subprocess.run([str(Path(sys.executable).parent / "dbt"), *args,
+                               "--project-dir", str(root), "--profiles-dir", str(root)],
+                              capture_output=True, text=True, check=False, cwd=root,
+                              timeout=600, env={**env, "DBT_SEND_ANONYMOUS_USAGE_STATS": "0"})
+        assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+        return done.stdout
+
+    def sql(statement: str) -> list[tuple[Any, ...]]:
+        connection = hive.connect(host="127.0.0.1", port=port, username="dbt")
+        try:
+            cursor = connection.cursor()
+            cursor.execute(statement)
+            return [tuple(row) for row in cursor.fetchall()]
+        finally:
+            connection.close()
+
+    def rows(table: str) -> list[int]:
+        [row] = sql(f"select count(*), count(distinct id), sum(id) from zts3.{table}")
+        return [int(x or 0) for x in row]
+
+    dbt("run", "--select", "clustered", "grows")
+    before = _lines(log)
+    dbt("run", "--select", "points")
+    fetched = _fetched(log, before, "clustered")
+    matching = [i for i in range(ROWS) if i % 50 == 17]
+    assert rows("points") == [len(matching), len(matching), sum(matching)]
+    assert 0 < len(fetched) <= FILES // 2, fetched
+    files = {str(r[0]) for r in sql("select distinct _metadata.file_path from zts3.clustered")}
+    indexed = {str(r[0]) for r in sql("select file_path from zts3.clustered__zindex")}
+    assert indexed == files
+    assert all(path.startswith(f"s3a://{BUCKET}/thrift/") for path in files), files
+    assert "skip_coverage" in dbt("test", "--select", "clustered")
+
+    dbt("run", "--select", "clustered", "--vars", "{n: 4500}")
+    assert rows("clustered") == [4500, 4500, sum(range(4500))]
+    for lo, hi in ((1000, 1300), (1300, 1500)):
+        dbt("run", "--select", "grows", "--vars", json.dumps({"lo": lo, "hi": hi}))
+        assert rows("grows") == [hi, hi, sum(range(hi))]
+    dbt("run-operation", "zspark_recluster", "--args",
+        json.dumps({"relation": "zts3.grows", "full": True}))
+    assert rows("grows") == [1500, 1500, sum(range(1500))]
+    grown = {str(r[0]) for r in sql("select distinct _metadata.file_path from zts3.grows")}
+    assert {str(r[0]) for r in sql("select file_path from zts3.grows__zindex")} == grown

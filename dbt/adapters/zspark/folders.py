@@ -56,6 +56,8 @@ class Folders(Protocol):
 #: File systems whose folder renames are one step: a local disk's and HDFS's. Object
 #: stores' connectors (s3a, gs, abfs without a hierarchical namespace) copy each file.
 ATOMIC_RENAMES = ("file", "hdfs", "viewfs")
+#: What S3A's rename throws when the target exists (a local file system answers false).
+EXISTS = "org.apache.hadoop.fs.FileAlreadyExistsException"
 
 
 class SessionFolders:
@@ -77,7 +79,7 @@ class SessionFolders:
         located, files = self._path(source)
         moved, _ = self._path(target)
         files.mkdirs(moved.getParent())
-        if files.rename(located, moved):
+        if self._renamed(files, located, moved):
             return
         # An object store moves a file by a copy, then a delete of the source: a move a
         # kill stopped between them left a whole copy (an object is written whole or not
@@ -87,6 +89,19 @@ class SessionFolders:
             files.delete(located, False)
             return
         raise OSError(f"could not move {source} to {target}")
+
+    @staticmethod
+    def _renamed(files: Any, source: Any, target: Any) -> bool:
+        """Hadoop's rename; False where the target exists, which a local file system
+        says by its answer and S3A by ``FileAlreadyExistsException``."""
+        from py4j.protocol import Py4JJavaError
+
+        try:
+            return bool(files.rename(source, target))
+        except Py4JJavaError as error:
+            if error.java_exception.getClass().getName() != EXISTS:
+                raise
+            return False
 
     def delete(self, path: str) -> None:
         located, files = self._path(path)
