@@ -58,6 +58,12 @@ class Folders(Protocol):
 ATOMIC_RENAMES = ("file", "hdfs", "viewfs")
 #: What S3A's rename throws when the target exists (a local file system answers false).
 EXISTS = "org.apache.hadoop.fs.FileAlreadyExistsException"
+NOT_FOUND = "java.io.FileNotFoundException"
+
+
+def _thrown(error: Any) -> str:
+    """The class name of the Java exception a py4j call raised."""
+    return str(error.java_exception.getClass().getName())
 
 
 class SessionFolders:
@@ -99,7 +105,7 @@ class SessionFolders:
         try:
             return bool(files.rename(source, target))
         except Py4JJavaError as error:
-            if error.java_exception.getClass().getName() != EXISTS:
+            if _thrown(error) != EXISTS:
                 raise
             return False
 
@@ -147,10 +153,15 @@ class SessionFolders:
             stream.close()
 
     def read_lines(self, path: str) -> list[str] | None:
+        from py4j.protocol import Py4JJavaError
+
         located, files = self._path(path)
-        if not files.exists(located):
+        try:  # no existence check first: on S3 that is one request more
+            stream = files.open(located)
+        except Py4JJavaError as error:
+            if _thrown(error) != NOT_FOUND:
+                raise
             return None
-        stream = files.open(located)
         try:
             text = self._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
         finally:
