@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +18,6 @@ from typing import Any
 
 import boto3
 import pytest
-from pyhive import hive  # dbt-spark[PyHive]: the thrift method's client
 
 from bench.servers import (
     BUCKET,
@@ -34,6 +31,9 @@ from bench.servers import (
 from dbt.adapters.zspark.object_stores import s3a_jars, s3a_settings, with_jars
 from tests.functional.dbt_project import thrift_profile, write_project
 from tests.functional.format_project import QUERY_MACRO, FormatProject, new_project
+from tests.functional.test_thrift import SPARK_ENV
+from tests.functional.test_thrift import _dbt as thrift_dbt
+from tests.functional.test_thrift import _sql as thrift_sql
 
 pytestmark = pytest.mark.spark
 
@@ -208,9 +208,8 @@ def _every_capability(tmp_path: Path, store: tuple[str, Path], file_format: str)
                  and any(f"/clustered{suffix}/" in path
                          for suffix in ("", "__zspark_old", "__zspark_new"))}
         assert moved == set(), sorted(moved)[:5]
-        location = next(r[1] for r in project.query(
-            "describe table extended zspark_formats.clustered") if r[0] == "Location")
-        assert "/clustered__zspark_versions/" in str(location), location
+        location = _location(project, "clustered")
+        assert "/clustered__zspark_versions/" in location, location
 
 
 def _parquet_append_killed_amid_its_moves(project: FormatProject, endpoint: str) -> None:
@@ -315,12 +314,11 @@ class TestThrift:
                 "spark.sql.warehouse.dir": f"s3a://{BUCKET}/thrift",
                 "spark.sql.shuffle.partitions": "4",
                 "spark.driver.extraClassPath": os.pathsep.join(map(str, s3a_jars()))}
-        env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
-        with thrift_server(home, conf, env) as port:
-            _over_thrift(tmp_path / "project", port, log, env)
+        with thrift_server(home, conf, SPARK_ENV) as port:
+            _over_thrift(tmp_path / "project", port, log)
 
 
-def _over_thrift(root: Path, port: int, log: Path, env: dict[str, str]) -> None:
+def _over_thrift(root: Path, port: int, log: Path) -> None:
     models = {
         "clustered.sql": "{{ config(materialized='table', hilbert_by=['a', 's'], "
                          f"file_count={FILES}) }}}}" + CLUSTERED_ROWS,
@@ -342,21 +340,10 @@ def _over_thrift(root: Path, port: int, log: Path, env: dict[str, str]) -> None:
                   thrift_profile(port, "zts3"))
 
     def dbt(*args: str) -> str:
-        done = subprocess.run([str(Path(sys.executable).parent / "dbt"), *args,
-                               "--project-dir", str(root), "--profiles-dir", str(root)],
-                              capture_output=True, text=True, check=False, cwd=root,
-                              timeout=600, env={**env, "DBT_SEND_ANONYMOUS_USAGE_STATS": "0"})
-        assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
-        return done.stdout
+        return thrift_dbt(root, *args)
 
     def sql(statement: str) -> list[tuple[Any, ...]]:
-        connection = hive.connect(host="127.0.0.1", port=port, username="dbt")
-        try:
-            cursor = connection.cursor()
-            cursor.execute(statement)
-            return [tuple(row) for row in cursor.fetchall()]
-        finally:
-            connection.close()
+        return thrift_sql(port, statement)
 
     def rows(table: str) -> list[int]:
         [row] = sql(f"select count(*), count(distinct id), sum(id) from zts3.{table}")
