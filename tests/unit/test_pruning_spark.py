@@ -558,7 +558,7 @@ def cases(draw: Draw) -> tuple[bool, Any, Any, list[str]]:
 
 
 @settings(
-    max_examples=40,
+    max_examples=24,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
