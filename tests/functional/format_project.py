@@ -188,7 +188,7 @@ class FormatProject:
 
 def release(session_dir: Path) -> None:
     """The kept dbt process of ``session_dir`` stopped, its Spark with it: its input
-    closed, its process group killed if it has not ended 30 s after the process."""
+    closed, its process group killed once it has ended (or right away if it does not)."""
     worker = WORKERS.pop(session_dir, None)
     if worker is None:
         return
@@ -197,27 +197,12 @@ def release(session_dir: Path) -> None:
         worker.process.stdin.close()
     with contextlib.suppress(subprocess.TimeoutExpired):
         worker.process.wait(timeout=60)
-    # Its JVM outlives it by a moment (seconds more the first time: it dumps its classes).
-    deadline = time.monotonic() + 30
-    while _group_runs(worker.process.pid) and time.monotonic() < deadline:
-        time.sleep(0.2)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(worker.process.pid, signal.SIGKILL)
     worker.process.wait()
     worker.reader.join(timeout=60)
     assert worker.process.stdout is not None
     worker.process.stdout.close()
-
-
-def _group_runs(group: int) -> bool:
-    """Whether a process of ``group`` is alive (not a zombie), as /proc says."""
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError):
-            # pid (comm) state ppid pgrp ...: comm may hold spaces, so split after it.
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            if int(fields[2]) == group and fields[0] != "Z":
-                return True
-    return False
 
 
 def release_all() -> None:

@@ -17,15 +17,15 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from bench.measure import files_opened
-from dbt.adapters.zspark.connections import with_class_archive, with_session_defaults
+from dbt.adapters.zspark.connections import with_session_defaults
 from dbt.adapters.zspark.formats import committing_table
 from dbt.adapters.zspark.table_formats import with_table_format
 
 
 def main(table_format: str, session_dir: str) -> dict[str, Any]:
     builder = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
-    for key, value in with_class_archive(with_session_defaults(
-            with_table_format({}, table_format), session_dir)).items():
+    for key, value in with_session_defaults(with_table_format({}, table_format),
+                                            session_dir).items():
         builder = builder.config(key, str(value))
     spark = builder.enableHiveSupport().getOrCreate()
     table = "default.replaced"

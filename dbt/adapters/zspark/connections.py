@@ -26,7 +26,7 @@ from dbt.adapters.spark.connections import (
 )
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.zspark import jvm_class_archive, local_fs_jar
+from dbt.adapters.zspark import local_fs_jar
 from dbt.adapters.zspark.object_stores import unreachable_warehouse_error
 from dbt.adapters.zspark.table_formats import (
     JARS,
@@ -48,7 +48,6 @@ COMPILE_HUGE_METHODS = "-XX:-DontCompileHugeMethods"
 LOCAL_FS_CLASS = "dbt.zspark.NioLocalFileSystem"
 LOCAL_FS_JAR = local_fs_jar.JAR
 CLASS_PATH = "spark.driver.extraClassPath"
-DRIVER_OPTIONS = "spark.driver.extraJavaOptions"
 FILE_SYSTEM = "spark.hadoop.fs.file.impl"
 
 
@@ -66,7 +65,7 @@ def session_defaults(session_dir: str, master: str | None = None) -> dict[str, s
         # of a 2 M-row build on 2 cores). The JIT compiles generated methods past 8000
         # bytes too: a wide model's keyed rows make one, and the JVM's interpreter ran it
         # at a third of the speed (a 2 M-row write stage: 11 s against 3.5 s).
-        DRIVER_OPTIONS: f"-Dderby.system.home={root} -XX:+UseParallelGC "
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={root} -XX:+UseParallelGC "
                                          f"{COMPILE_HUGE_METHODS}",
         "spark.executor.extraJavaOptions": COMPILE_HUGE_METHODS,
         # INT96 timestamps carry no min/max in Parquet footers; micros do.
@@ -220,14 +219,6 @@ def without_local_fs_jar(settings: dict[str, Any]) -> bool:
     return local and FILE_SYSTEM not in settings and not LOCAL_FS_JAR.is_file()
 
 
-def with_class_archive(settings: dict[str, Any]) -> dict[str, Any]:
-    """``settings`` whose driver JVM maps the class archive of its class path, or dumps
-    it at exit for the runs after it (``jvm_class_archive.py``)."""
-    options = jvm_class_archive.with_sharing(str(settings.get(DRIVER_OPTIONS, "")),
-                                             str(settings.get(CLASS_PATH, "")))
-    return {**settings, DRIVER_OPTIONS: options} if options else settings
-
-
 def _start_session(settings: dict[str, Any]) -> None:
     """Start the session as dbt-spark will (the same settings: its first statement gets
     this very session) and refuse, before any statement, a warehouse it cannot reach.
@@ -238,7 +229,7 @@ def _start_session(settings: dict[str, Any]) -> None:
     if SparkContext._active_spark_context is not None:
         return  # started, and checked, by an earlier connection
     builder = SparkSession.builder.enableHiveSupport()
-    for key, value in with_class_archive(settings).items():
+    for key, value in settings.items():
         builder = builder.config(key, value)
     error = unreachable_warehouse_error(builder.getOrCreate())
     if error is not None:
