@@ -74,6 +74,18 @@ def _project(root: Path, session_dir: Path, profile: str, file_format: str,
         select id, id % 7 as b, {{{{ var('v') }}}} as v from range(35)
         where id % 7 between {{{{ var('from_b', 0) }}}} and {{{{ var('to_b', 6) }}}}
     """)
+    # Python models of the format: a table replaced in one commit, a merge by id.
+    project.write("models/f_py_table.py", f"""
+def model(dbt, session):
+    dbt.config(materialized="table", file_format="{file_format}")
+    return dbt.ref("f_table").selectExpr("id", "b * 10 as c")
+""")
+    project.write("models/f_py_merge.py", f"""
+def model(dbt, session):
+    dbt.config(materialized="incremental", file_format="{file_format}",
+               incremental_strategy="merge", unique_key="id")
+    return dbt.ref("f_merge")
+""")
     # Four days of hourly events, and a microbatch model of them, a batch per day.
     project.write("models/f_events.sql", f"""
         {{{{ config(materialized='table', file_format='{file_format}', event_time='ts') }}}}
@@ -128,7 +140,7 @@ def _builds_rebuilds_and_merges(project: FormatProject, file_format: str) -> Non
                         "--event-time-start", "2026-01-01", "--event-time-end", "2026-01-05")
     statuses = project.statuses()
     for name in ("f_table", "f_merge", "f_overwrites", "f_events", "f_batches", "c_points",
-                 "c_wide", *CLUSTERED):
+                 "c_wide", "f_py_table", "f_py_merge", *CLUSTERED):
         assert statuses[name][0] == "success", first.stdout[-5000:]
     assert [s for n, s in statuses.items() if n.startswith("skip_coverage")] == \
         [("pass", "")], first.stdout[-5000:]
@@ -168,7 +180,13 @@ def _builds_rebuilds_and_merges(project: FormatProject, file_format: str) -> Non
     for name in CLUSTERED:
         queries += [f"select * from {SCHEMA}.{name}"]
         queries += [f"select * from {SCHEMA}.{name} where {point}" for point in POINTS]
+    queries += [f"select count(*), sum(c) from {SCHEMA}.f_py_table",
+                f"select count(*), sum(v), sum(id) from {SCHEMA}.f_py_merge"]
     found = format_scan(file_format, project.session_dir, queries)
+    # The Python models: the table rebuilt from f_table's 60 rows, the merge equal to
+    # f_merge (ids 0..74, 50 of them updated to v = 1).
+    assert found[-2][2] == ["60", str(10 * sum(i % 7 for i in range(60)))]
+    assert found[-1][2] == ["75", "50", str(sum(range(75)))]
     assert found[0][2] == ["60", "1770"]
     assert found[1][2] == ["75", "50", str(sum(range(75)))]
     # Partitions 1 and 2 replaced (their 10 rows with v = 1), the other five kept.
@@ -209,7 +227,8 @@ def test_a_delta_profile_builds_rebuilds_and_merges_keeping_the_tables_history(
     session_dir = tmp_path / "session"
     project = _project(tmp_path / "project", session_dir, "table_format: delta", "delta")
     _builds_rebuilds_and_merges(project, "delta")
-    for name, rows in (("f_table", (100, 60)), ("c_hilbert", (4000, 3000))):
+    for name, rows in (("f_table", (100, 60)), ("f_py_table", (100, 60)),
+                       ("c_hilbert", (4000, 3000))):
         table = DeltaTable(str(session_dir / "warehouse" / f"{SCHEMA}.db" / name))
         assert table.version() >= 1
         assert table.to_pyarrow_table().num_rows == rows[1]
@@ -229,7 +248,8 @@ def test_iceberg_by_its_standard_spark_settings_alone_builds_rebuilds_and_merges
     project = _project(tmp_path / "project", tmp_path / "session", "", "iceberg", settings)
     _builds_rebuilds_and_merges(project, "iceberg")
     # Every snapshot is kept, the first build's rows with it: time travel reaches them.
-    for name, rows in (("f_table", [100, 60]), ("c_hilbert", [4000, 3000])):
+    for name, rows in (("f_table", [100, 60]), ("f_py_table", [100, 60]),
+                       ("c_hilbert", [4000, 3000])):
         records = project.query(f"select summary['total-records'] from {SCHEMA}.{name}"
                                 f".snapshots order by committed_at")
         assert [int(r[0]) for r in records] == rows

@@ -8,11 +8,12 @@ share with this module, from ``adapter_base.py``.
 
 from __future__ import annotations
 
+import builtins
 import threading
 from dataclasses import dataclass
 from typing import Any
 
-from dbt.adapters.base import available
+from dbt.adapters.base import PythonJobHelper, available
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import SparkConfig
 from dbt_common.exceptions import DbtRuntimeError
@@ -29,6 +30,7 @@ from dbt.adapters.zspark.formats import (
 from dbt.adapters.zspark.incremental import IncrementalMethods
 from dbt.adapters.zspark.layout_state import StoredLayout, StoredLayoutError
 from dbt.adapters.zspark.planning import ClusteringConfigError, plan_clustering
+from dbt.adapters.zspark.python_models import SUBMISSION_METHOD, SessionPythonJob
 from dbt.adapters.zspark.rewrite import set_properties_sql
 from dbt.adapters.zspark.scan import FileKey, scan_sql, skippable_files_sql
 from dbt.adapters.zspark.sqltext import property_list, sql_string
@@ -79,6 +81,26 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, ZSparkAdapterBas
         return [relation.incorporate(is_iceberg=True)
                 if names_an_iceberg_table(getattr(relation, "information", None)) else relation
                 for relation in super()._build_spark_relation_list(row_list, relation_info_func)]
+
+    # -- Python models: run in the session (python_models.py) -------------------------
+    @property
+    def default_python_submission_method(self) -> str:
+        return SUBMISSION_METHOD
+
+    @property
+    def python_submission_helpers(self) -> dict[str, builtins.type[PythonJobHelper]]:
+        return {**super().python_submission_helpers, SUBMISSION_METHOD: SessionPythonJob}
+
+    @available
+    def zspark_submit_python(self, model: dict[str, Any], code: str) -> Any:
+        """Run a Python model's ``code`` (``python.sql``: from a materialization's helpers,
+        which dbt's ``statement`` refuses)."""
+        return self.submit_python_job(model, code)
+
+    @available
+    def zspark_python_literal(self, value: str | None) -> str:
+        """``value`` as a Python literal, for the lines that write a Python model."""
+        return repr(value)
 
     # -- clustered builds ---------------------------------------------------------------
     @available

@@ -38,31 +38,27 @@
 
 {#- The CREATE TABLE statement of a build, written into `relation` (the staging table),
     at `location` when given (a version's own folder), else at the model's location_root. -#}
-{% macro zspark_create_table(relation, select_sql, language='sql', replace=false, location=none) %}
-  {{ return(adapter.dispatch('zspark_create_table', 'zspark')(relation, select_sql, language, replace, location)) }}
+{% macro zspark_create_table(relation, select_sql, replace=false, location=none) %}
+  {{ return(adapter.dispatch('zspark_create_table', 'zspark')(relation, select_sql, replace, location)) }}
 {% endmacro %}
 
 {#- `replace`: the format's own `create or replace` (Delta, Iceberg), one commit. -#}
-{% macro default__zspark_create_table(relation, select_sql, language, replace=false, location=none) %}
-  {%- if language == 'python' -%}
-    {{ py_write_table(compiled_code=select_sql, target_relation=relation) }}
-  {%- else -%}
-    create {{ 'or replace ' if replace }}table {{ relation }}
-    {{ file_format_clause() }}
-    {{ zspark_properties_clause('options') }}
-    {{ zspark_properties_clause('tblproperties', adapter.zspark_layout_properties(model['name'])) }}
-    {{ partition_cols(label="partitioned by") }}
-    {{ clustered_cols(label="clustered by") }}
-    {%- set location_root = config.get('location_root', validator=validation.any[basestring]) -%}
-    {%- if location is not none %}
-    location {{ adapter.zspark_sql_string(location) }}
-    {%- elif location_root is not none %}
-    location '{{ location_root }}/{{ relation.identifier }}'
-    {%- endif %}
-    {{ comment_clause() }}
-    as
-    {{ select_sql }}
-  {%- endif -%}
+{% macro default__zspark_create_table(relation, select_sql, replace=false, location=none) %}
+  create {{ 'or replace ' if replace }}table {{ relation }}
+  {{ file_format_clause() }}
+  {{ zspark_properties_clause('options') }}
+  {{ zspark_properties_clause('tblproperties', adapter.zspark_layout_properties(model['name'])) }}
+  {{ partition_cols(label="partitioned by") }}
+  {{ clustered_cols(label="clustered by") }}
+  {%- set location_root = config.get('location_root', validator=validation.any[basestring]) -%}
+  {%- if location is not none %}
+  location {{ adapter.zspark_sql_string(location) }}
+  {%- elif location_root is not none %}
+  location '{{ location_root }}/{{ relation.identifier }}'
+  {%- endif %}
+  {{ comment_clause() }}
+  as
+  {{ select_sql }}
 {% endmacro %}
 
 

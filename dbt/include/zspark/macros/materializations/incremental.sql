@@ -14,6 +14,9 @@
   {%- do adapter.zspark_check_file_format(model['name'], config.get('file_format', default='parquet'), clustered, 'incremental') -%}
   {%- do adapter.zspark_begin(model['name'], this) -%}
   {%- if not clustered -%}
+    {%- if language == 'python' -%}
+      {{ return(zspark_python_incremental()) }}
+    {%- endif -%}
     {{ return(materialization_incremental_spark()) }}
   {%- endif -%}
 

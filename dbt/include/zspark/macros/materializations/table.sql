@@ -13,6 +13,9 @@
     {#- Delta, Iceberg, Hudi: replaced in one commit of the format (history kept), by
         dbt-spark, or clustered by zspark through the format's own writer. -#}
     {%- if not clustered -%}
+      {%- if model['language'] == 'python' -%}
+        {{ return(zspark_python_format_table(file_format)) }}
+      {%- endif -%}
       {{ return(materialization_table_spark()) }}
     {%- endif -%}
     {{ return(zspark_build_format_table(file_format)) }}
@@ -66,14 +69,12 @@
   {%- set target_relation = build.target -%}
   {%- set staging_relation = adapter.zspark_next_version(target_relation) -%}
 
+  {#- Written once into a folder of its own, which the swap never moves. -#}
+  {%- set location = adapter.zspark_next_location(target_relation, config.get('location_root')) -%}
   {%- if build.language == 'sql' -%}
-    {#- Written once into a folder of its own, which the swap never moves. -#}
-    {%- set location = adapter.zspark_next_location(target_relation, config.get('location_root')) -%}
     {%- do zspark_write_statement(zspark_create_table(staging_relation, build.sql, location=location)) -%}
   {%- else -%}
-    {%- call statement('main', language=build.language) -%}
-      {{ zspark_create_table(staging_relation, build.sql, build.language) }}
-    {%- endcall -%}
+    {%- do zspark_python_statement('main', zspark_py_write_table(build.sql, staging_relation, location)) -%}
   {%- endif -%}
 
   {#- The index is read from the staging table's footers before the swap: should that fail,
@@ -99,9 +100,7 @@
   {%- set build = zspark_prepare_table_build(materialized, old_relation, file_format) -%}
 
   {{ run_hooks(pre_hooks) }}
-  {%- set same_format = old_relation is not none and ((old_relation.is_delta and file_format == 'delta')
-                                                      or (old_relation.is_iceberg and file_format == 'iceberg')) -%}
-  {%- if old_relation is not none and not same_format -%}
+  {%- if old_relation is not none and not zspark_same_format(old_relation, file_format) -%}
     {#- A view, or a table of another format, cannot be replaced by this one. -#}
     {{ adapter.drop_relation(old_relation) }}
   {%- endif -%}
