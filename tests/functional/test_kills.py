@@ -12,6 +12,7 @@ random-kill soak runs them round after round.
 from __future__ import annotations
 
 import random
+import re
 import time
 
 import pytest
@@ -20,6 +21,9 @@ from bench.kills import MODEL, KilledProject
 from tests.functional.format_commits import commits, committed_rows
 
 pytestmark = pytest.mark.spark
+
+#: A line of Spark's log4j layout (``26/11/29 10:13:40 WARN NativeCodeLoader: ...``).
+SPARK_LINE = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (WARN|ERROR|INFO) ", re.M)
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +38,10 @@ def test_kills_inside_swaps_appends_and_rewrites_in_a_session(
     what the one before left; checked by a plain `dbt build` at its end. Test_thrift kills
     the other steps; tests/unit/test_swap.py covers every instruction of the swap."""
     project = killed_project
-    project.build(2000)
+    built = project.build(2000)
+    # Spark's own log goes to spark.log beside dbt's logs, not among dbt's lines.
+    assert SPARK_LINE.search(built) is None, built[-3000:]
+    assert " WARN " in (project.root / "logs" / "spark.log").read_text()
     versions = project.warehouse / f"{MODEL}__zspark_versions"
     full_refresh = ("run", "--full-refresh", "--vars", f"{{stop: {project.stop}}}")
     # Each version is written once into a folder of its own: the swap renames and drops

@@ -10,7 +10,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from dbt.task.init import InitTask
+from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.zspark import spark_log
 from dbt.adapters.zspark.connections import ZSparkCredentials
 
 TEMPLATE = Path(__file__).parents[2] / "dbt" / "include" / "zspark" / "profile_template.yml"
@@ -49,11 +51,37 @@ def test_dbt_debug_shows_a_sessions_own_fields_not_a_host(tmp_path: Path) -> Non
         {"method": "session", "schema": "analytics", "session_dir": str(tmp_path),
          "table_format": "iceberg"})
     shown = dict(session.connection_info())
-    assert shown.keys() == {"method", "schema", "session_dir", "table_format", "master",
-                            "warehouse"}
+    assert shown.keys() == {"method", "schema", "session_dir", "table_format",
+                            "spark_log_level", "master", "warehouse"}
     assert shown["master"] == "local[*]"
     assert shown["warehouse"] == str(tmp_path.resolve() / "warehouse")
     thrift = ZSparkCredentials.from_dict(
         {"method": "thrift", "schema": "analytics", "host": "spark.internal", "port": 10000})
     assert dict(thrift.connection_info())["host"] == "spark.internal"
     assert "session_dir" not in dict(thrift.connection_info())
+
+
+def test_a_sessions_spark_log_goes_to_a_file_and_its_console_level_is_checked(
+        tmp_path: Path) -> None:
+    """The driver JVM reads zspark's log configuration (Spark's lines into spark.log
+    beside dbt's logs, none on the console by default) unless the profile names its
+    own; a level that is not one is refused naming the setting and what is allowed."""
+    base = {"method": "session", "schema": "analytics", "session_dir": str(tmp_path)}
+    session = ZSparkCredentials.from_dict(base)
+    options = session.server_side_parameters["spark.driver.extraJavaOptions"]
+    assert f"{spark_log.CONFIG_OPTION}{tmp_path.resolve() / 'log4j2.properties'}" in options
+    assert "-XX:+UseParallelGC" in options
+    log_file = spark_log.write_config(session.log_config, session.spark_log_level)
+    config = session.log_config.read_text()
+    assert f"appender.file.fileName = {log_file}" in config
+    assert "appender.console.filter.threshold.level = off" in config
+    louder = spark_log.log4j2_properties(log_file, "info")
+    assert "rootLogger.level = info" in louder
+    assert "appender.console.filter.threshold.level = info" in louder
+
+    own = ZSparkCredentials.from_dict({**base, "server_side_parameters": {
+        "spark.driver.extraJavaOptions": "-Dlog4j2.configurationFile=/etc/spark/log4j2.xml"}})
+    assert own.server_side_parameters["spark.driver.extraJavaOptions"] == \
+        "-Dlog4j2.configurationFile=/etc/spark/log4j2.xml"
+    with pytest.raises(DbtRuntimeError, match=r"'spark_log_level' is 'loud'\. Allowed: 'off'"):
+        ZSparkCredentials.from_dict({**base, "spark_log_level": "loud"})

@@ -26,7 +26,7 @@ from dbt.adapters.spark.connections import (
 )
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.zspark import local_fs_jar
+from dbt.adapters.zspark import local_fs_jar, spark_log
 from dbt.adapters.zspark.object_stores import unreachable_warehouse_error
 from dbt.adapters.zspark.table_formats import (
     JARS,
@@ -48,6 +48,7 @@ COMPILE_HUGE_METHODS = "-XX:-DontCompileHugeMethods"
 LOCAL_FS_CLASS = "dbt.zspark.NioLocalFileSystem"
 LOCAL_FS_JAR = local_fs_jar.JAR
 CLASS_PATH = "spark.driver.extraClassPath"
+DRIVER_OPTIONS = "spark.driver.extraJavaOptions"
 FILE_SYSTEM = "spark.hadoop.fs.file.impl"
 
 
@@ -149,6 +150,8 @@ class ZSparkCredentials(SparkCredentials):
 
     session_dir: str = DEFAULT_SESSION_DIR
     table_format: str | None = None
+    #: Spark's own log lines shown on the console from this level up (``spark_log.py``).
+    spark_log_level: str = spark_log.DEFAULT_CONSOLE_LEVEL
 
     @classmethod
     def __pre_deserialize__(cls, data: Any) -> Any:
@@ -166,11 +169,22 @@ class ZSparkCredentials(SparkCredentials):
                 f"this target uses method: {self.method}, whose Spark is configured where "
                 f"it runs. Leave 'table_format' out.")
         if self.method == SparkConnectionMethod.SESSION:
+            problem = spark_log.level_error(self.spark_log_level)
+            if problem is not None:
+                raise DbtRuntimeError(problem)
             try:
                 parameters = with_table_format(self.server_side_parameters, self.table_format)
             except TableFormatError as error:
                 raise DbtRuntimeError(str(error)) from error
-            self.server_side_parameters = with_session_defaults(parameters, self.session_dir)
+            settings = with_session_defaults(parameters, self.session_dir)
+            settings[DRIVER_OPTIONS] = spark_log.with_log_option(
+                str(settings.get(DRIVER_OPTIONS, "")), self.log_config)
+            self.server_side_parameters = settings
+
+    @property
+    def log_config(self) -> Path:
+        """The log4j2 configuration a session's driver JVM reads (``spark_log.py``)."""
+        return Path(self.session_dir).resolve() / spark_log.CONFIG_FILE
 
     @property
     def type(self) -> str:
@@ -178,7 +192,7 @@ class ZSparkCredentials(SparkCredentials):
 
     def _connection_keys(self) -> tuple[str, ...]:
         if self.method == SparkConnectionMethod.SESSION:
-            return ("method", "schema", "session_dir", "table_format")
+            return ("method", "schema", "session_dir", "table_format", "spark_log_level")
         return ("host", "port", "cluster", "endpoint", "schema", "organization", "method")
 
     def connection_info(self, *, with_aliases: bool = False) -> Iterator[tuple[str, Any]]:
@@ -208,6 +222,9 @@ class ZSparkConnectionManager(SparkConnectionManager):
             else:
                 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+            if spark_log.CONFIG_OPTION + str(creds.log_config) in str(
+                    creds.server_side_parameters.get(DRIVER_OPTIONS, "")):
+                spark_log.write_config(creds.log_config, creds.spark_log_level)
             _start_session(creds.server_side_parameters)
         return super().open(connection)
 
