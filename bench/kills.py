@@ -12,7 +12,8 @@ killed, the last step it logged and what the next run repaired.
     python -m bench.kills --rounds 20            # an embedded session
     python -m bench.kills --rounds 20 --thrift   # a local Spark Thrift Server
     python -m bench.kills --rounds 20 --strategy insert_overwrite   # overwrites, not appends
-    python -m bench.kills --rounds 10 --format delta   # a clustered Delta table's rebuilds
+    python -m bench.kills --rounds 10 --format delta --strategy table   # Delta rebuilds
+    python -m bench.kills --rounds 12 --s3       # the warehouse on S3 (moto's server, s3a)
 
 The test suite runs the same project with a kill at each named step
 (``tests/functional/test_kills.py``).
@@ -33,12 +34,14 @@ import tempfile
 import textwrap
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from bench.common import REPO, Progress
+from bench.servers import BUCKET, S3_KEYS, own_metastore, s3_server, thrift_server
 from dbt.adapters.zspark.connections import LOCAL_FS_JAR
+from dbt.adapters.zspark.object_stores import s3a_jars, s3a_settings, with_jars
 from dbt.adapters.zspark.stop_points import WRITE_GATE
 
 BIN = Path(sys.executable).parent
@@ -57,7 +60,7 @@ ROWS = "select id, cast(id % 13 as int) as a, concat('s', cast(id % 37 as string
 MODELS = {
     "append": f"""
         {{{{ config(materialized='incremental', incremental_strategy='append',
-                    hilbert_by=['a', 's'], file_count=6,
+                    file_format='FILE_FORMAT', hilbert_by=['a', 's'], file_count=6,
                     zspark_recluster=var('recluster', true)) }}}}
         {ROWS} from range(0, {{{{ var('stop') }}}})
         {{% if is_incremental() %}}
@@ -67,7 +70,8 @@ MODELS = {
     # Each run rewrites the last partition it finds and adds the new ones.
     "insert_overwrite": f"""
         {{{{ config(materialized='incremental', incremental_strategy='insert_overwrite',
-                    partition_by=['b'], hilbert_by=['a', 's'], file_count=6) }}}}
+                    file_format='FILE_FORMAT', partition_by=['b'], hilbert_by=['a', 's'],
+                    file_count=6) }}}}
         {ROWS}, cast(id div 1000 as int) as b from range(0, {{{{ var('stop') }}}})
         {{% if is_incremental() %}}
           where id >= (select coalesce(max(b), 0) * 1000 from {{{{ this }}}})
@@ -167,15 +171,18 @@ class KilledProject:
     partitions its rows fall in (in a schema of its own, so both share a server).
     ``schema``: another schema (other projects on the same server). ``file_format``:
     the table model's format (``strategy`` table), its session set up by ``table_format``
-    (the format's own statistics are its index: no index test)."""
+    (the format's own statistics are its index: no index test). ``settings``: more of
+    the session's Spark settings (a warehouse on S3: :func:`s3_warehouse`)."""
 
     def __init__(self, root: Path, thrift_port: int | None = None,
                  strategy: str = "append", schema: str | None = None,
-                 file_format: str = "parquet") -> None:
+                 file_format: str = "parquet",
+                 settings: dict[str, str] | None = None) -> None:
         self.root = root
         self.stop = 0
         self.last_kill = ""
         self.file_format = file_format
+        self.strategy = strategy
         self.schema = schema or (SCHEMA if strategy == "append" else f"{SCHEMA}_{strategy}")
         self.warehouse = root / "session" / "warehouse" / f"{self.schema}.db"
         files = {**FILES, f"models/{MODEL}.sql":
@@ -192,7 +199,9 @@ class KilledProject:
                        "user: dbt"] if thrift_port else
                       ["method: session", f"session_dir: {root / 'session'}", *table_format,
                        "server_side_parameters:", '  spark.master: "local[2]"',
-                       '  spark.sql.shuffle.partitions: "4"', "  spark.driver.memory: 1g"])
+                       '  spark.sql.shuffle.partitions: "4"', "  spark.driver.memory: 1g",
+                       *(f"  {key}: {json.dumps(value)}"
+                         for key, value in (settings or {}).items())])
         profile = ["zspark_kills:", "  target: dev", "  outputs:", "    dev:",
                    "      type: zspark", f"      schema: {self.schema}",
                    *(f"      {line}" for line in connection)]
@@ -294,7 +303,7 @@ def soak(project: KilledProject, rounds: int, seed: int, check_every: int,
     kinds: Counter[str] = Counter()
     killed = checks = 0
     for number in range(1, rounds + 1):
-        kind = ("rebuild" if project.file_format != "parquet" else
+        kind = ("rebuild" if project.strategy == "table" else
                 chance.choice(["append", "append", "merge", "full", "refresh"]))
         args = {"append": ("run", "--vars", f"{{stop: {project.stop + 300 * number}}}"),
                 "rebuild": ("run", "--vars", f"{{stop: {project.stop + 300 * number}}}"),
@@ -325,6 +334,18 @@ def soak(project: KilledProject, rounds: int, seed: int, check_every: int,
             "repairs": dict(repairs)}
 
 
+@contextlib.contextmanager
+def s3_warehouse(home: Path) -> Iterator[dict[str, str]]:
+    """A local S3 server (moto's, on 127.0.0.1) for the length of the block, and the
+    session settings that put the warehouse in its bucket: s3a's standard settings and
+    S3's connector in ``spark.jars`` (``make setup`` fetches it)."""
+    jars = s3a_jars()
+    _expect(bool(jars), "hadoop-aws and the AWS SDK bundle missing: `make setup` fetches them")
+    with s3_server(home) as endpoint:
+        yield with_jars({**s3a_settings(endpoint, *S3_KEYS),
+                         "spark.sql.warehouse.dir": f"s3a://{BUCKET}/kills"}, jars)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -335,28 +356,33 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--strategy", choices=sorted(MODELS), default="append",
                         help="the incremental runs' strategy")
     parser.add_argument("--format", choices=["delta", "iceberg"], default=None,
-                        help="rebuilds of a clustered table model of this format "
-                             "(the runs killed are its rebuilds, each one commit)")
+                        help="the model's table format (with --strategy table the runs "
+                             "killed are its rebuilds, each one commit of the format)")
+    parser.add_argument("--s3", action="store_true",
+                        help="the session's warehouse on a local S3 server, reached by s3a")
     parser.add_argument("--out", type=Path, default=REPO / "BENCHMARKS-kills.json")
     args = parser.parse_args(argv)
     if args.format and args.thrift:
         parser.error("--format: clustered Delta and Iceberg builds run in a session only")
+    if args.s3 and args.thrift:
+        parser.error("--s3: a session's warehouse (test_object_store runs a Thrift server's)")
     progress = Progress()
     root = Path(tempfile.mkdtemp(prefix="zspark_kills_"))
-    if args.thrift:
-        from bench.servers import own_metastore, thrift_server
-
-        env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
-        home = root / "server"
-        with thrift_server(home, own_metastore(home), env) as port:
-            figures = soak(KilledProject(root / "project", port, args.strategy),
-                           args.rounds, args.seed, args.check_every, progress)
-    else:
-        figures = soak(KilledProject(root / "project", strategy="table" if args.format
-                                     else args.strategy, file_format=args.format or "parquet"),
-                       args.rounds, args.seed, args.check_every, progress)
-    figures["connection"] = "thrift" if args.thrift else "session"
-    figures["strategy"] = f"{args.format} table" if args.format else args.strategy
+    with contextlib.ExitStack() as servers:
+        if args.thrift:
+            env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
+                   "SPARK_LOCAL_IP": "127.0.0.1"}
+            home = root / "server"
+            port = servers.enter_context(thrift_server(home, own_metastore(home), env))
+            project = KilledProject(root / "project", port, args.strategy)
+        else:
+            settings = servers.enter_context(s3_warehouse(root / "s3")) if args.s3 else None
+            project = KilledProject(root / "project", strategy=args.strategy,
+                                    file_format=args.format or "parquet", settings=settings)
+        figures = soak(project, args.rounds, args.seed, args.check_every, progress)
+    figures["connection"] = ("thrift" if args.thrift else
+                             "session on s3" if args.s3 else "session")
+    figures["strategy"] = f"{args.format} {args.strategy}" if args.format else args.strategy
     figures["date"] = time.strftime("%Y-%m-%d %H:%M")
     progress(json.dumps(figures))
     results = json.loads(args.out.read_text()) if args.out.exists() else {}

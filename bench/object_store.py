@@ -12,6 +12,9 @@ session's catalog), on the same generated rows:
   requests, and the requests it made of the data files that stay (none, when it leaves
   them where they are);
 - with ``--latency-ms``, the store serves each request that much later, as a real one;
+- with ``--committer file``, every write commits by Hadoop's file output committer, which
+  renames each task's files into place (a copy and a delete per file on S3), where Spark
+  4.1 with spark-hadoop-cloud uses the S3A magic committer;
 - point queries on each clustering column: the data files the store served a read of
   and the requests made (``zspark_scan``'s with its compile's read of the index), and
   the query's time, through ``zspark_scan`` (Parquet: the index chooses the files) and
@@ -19,6 +22,8 @@ session's catalog), on the same generated rows:
   their own statistics). Rows are checked against a full scan.
 
     python -m bench.object_store --rows 200000 --files 100   # BENCHMARKS-object-store.json
+    python -m bench.object_store --rows 200000 --files 100 --formats parquet \
+        --committer file --out BENCHMARKS-object-store-file-committer.json
     python -m bench.object_store --rows 200000 --files 100 --latency-ms 30 \
         --out BENCHMARKS-object-store-latency.json
 """
@@ -39,7 +44,6 @@ from typing import Any
 from bench.common import REPO, Progress
 from bench.servers import BUCKET, S3_KEYS, is_data_file_of, s3_requests, s3_server
 from dbt.adapters.zspark.object_stores import (
-    s3a_committer_settings,
     s3a_jars,
     s3a_settings,
     with_jars,
@@ -63,7 +67,9 @@ WRITES = ("PUT", "POST")
 
 def _project(root: Path, endpoint: str, table_format: str, rows: int, files: int,
              committer: str) -> None:
-    committing = s3a_committer_settings() if committer == "magic" else {}
+    # Spark 4.1 commits s3a writes by the S3A magic committer when spark-hadoop-cloud is
+    # on its class path, unless the session names another (SPARK-47618).
+    committing = {} if committer == "magic" else {"spark.hadoop.fs.s3a.committer.name": "file"}
     settings = with_jars({**s3a_settings(endpoint, *S3_KEYS), **committing,
                           "spark.sql.warehouse.dir": f"s3a://{BUCKET}/bench-{table_format}",
                           "spark.driver.memory": "3g"}, s3a_jars())
@@ -109,7 +115,7 @@ def _lines(log: Path) -> int:
 
 
 def run_format(table_format: str, endpoint: str, log: Path, rows: int, files: int,
-               out: Path, committer: str = "default") -> None:
+               out: Path, committer: str = "magic") -> None:
     """In this process: the builds and queries of one format (``out``: its JSON)."""
     from dbt.cli.main import dbtRunner
 
@@ -306,9 +312,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--latency-ms", type=float, default=0,
                         help="a delay before the store serves each request, as a real "
                              "store's (e.g. 30)")
-    parser.add_argument("--committer", choices=("default", "magic"), default="default",
-                        help="Spark's commit: its default (renames task output) or the "
-                             "S3A magic committer")
+    parser.add_argument("--committer", choices=("magic", "file"), default="magic",
+                        help="Spark's commit of s3a writes: the S3A magic committer (Spark "
+                             "4.1's own with spark-hadoop-cloud) or Hadoop's file output "
+                             "committer, which renames each task's files into place")
     parser.add_argument("--one", choices=FORMATS, help=argparse.SUPPRESS)
     parser.add_argument("--endpoint", help=argparse.SUPPRESS)
     parser.add_argument("--log", type=Path, help=argparse.SUPPRESS)

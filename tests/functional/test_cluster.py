@@ -4,8 +4,9 @@ by the profile's ``spark.pyspark.python``: clustered builds (curves and balanced
 incremental runs, the index, ``zspark_scan`` and ``skip_coverage`` all run through it,
 with the warehouse on S3 (a local S3-compatible server) as docs/cluster.md profiles it.
 
-A clustered Delta and a clustered Iceberg incremental model run on the same cluster: the
-format's jars reach the executors from the driver, the keys are Spark SQL, and the
+A clustered Delta and a clustered Iceberg incremental model run on the same cluster, the
+warehouse on the same S3 (marked slow: ``make test-slow``): the format's jars and S3's
+connector reach the executors from the driver, the keys are Spark SQL, and the
 re-clustering commit's files are written by the executors.
 
 dbt runs in a subprocess: a process has one SparkContext, and this one's is local.
@@ -180,6 +181,9 @@ def run_format_on_cluster(project: str, file_format: str) -> None:
                 "exact": sorted(rows) == sorted(expected)})
     report["rows"] = {m: spark.table(f"zspark_test.{m}").count()
                       for m in ("fmt_events", "fmt_events_inc")}
+    report["locations"] = [next(str(row[1]) for row in spark.sql(
+        f"describe table extended zspark_test.{m}").collect() if row[0] == "Location")
+        for m in ("fmt_events", "fmt_events_inc")]
     report["ids"] = spark.sql(f"select count(distinct id) from {table}").first()[0]
     report["strategies"] = {
         model: sorted([list(row) for row in spark.sql(query.format(table=f"zspark_test.{model}"))
@@ -278,12 +282,20 @@ def test_dbt_runs_on_a_cluster_whose_executors_lack_the_plugin_with_the_warehous
 @pytest.mark.slow
 @pytest.mark.parametrize("file_format", ["delta", "iceberg"])
 def test_clustered_format_models_run_on_a_cluster_whose_executors_lack_the_plugin(
-        cluster: tuple[str, Path], tmp_path: Path, file_format: str) -> None:
+        cluster: tuple[str, Path], store: str, tmp_path: Path, file_format: str) -> None:
+    """Delta and Iceberg models on the cluster, the warehouse on S3 as in docs/cluster.md
+    (the format's jar and S3's connector shipped to the executors by spark.jars)."""
     url, python = cluster
+    warehouse = f"s3a://{BUCKET}/{file_format}-warehouse"
+    settings = with_jars({**s3a_settings(store, *S3_KEYS),
+                          "spark.sql.warehouse.dir": warehouse}, s3a_jars())
     report, output = _run_project(url, python, tmp_path, FORMAT_MODELS,
                                   "run_format_on_cluster", file_format,
-                                  profile_lines=f"table_format: {file_format}")
+                                  profile_lines=f"table_format: {file_format}",
+                                  settings=settings)
 
+    assert all(where.startswith(f"{warehouse}/") for where in report["locations"]), \
+        report["locations"]
     assert set(report["executors"]) == {False}
     # The merge added ids 4000..4999 and matched 3000..3999: each id once.
     assert report["rows"] == {"fmt_events": 4000, "fmt_events_inc": 5000}

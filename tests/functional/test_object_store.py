@@ -3,8 +3,8 @@ Hadoop's s3a connector with its standard settings only), for Parquet, Delta and 
 models. Clustered builds and their statistics, ``zspark_scan`` fetching only the files it
 must (counted in the store's own request log), ``skip_coverage``, incremental runs, full
 re-clusterings killed and not, an append killed amid its moves (one of them stopped
-between its copy and its delete), and a rebuild killed amid its commit; each killed run
-recovered by the next."""
+between its copy and its delete), an overwrite killed while it sets aside what it
+replaces, and a rebuild killed amid its commit; each killed run recovered by the next."""
 
 from __future__ import annotations
 
@@ -184,6 +184,7 @@ def _every_capability(tmp_path: Path, store: tuple[str, Path], file_format: str)
     if file_format == "parquet":
         _parquet_append_killed_amid_its_moves(project, endpoint)
         _parquet_reclusterings(project, log)
+        _parquet_overwrite_killed_while_setting_aside(project, endpoint)
     else:
         _format_reclustering_killed_before_its_commit(project)
 
@@ -221,8 +222,7 @@ def _parquet_append_killed_amid_its_moves(project: FormatProject, endpoint: str)
                          stop_at="append:publishing")
     assert killed.returncode == -signal.SIGKILL, killed.stdout[-3000:]
     batch, table = (_location(project, name) for name in ("grows__zspark_batch", "grows"))
-    s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=S3_KEYS[0],
-                      aws_secret_access_key=S3_KEYS[1], region_name="us-east-1")
+    s3 = _s3(endpoint)
     prefix = batch.removeprefix(f"s3a://{BUCKET}/") + "/"
     left = [item["Key"] for item in s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix)["Contents"]
             if item["Key"].endswith(".parquet")]
@@ -232,6 +232,34 @@ def _parquet_append_killed_amid_its_moves(project: FormatProject, endpoint: str)
     done = _ok(project, "run", "--select", "grows", "--vars", "{lo: 1700, hi: 1800}")
     assert "an append stopped while its files moved into the table: the rest moved in" in done
     assert _rows(project, "grows") == [1800, 1800, sum(range(1800)), 0]
+
+
+def _parquet_overwrite_killed_while_setting_aside(project: FormatProject,
+                                                  endpoint: str) -> None:
+    """insert_overwrite killed once the first file of the partitions it replaces moved
+    out of the table (on S3 a copy, then a delete): the next run, an append, first sets
+    the rest aside and moves the batch in, then appends its own rows; nothing set aside
+    is left in the store."""
+    replacing = json.dumps({"lo": 1100, "hi": 1700, "v": 2, "strategy": "insert_overwrite"})
+    killed = project.dbt("run", "--select", "grows", "--vars", replacing,
+                         stop_at="overwrite:set_aside")
+    assert killed.returncode == -signal.SIGKILL, killed.stdout[-3000:]
+    done = _ok(project, "run", "--select", "grows", "--vars", "{lo: 1800, hi: 1900}")
+    assert "what it replaces is set aside and the rest moved in" in done, done[-3000:]
+    # Both partitions (p) replaced by the overwrite's rows, then the append's.
+    ids = [*range(1100, 1700), *range(1800, 1900)]
+    assert _rows(project, "grows") == [len(ids), len(ids), sum(ids), 2 * 600]
+    s3 = _s3(endpoint)
+    keys = [item["Key"] for page in s3.get_paginator("list_objects_v2").paginate(
+        Bucket=BUCKET, Prefix="parquet/") for item in page.get("Contents", [])]
+    assert keys, "the warehouse's listing is empty"
+    assert [key for key in keys if "__zspark_replac" in key] == []
+
+
+def _s3(endpoint: str) -> Any:
+    """A client of the store, for what a test does or checks beside Spark."""
+    return boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=S3_KEYS[0],
+                        aws_secret_access_key=S3_KEYS[1], region_name="us-east-1")
 
 
 def _location(project: FormatProject, table: str) -> str:

@@ -33,19 +33,6 @@ def s3a_jars(folder: Path = JARS_DIR) -> list[Path]:
     return jars if all(jar.is_file() for jar in jars) else []
 
 
-def s3a_committer_settings() -> dict[str, str]:
-    """Spark's writes committed by Hadoop's S3A magic committer: each task uploads its
-    files to their final names as multipart uploads that the job's commit completes, so
-    no file is copied by a rename (Spark's default commit renames every task's output,
-    on S3 a copy and a delete per file). Needs ``spark-hadoop-cloud`` in ``spark.jars``."""
-    return {"spark.hadoop.fs.s3a.committer.name": "magic",
-            "spark.hadoop.fs.s3a.committer.magic.enabled": "true",
-            "spark.sql.sources.commitProtocolClass":
-                "org.apache.spark.internal.io.cloud.PathOutputCommitProtocol",
-            "spark.sql.parquet.output.committer.class":
-                "org.apache.spark.internal.io.cloud.BindingParquetOutputCommitter"}
-
-
 def s3a_settings(endpoint: str, access_key: str, secret_key: str,
                  region: str = "us-east-1") -> dict[str, str]:
     """The standard s3a settings of a session reaching an S3-compatible ``endpoint``
