@@ -116,6 +116,27 @@ def test_refused_predicates_say_why(scanned: DbtProject) -> None:
             compile_scan(scanned, "ref('scan_base')", predicate)
 
 
+def test_a_broken_predicate_fails_its_model_by_name_and_the_others_build(
+        scanned: DbtProject) -> None:
+    """dbt's own compilation error of that model, naming its file and what is wrong in
+    plain words; the invocation goes on (no parse failure) and the next model builds."""
+    bad = scanned.root / "models/scan/bad_scan.sql"
+    scanned.write("models/scan/bad_scan.sql",
+                  "select * from {{ zspark_scan(ref('scan_base'), \"city =\") }} t")
+    scanned.write("models/scan/good_scan.sql",
+                  "select count(*) as n from {{ ref('scan_base') }}")
+    try:
+        results = scanned.dbt("run", "--select", "bad_scan", "good_scan", expect_pass=False)
+    finally:
+        bad.unlink()  # the shared project's other runs never meet it
+    text = " ".join(scanned.log_text().split())
+    assert "Compilation Error in model bad_scan (models/scan/bad_scan.sql)" in text, text[-3000:]
+    assert "zspark_scan: predicate 'city =' does not parse (an operand of = is missing" in text
+    assert "sqlglot" not in text
+    assert {r.node.name: str(r.status) for r in results.results} == \
+        {"bad_scan": "error", "good_scan": "success"}
+
+
 def test_appended_and_unindexed_files_are_always_read(project: DbtProject) -> None:
     project.write("models/scan/appended.sql", """
         {{ config(materialized='table', zorder_by=['k'], file_count=4) }}

@@ -121,6 +121,32 @@ def _error(predicate: str, what: str) -> PredicateError:
     return PredicateError(f"zspark_scan: predicate {predicate!r} {what}; {_ALLOWED}")
 
 
+#: sqlglot's words for an operator that lacks an operand (its class names them).
+_MISSING_OPERAND = re.compile(r"Required keyword: '\w+' missing for <class '[\w.]*?(\w+)'>\."
+                              r"(?: Line \d+, Col: (\d+)\.)?")
+
+
+def _parse_problem(error: Exception) -> str:
+    """What is wrong with a predicate, in a user's words rather than the parser's.
+
+    >>> _parse_problem(ParseError("Required keyword: 'expression' missing for "
+    ...                           "<class 'sqlglot.expressions.core.EQ'>. Line 1, Col: 3."))
+    'an operand of = is missing, at column 3'
+    """
+    first = str(error).splitlines()[0]
+    missing = _MISSING_OPERAND.search(first)
+    if missing is None:
+        return first
+    operator = _OPERATOR_WORDS.get(missing.group(1), missing.group(1).lower())
+    where = f", at column {missing.group(2)}" if missing.group(2) else ""
+    return f"an operand of {operator} is missing{where}"
+
+
+_OPERATOR_WORDS = {"EQ": "=", "NEQ": "!=", "GT": ">", "GTE": ">=", "LT": "<", "LTE": "<=",
+                   "And": "and", "Or": "or", "Not": "not", "In": "in", "Like": "like",
+                   "Between": "between", "Add": "+", "Sub": "-", "Mul": "*", "Div": "/"}
+
+
 def _parse(predicate: str) -> tuple[exp.Expression, frozenset[str]]:
     """Parse and validate; also return the values of string literals we must not re-render."""
     if not isinstance(predicate, str):
@@ -143,7 +169,7 @@ def _parse(predicate: str) -> tuple[exp.Expression, frozenset[str]]:
     try:
         trees = [t for t in sqlglot.parse(predicate, read="spark") if t is not None]
     except (ParseError, TokenError) as e:
-        raise _error(predicate, f"does not parse ({str(e).splitlines()[0]})") from None
+        raise _error(predicate, f"does not parse ({_parse_problem(e)})") from None
     if len(trees) != 1:
         raise _error(predicate, f"holds {len(trees)} statements")
     tree = trees[0]

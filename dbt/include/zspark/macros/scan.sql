@@ -9,7 +9,8 @@
 
 {% macro default__zspark_scan(relation, predicate) %}
   {%- if not execute -%}
-    {{ return(adapter.zspark_plain_scan_sql(relation, predicate)) }}
+    {#- Checked when the model compiles, where an error names the model. -#}
+    {{ return(adapter.zspark_plain_scan_sql(relation, predicate, false)) }}
   {%- endif -%}
   {{ return(adapter.zspark_scan_sql(relation, predicate)) }}
 {% endmacro %}
