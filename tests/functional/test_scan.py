@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -194,15 +195,22 @@ def test_skip_coverage_passes_and_fails_with_the_measured_ratio(scanned: DbtProj
             data_tests:
               - skip_coverage:
                   name: coverage_loose
-                  predicates: ["city = 'CITY0042'", "brand = 'MFGR#01234'"]
-                  min_skip_ratio: 0.5
+                  arguments:
+                    predicates: ["city = 'CITY0042'", "brand = 'MFGR#01234'"]
+                    min_skip_ratio: 0.5
               - skip_coverage:
                   name: coverage_strict
-                  predicates: ["city = 'CITY0042'", "brand = 'MFGR#01234'"]
-                  min_skip_ratio: 0.995
+                  arguments:
+                    predicates: ["city = 'CITY0042'", "brand = 'MFGR#01234'"]
+                    min_skip_ratio: 0.995
     """)
+    # Compiling measures nothing (`dbt compile`, `dbt docs generate`): the test runs do.
+    compiled = scanned.dbt("compile", "--select", "coverage_loose")
+    assert re.search(r"skips \d+/\d+ files", scanned.log_text()) is None
+    assert "measured when the test runs" in str(compiled.results[0].node.compiled_code)
     scanned.dbt("test", "--select", "coverage_loose")
-    assert "skips" in scanned.log_text()
+    assert re.search(r"skips \d+/\d+ files", scanned.log_text()), scanned.log_text()[-2000:]
+    assert "Deprecation" not in scanned.log_text()
     scanned.dbt("test", "--select", "coverage_strict", expect_pass=False)
     text = scanned.log_text()
     assert "\"city = 'CITY0042'\" skips" in text

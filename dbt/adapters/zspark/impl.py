@@ -484,6 +484,18 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, ZSparkAdapterBas
         return scan_sql(str(relation), predicate, skipped)
 
     @available
+    def zspark_skip_coverage_placeholder_sql(self, predicates: list[str] | str,
+                                             min_skip_ratio: float) -> str:
+        """The test's query where it is compiled but not run (``dbt compile``, ``dbt docs
+        generate``): its columns, no row, and what it measures when it runs."""
+        listed = [predicates] if isinstance(predicates, str) else list(predicates)
+        return (f"-- skip_coverage: measured when the test runs (dbt test, dbt build): the "
+                f"share of files each of {len(listed)} predicate(s) skips, at least "
+                f"{float(min_skip_ratio)!r}\n"
+                f"select cast(null as string) as predicate, 0 as files, 0 as skipped_files, "
+                f"cast(0 as double) as skip_ratio where false")
+
+    @available
     def zspark_skip_coverage_sql(self, relation: Any, predicates: list[str],
                                  min_skip_ratio: float) -> str:
         """The test query of ``skip_coverage``: one row per predicate that skips too little."""
