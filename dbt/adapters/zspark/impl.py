@@ -33,6 +33,7 @@ from dbt.adapters.zspark.planning import ClusteringConfigError, plan_clustering
 from dbt.adapters.zspark.python_models import SUBMISSION_METHOD, SessionPythonJob
 from dbt.adapters.zspark.rewrite import set_properties_sql
 from dbt.adapters.zspark.scan import FileKey, scan_sql, skippable_files_sql
+from dbt.adapters.zspark.seeds import load_seed
 from dbt.adapters.zspark.sqltext import property_list, sql_string
 from dbt.adapters.zspark.stop_points import stop_point
 from dbt.adapters.zspark.swap import (
@@ -96,6 +97,17 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, ZSparkAdapterBas
         """Run a Python model's ``code`` (``python.sql``: from a materialization's helpers,
         which dbt's ``statement`` refuses)."""
         return self.submit_python_job(model, code)
+
+    @available
+    def zspark_load_seed(self, relation: Any, agate_table: Any) -> int | None:
+        """Insert a seed's rows in one Spark write (``seeds.py``); the rows, or None over
+        a server (dbt-spark's statements load it)."""
+        reach = self._reach()
+        if not reach.runs_python:
+            return None
+        rows = load_seed(reach.spark, str(relation), agate_table)
+        logger.info(f"zspark: {relation}: {rows} seed rows inserted by one Spark write")
+        return rows
 
     @available
     def zspark_python_literal(self, value: str | None) -> str:
