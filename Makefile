@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup demo test test-slow test-bench bench bench-object-store bench-formats bench-formats-bar bench-keys bench-scale bench-pipeline bench-thrift bench-balanced bench-kills bench-quick bench-report lint
+.PHONY: setup demo test test-slow test-bench bench bench-object-store bench-formats bench-formats-bar bench-keys bench-scale bench-pipeline bench-thrift bench-balanced bench-kills bench-seeds bench-quick bench-report lint
 
 # Scale of `make bench` (seed 002: 1000 files).
 ROWS ?= 2000000
@@ -102,10 +102,16 @@ bench-formats-bar: setup
 bench-balanced: setup
 	$(PY) -m bench.balanced --repeats 3
 
-# Random SIGKILLs of a clustered incremental model's runs, in a session and over thrift.
+# Random SIGKILLs of a clustered incremental model's runs, in a session, over thrift and
+# with the warehouse on a local S3 server.
 bench-kills: setup
 	$(PY) -m bench.kills --rounds 20
 	$(PY) -m bench.kills --rounds 20 --thrift
+	$(PY) -m bench.kills --rounds 12 --s3 --kill-window 30 100
+
+# Seeds: zspark's loader (one Spark write) beside dbt-spark's (insert statements).
+bench-seeds: setup
+	$(PY) -m bench.seeds --rows 1000000 --sql-rows 5000
 
 # 2 M, 8 M and 20 M rows at 1000 files: build time per M rows, driver memory, queries.
 bench-scale: setup

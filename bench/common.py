@@ -289,6 +289,13 @@ def _dbt_here(runner: Sequence[str], dbt_args: list[str],
     return code, console.getvalue()
 
 
+def _echo(line: str) -> None:
+    """Echo dbt's own per-node start and result lines and the adapter's summaries."""
+    if any(tag in line for tag in (" START ", " OK ", " PASS ", " FAIL ", " ERROR ",
+                                   "zspark:", "skip_coverage", "Completed", "Done.")):
+        print("           " + line.strip(), flush=True)
+
+
 def run_dbt(args: Sequence[str], session_dir: Path, log: Progress,
             variables: dict[str, Any] | None = None, check: bool = True,
             lines: list[str] | None = None, memory: dict[str, int] | None = None,
@@ -322,7 +329,13 @@ def run_dbt(args: Sequence[str], session_dir: Path, log: Progress,
                                    env={**environment, "PYTHONPATH": path},
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         peak = PeakMemory(process.pid)
-        output, _ = process.communicate()
+        streamed = []
+        assert process.stdout is not None
+        for line in process.stdout:  # shown as it comes: a long run shows its progress
+            streamed.append(line)
+            _echo(line)
+        process.wait()
+        output = "".join(streamed)
         peak.stop()
         returncode = process.returncode
         if memory is not None:
@@ -330,11 +343,9 @@ def run_dbt(args: Sequence[str], session_dir: Path, log: Progress,
     elapsed = time.monotonic() - started
     if lines is not None:
         lines.extend(output.splitlines())
-    for line in output.splitlines():
-        # Echo dbt's own per-node result lines and the adapter's layout summaries.
-        if any(tag in line for tag in (" OK ", " PASS ", " FAIL ", " ERROR ", "zspark:",
-                                       "skip_coverage", "Completed", "Done.")):
-            print("           " + line.strip(), flush=True)
+    if DBT_IN_THIS_PROCESS:
+        for line in output.splitlines():
+            _echo(line)
     if returncode != 0 and check:
         tail = "\n".join(output.splitlines()[-60:])
         raise RuntimeError(f"dbt {' '.join(args)} failed (exit {returncode}):\n{tail}")

@@ -13,7 +13,7 @@ killed, the last step it logged and what the next run repaired.
     python -m bench.kills --rounds 20 --thrift   # a local Spark Thrift Server
     python -m bench.kills --rounds 20 --strategy insert_overwrite   # overwrites, not appends
     python -m bench.kills --rounds 10 --format delta --strategy table   # Delta rebuilds
-    python -m bench.kills --rounds 12 --s3       # the warehouse on S3 (moto's server, s3a)
+    python -m bench.kills --rounds 12 --s3 --kill-window 30 100   # the warehouse on S3
 
 The test suite runs the same project with a kill at each named step
 (``tests/functional/test_kills.py``).
@@ -296,7 +296,7 @@ def last_step(project: KilledProject) -> str:
 
 
 def soak(project: KilledProject, rounds: int, seed: int, check_every: int,
-         progress: Progress) -> dict[str, Any]:
+         progress: Progress, window: tuple[float, float] = (8, 40)) -> dict[str, Any]:
     chance = random.Random(seed)
     project.build(2000)
     repairs: Counter[str] = Counter()
@@ -311,7 +311,7 @@ def soak(project: KilledProject, rounds: int, seed: int, check_every: int,
                 "full": project.recluster(full=True),
                 "refresh": ("run", "--full-refresh", "--vars",
                             f"{{stop: {project.stop}}}")}[kind]
-        after = chance.uniform(8, 40)
+        after = chance.uniform(*window)
         result = project.dbt(*args, kill_after=after)
         was_killed = result.returncode == -signal.SIGKILL
         if not was_killed and result.returncode != 0:
@@ -358,6 +358,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--format", choices=["delta", "iceberg"], default=None,
                         help="the model's table format (with --strategy table the runs "
                              "killed are its rebuilds, each one commit of the format)")
+    parser.add_argument("--kill-window", type=float, nargs=2, default=(8, 40),
+                        metavar=("FROM", "TO"),
+                        help="seconds after its start a run is killed, drawn between these "
+                             "(a run on S3 takes longer: e.g. 30 100)")
     parser.add_argument("--s3", action="store_true",
                         help="the session's warehouse on a local S3 server, reached by s3a")
     parser.add_argument("--out", type=Path, default=REPO / "BENCHMARKS-kills.json")
@@ -379,10 +383,12 @@ def main(argv: list[str] | None = None) -> None:
             settings = servers.enter_context(s3_warehouse(root / "s3")) if args.s3 else None
             project = KilledProject(root / "project", strategy=args.strategy,
                                     file_format=args.format or "parquet", settings=settings)
-        figures = soak(project, args.rounds, args.seed, args.check_every, progress)
+        figures = soak(project, args.rounds, args.seed, args.check_every, progress,
+                       tuple(args.kill_window))
     figures["connection"] = ("thrift" if args.thrift else
                              "session on s3" if args.s3 else "session")
     figures["strategy"] = f"{args.format} {args.strategy}" if args.format else args.strategy
+    figures["kill_window"] = list(args.kill_window)
     figures["date"] = time.strftime("%Y-%m-%d %H:%M")
     progress(json.dumps(figures))
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
