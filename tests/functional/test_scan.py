@@ -217,6 +217,25 @@ def test_skip_coverage_passes_and_fails_with_the_measured_ratio(scanned: DbtProj
     assert "required 0.995) TOO LOW" in text
 
 
+def test_an_index_folder_a_killed_run_left_without_its_table_is_replaced(
+        project: DbtProject) -> None:
+    """A run killed while it wrote an index (or while the old index's folder was being
+    deleted) leaves the folder with no table: the next index build deletes it and
+    writes the index, where Spark would refuse a managed table over it."""
+    spark = project.spark
+    table = project.table("orphaned_index")
+    spark.sql("create database if not exists zspark_test")
+    spark.sql(f"drop table if exists {table}__zindex")
+    spark.sql(f"drop table if exists {table}")
+    spark.sql(f"create table {table} using parquet as "
+              f"select /*+ REPARTITION_BY_RANGE(3, id) */ id from range(30)")
+    location = spark.catalog.getDatabase("zspark_test").locationUri.rstrip("/")
+    spark.range(3).write.mode("overwrite").parquet(f"{location}/orphaned_index__zindex")
+    project.dbt("run-operation", "zspark_build_index", "--args", f"{{relation: {table}}}")
+    indexed = spark.sql(f"select count(*) from {table}__zindex where row_group is null")
+    assert indexed.first()[0] == 3
+
+
 def test_int96_timestamps_have_no_stats_and_never_prune(project: DbtProject) -> None:
     spark = project.spark
     table = project.table("int96_times")

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from dbt.adapters.zspark.folders import SessionFolders
 from dbt.adapters.zspark.hadoop_files import HadoopFiles
 from dbt.adapters.zspark.planning import normalize_type
 from dbt.adapters.zspark.pruning import indexed_columns, path_name, stat_column
@@ -145,7 +146,21 @@ def _write(spark: SparkSession, rows: DataFrame, index_table: str) -> IndexSumma
 
 
 def _save(rows: DataFrame, index_table: str) -> None:
+    spark = rows.sparkSession
+    if not spark.catalog.tableExists(index_table):
+        _delete_orphaned_folder(spark, index_table)
     rows.coalesce(1).write.mode("overwrite").format("parquet").saveAsTable(index_table)
+
+
+def _delete_orphaned_folder(spark: SparkSession, index_table: str) -> None:
+    """Delete the folder a managed ``index_table`` would take when no table names it. A
+    run killed while it wrote the index, or while the old one's folder was deleted (on
+    an object store, object by object), leaves that folder behind, and Spark refuses to
+    create a managed table over it (LOCATION_ALREADY_EXISTS). An index is read from the
+    table's footers again at will: its files are never a row's only copy."""
+    schema, _, name = index_table.replace("`", "").rpartition(".")
+    database = spark.catalog.getDatabase(schema or spark.catalog.currentDatabase())
+    SessionFolders(spark).delete(f"{database.locationUri.rstrip('/')}/{name.lower()}")
 
 
 def _summary(spark: SparkSession, index_table: str) -> IndexSummary:
