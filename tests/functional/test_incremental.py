@@ -411,6 +411,13 @@ def test_recluster_on_demand_merges_pending_runs_and_is_a_no_op_after(
     assert re.search(r"\nbrand\s+\d+\s+[\d.]+", text)
     assert "4600 rows; 13.0% of rows written since the last full clustering" in text
     assert picture.read_bytes().startswith(b"\x89PNG")
+    # The picture's sample query opens exactly the files whose bounds in the index hold it.
+    probe = re.search(r"city = '(CITY\d+)' opens (\d+) of (\d+) files", text)
+    assert probe is not None
+    project.spark.catalog.refreshTable(f"{table}__zindex")
+    assert [int(probe[2]), int(probe[3])] == list(project.spark.sql(
+        f"select count_if(city__min <= '{probe[1]}' and '{probe[1]}' <= city__max), count(1) "
+        f"from {table}__zindex where row_group is null").collect()[0])
 
     project.dbt("run-operation", "zspark_recluster", "--args", f"{{relation: {table}}}")
     assert "inc_demand: merge (2 pending runs merged into one)" in project.log_text()

@@ -228,7 +228,12 @@ class IncrementalMethods(ZSparkAdapterBase):
 
         from dbt.adapters.zspark.clustering import key_input_sql, key_input_type, part_column
         from dbt.adapters.zspark.health import LayoutSample
-        from dbt.adapters.zspark.layout_report import draw_boxes, health_table
+        from dbt.adapters.zspark.layout_report import (
+            ReportAxis,
+            draw_layout,
+            health_table,
+            probe_value,
+        )
         from dbt.adapters.zspark.layout_state import (
             CLUSTERED_WRITES_KEY,
             clustered_writes,
@@ -271,13 +276,17 @@ class IncrementalMethods(ZSparkAdapterBase):
         target = Path(path) if path else Path(getattr(self.config, "project_root", ".")) \
             / "target" / f"zspark_layout_{model}.png"
         paths = [str(p) for p in files["file_path"]]
-        boxes = {c: files[[f"{c}.min", f"{c}.max"]].set_axis(["min", "max"], axis=1)
-                 for c in (x, y)}
-        draw_boxes(target, boxes[x], boxes[y],
-                   [recorded and write_id(p) not in clustered for p in paths],
-                   x, y, f"{relation}: {len(files)} files")
+        axes = [ReportAxis(c, types[columns.index(c)],
+                           files[[f"{c}.min", f"{c}.max"]].set_axis(["min", "max"], axis=1),
+                           probe_value(sample[c])) for c in (x, y)]
+        subtitle = "; ".join(f"{c.column}: {c.skip_share:.1%} of files skipped per point "
+                             f"query" for c in health.columns if c.column in (x, y))
+        probes = draw_layout(target, axes[0], axes[1],
+                             [recorded and write_id(p) not in clustered for p in paths],
+                             f"{relation}: {len(files)} files, {health.rows} rows", subtitle)
         logger.info(f"zspark_layout_report {relation}: files' boxes over {x} and {y} in "
-                    f"{target}")
+                    f"{target}; "
+                    + "; ".join(p.describe() for p in probes))
         return {"columns": health.table(), "picture": str(target)}
 
     @available
