@@ -27,16 +27,15 @@ $(FORMAT_JARS): dbt/adapters/zspark/table_formats.py dbt/adapters/zspark/object_
 	  done && touch $@; \
 	else echo "no Maven (mvn): table_format sessions fetch their jars through Spark"; fi
 
-# zspark's local file system for embedded Spark (no `chmod` process per file written),
-# compiled as a pip user compiles it (dbt/adapters/zspark/local_fs_jar.py). A machine
-# without a JDK keeps Hadoop's own: slower writes, same files.
-JAR := dbt/include/zspark/jvm/zspark-localfs.jar
-$(JAR): dbt/include/zspark/jvm/NioLocalFileSystem.java dbt/adapters/zspark/local_fs_jar.py $(VENV)/.installed
-	@if command -v javac >/dev/null && command -v jar >/dev/null; then \
-	  $(PY) -m dbt.adapters.zspark.local_fs_jar; \
-	else echo "no JDK (javac, jar): embedded Spark keeps Hadoop's RawLocalFileSystem"; fi
+# zspark's JVM classes (its local file system, the AWS SDK's log binding), compiled into
+# zspark's cache folder as a pip user's first session compiles them
+# (dbt/adapters/zspark/jvm_jar.py). A machine without a JDK keeps Hadoop's file system.
+JVM_CLASSES := $(VENV)/.jvm-classes
+$(JVM_CLASSES): $(wildcard dbt/include/zspark/jvm/*.java) dbt/adapters/zspark/jvm_jar.py $(VENV)/.installed
+	@$(PY) -m dbt.adapters.zspark.jvm_jar && touch $@ || \
+	  echo "no JDK (javac, jar): embedded Spark keeps Hadoop's RawLocalFileSystem"
 
-setup: $(VENV)/.installed $(JAR) $(FORMAT_JARS)
+setup: $(VENV)/.installed $(JVM_CLASSES) $(FORMAT_JARS)
 
 lint: setup
 	$(VENV)/bin/ruff check .

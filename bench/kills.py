@@ -40,7 +40,7 @@ from typing import Any
 
 from bench.common import REPO, Progress
 from bench.servers import BUCKET, S3_KEYS, own_metastore, s3_server, thrift_server
-from dbt.adapters.zspark.connections import LOCAL_FS_JAR
+from dbt.adapters.zspark import jvm_jar
 from dbt.adapters.zspark.object_stores import s3a_jars, s3a_settings, with_jars
 from dbt.adapters.zspark.stop_points import WRITE_GATE
 
@@ -138,7 +138,8 @@ class WriteGate:
 
     def close(self) -> None:
         """The next data file created is held, its path written to ``held``."""
-        _expect(LOCAL_FS_JAR.is_file(), f"holding a write needs {LOCAL_FS_JAR} (make setup)")
+        _expect(jvm_jar.ensure_jar() is not None,
+                f"holding a write needs zspark's file system: {jvm_jar.MISSING}")
         (self.folder / "held").unlink(missing_ok=True)
         (self.folder / "hold").touch()
 

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
+from dbt.adapters.zspark import jvm_jar
 from dbt.adapters.zspark.connections import (
     CLASS_PATH,
     FILE_SYSTEM,
     LOCAL_FS_CLASS,
-    LOCAL_FS_JAR,
     with_session_defaults,
 )
 from dbt.adapters.zspark.table_formats import ICEBERG, with_table_format
@@ -26,11 +26,12 @@ def last_pid() -> int:
 
 
 def test_a_local_session_gets_the_file_system_and_keeps_the_profile_class_path() -> None:
-    if not LOCAL_FS_JAR.is_file():
-        pytest.skip("no JDK built the jar (make setup)")
+    jar = jvm_jar.ensure_jar()
+    if jar is None:
+        pytest.skip("no JDK compiled zspark's JVM classes")
     assert with_session_defaults({}, "s")[FILE_SYSTEM] == LOCAL_FS_CLASS
     settings = with_session_defaults({"spark.master": "local[4]", CLASS_PATH: "/opt/x.jar"}, "s")
-    assert settings[CLASS_PATH] == f"/opt/x.jar{os.pathsep}{LOCAL_FS_JAR}"
+    assert settings[CLASS_PATH] == f"/opt/x.jar{os.pathsep}{jar}"
     assert settings[FILE_SYSTEM] == LOCAL_FS_CLASS
 
 
@@ -48,21 +49,22 @@ def test_a_local_session_loads_its_local_jars_from_the_class_path() -> None:
 
 
 def test_a_cluster_or_a_profile_file_system_keeps_hadoop_classes() -> None:
-    # A cluster's executors lack the jar: Hadoop's default, a LocalFileSystem S3A buffers in.
+    # A cluster's executors lack the jar: Hadoop's default, a LocalFileSystem S3A buffers
+    # in. The driver, this process, still takes the jar for its SLF4J binding.
+    jar = jvm_jar.ensure_jar()
     for table_format in (None, "iceberg", "delta"):
         cluster = with_session_defaults(
             with_table_format({"spark.master": "spark://127.0.0.1:7077"}, table_format), "s")
         assert FILE_SYSTEM not in cluster
-        assert CLASS_PATH not in cluster
+        assert cluster.get(CLASS_PATH) == (None if jar is None else str(jar))
     own = with_session_defaults({FILE_SYSTEM: "org.example.Fs"}, "s")
     assert own[FILE_SYSTEM] == "org.example.Fs"
-    assert CLASS_PATH not in own
 
 
 @pytest.mark.spark
 def test_writes_set_permissions_without_a_process_per_file(spark: Any, tmp_path: Path) -> None:
-    if not LOCAL_FS_JAR.is_file():
-        assert shutil.which("javac") is None, "a JDK is here but `make setup` built no jar"
+    if jvm_jar.ensure_jar() is None:
+        assert shutil.which("javac") is None, "a JDK is here but compiled no jar"
         pytest.skip("no JDK: Hadoop's LocalFileSystem, a chmod process per file")
     jvm = spark._jvm
     hadoop = spark.sparkContext._jsc.hadoopConfiguration()

@@ -211,6 +211,9 @@ def _every_capability(tmp_path: Path, store: tuple[str, Path], file_format: str)
         assert moved == set(), sorted(moved)[:5]
         location = _location(project, "clustered")
         assert "/clustered__zspark_versions/" in location, location
+    # The AWS SDK's log goes to Spark's log file, not to stderr (zspark's SLF4J binding).
+    errors = (project.root / "dbt_worker.err").read_text()
+    assert "SLF4J:" not in errors, errors[:3000]
 
 
 def _parquet_append_killed_amid_its_moves(project: FormatProject, endpoint: str) -> None:

@@ -26,7 +26,7 @@ from dbt.adapters.spark.connections import (
 )
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.zspark import local_fs_jar, spark_log
+from dbt.adapters.zspark import jvm_jar, spark_log
 from dbt.adapters.zspark.object_stores import unreachable_warehouse_error
 from dbt.adapters.zspark.table_formats import (
     JARS,
@@ -44,9 +44,8 @@ EXECUTOR_PYTHON = "spark.pyspark.python"
 #: HotSpot leaves methods of more than 8000 bytes of bytecode to its interpreter.
 COMPILE_HUGE_METHODS = "-XX:-DontCompileHugeMethods"
 #: Hadoop's local file system, minus checksum files and the `chmod` process per file
-#: (``dbt/include/zspark/jvm``; ``local_fs_jar.py`` builds the jar with a JDK).
+#: (``dbt/include/zspark/jvm``; ``jvm_jar.py`` compiles it with a JDK).
 LOCAL_FS_CLASS = "dbt.zspark.NioLocalFileSystem"
-LOCAL_FS_JAR = local_fs_jar.JAR
 CLASS_PATH = "spark.driver.extraClassPath"
 DRIVER_OPTIONS = "spark.driver.extraJavaOptions"
 FILE_SYSTEM = "spark.hadoop.fs.file.impl"
@@ -66,47 +65,46 @@ def session_defaults(session_dir: str, master: str | None = None) -> dict[str, s
         # of a 2 M-row build on 2 cores). The JIT compiles generated methods past 8000
         # bytes too: a wide model's keyed rows make one, and the JVM's interpreter ran it
         # at a third of the speed (a 2 M-row write stage: 11 s against 3.5 s).
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={root} -XX:+UseParallelGC "
+        DRIVER_OPTIONS: f"-Dderby.system.home={root} -XX:+UseParallelGC "
                                          f"{COMPILE_HUGE_METHODS}",
         "spark.executor.extraJavaOptions": COMPILE_HUGE_METHODS,
         # INT96 timestamps carry no min/max in Parquet footers; micros do.
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
         # Bigger Arrow batches make the curve-key UDFs 1.5-2x faster.
         "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
-        **local_file_system(master),
+        **zspark_jvm_classes(master),
         "spark.ui.showConsoleProgress": "false",
         "spark.ui.enabled": "false",
     }
 
 
-def local_file_system(master: str | None) -> dict[str, str]:
-    """Local disk without checksum side files: Hadoop's default local file system writes a
-    `.crc` file beside every data file and, lacking its native library (pyspark ships
-    none), forks `chmod` for each one. zspark's own (when its jar was built) writes no
-    `.crc` files and sets permissions by a system call; like Hadoop's it is a
-    ``LocalFileSystem``, which the object stores' clients (S3A, ABFS, GCS) buffer their
-    uploads through. Only where every executor is this JVM: a cluster's executors would
-    not find the class, and keep Hadoop's default.
+def zspark_jvm_classes(master: str | None) -> dict[str, str]:
+    """zspark's JVM classes (``jvm_jar.py``) on the driver's class path, and its file
+    system for local disk where every executor is this JVM.
 
-    >>> local_file_system("spark://h:7077")
-    {}
-    """
-    if is_local(master) and LOCAL_FS_JAR.is_file():
-        return {CLASS_PATH: str(LOCAL_FS_JAR),
-                FILE_SYSTEM: LOCAL_FS_CLASS}
-    return {}
+    Hadoop's default local file system writes a `.crc` file beside every data file and,
+    lacking its native library (pyspark ships none), forks `chmod` for each one. zspark's
+    writes no `.crc` files and sets permissions by a system call; like Hadoop's it is a
+    ``LocalFileSystem``, which the object stores' clients (S3A, ABFS, GCS) buffer their
+    uploads through. A cluster's executors would not find the class, and keep Hadoop's.
+    The driver, this process, always takes the jar: it also carries the SLF4J binding
+    that sends the AWS SDK's log to Spark's."""
+    jar = jvm_jar.ensure_jar()
+    if jar is None:
+        return {}
+    return {CLASS_PATH: str(jar), **({FILE_SYSTEM: LOCAL_FS_CLASS} if is_local(master) else {})}
 
 
 def with_session_defaults(settings: dict[str, Any], session_dir: str) -> dict[str, Any]:
     """A profile's ``server_side_parameters`` with :func:`session_defaults` filled in.
-    A class path of the profile keeps its entries and gains the file system's jar; a file
-    system of the profile leaves the jar out. A local session takes its local jars on the
+    A class path of the profile keeps its entries and gains zspark's jar; a file system of
+    the profile is kept. A local session takes its local jars on the
     class path (:func:`local_jars_on_class_path`)."""
     master = settings.get("spark.master")
     defaults = session_defaults(session_dir, master)
     jar = defaults.pop(CLASS_PATH, None)
     merged = {**defaults, **settings}
-    if jar is not None and FILE_SYSTEM not in settings:
+    if jar is not None:
         merged[CLASS_PATH] = os.pathsep.join(filter(None, [settings.get(CLASS_PATH), jar]))
     return local_jars_on_class_path(merged) if is_local(master) else merged
 
@@ -231,9 +229,9 @@ class ZSparkConnectionManager(SparkConnectionManager):
 
 def without_local_fs_jar(settings: dict[str, Any]) -> bool:
     """Whether a session with these (completed) settings would have taken zspark's local
-    file system, but its jar is not built. Hadoop's then writes the same files, slower."""
+    file system, but no JDK compiled it. Hadoop's then writes the same files, slower."""
     local = is_local(settings.get("spark.master"))
-    return local and FILE_SYSTEM not in settings and not LOCAL_FS_JAR.is_file()
+    return local and FILE_SYSTEM not in settings and jvm_jar.ensure_jar() is None
 
 
 def _start_session(settings: dict[str, Any]) -> None:
@@ -252,4 +250,4 @@ def _start_session(settings: dict[str, Any]) -> None:
     if error is not None:
         raise DbtRuntimeError(error)
     if without_local_fs_jar(settings):
-        logger.warning(local_fs_jar.MISSING)
+        logger.warning(jvm_jar.MISSING)
