@@ -66,12 +66,15 @@ class Progress:
 
 
 def write_format_project(root: Path, name: str, session_dir: Path, schema: str,
-                         table_format: str, models: dict[str, str]) -> None:
+                         table_format: str, models: dict[str, str],
+                         settings: dict[str, str] | None = None) -> None:
     """A dbt project ``name`` whose profile is an embedded session writing
-    ``table_format`` (its driver memory from ``ZSPARK_DRIVER_MEMORY``, 6g by default),
-    with a warm-up model that reads the source table once and ``models`` (file name under
-    models/ -> text, dedented)."""
+    ``table_format`` (its driver memory from ``ZSPARK_DRIVER_MEMORY``, 6g by default, and
+    ``settings``), with a warm-up model that reads the source table once and ``models``
+    (file name under models/ -> text, dedented)."""
     driver_memory = os.environ.get("ZSPARK_DRIVER_MEMORY", "6g")
+    more = "".join(f"\n                    {key}: {value}"
+                   for key, value in (settings or {}).items())
     files = {
         "dbt_project.yml": f"""
             name: {name}
@@ -92,7 +95,7 @@ def write_format_project(root: Path, name: str, session_dir: Path, schema: str,
                   session_dir: {session_dir}
                   table_format: {table_format}
                   server_side_parameters:
-                    spark.driver.memory: {driver_memory}
+                    spark.driver.memory: {driver_memory}{more}
         """,
         "models/warmup.sql": f"""
             {{{{ config(materialized='table') }}}}

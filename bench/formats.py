@@ -15,6 +15,9 @@
 
     python -m bench.formats --rows 2000000 --files 1000     # BENCHMARKS-formats.json
 
+With ``--hadoop-file-system`` every session writes through Hadoop's own local file system,
+as one without zspark's JVM classes (no JDK to compile them) does; no picture is drawn.
+
 Each format runs in a session directory of its own: a dbt process builds zspark's
 tables, then a Spark process of its own (the metastore is a single-process Derby) builds
 the peers and measures every table.
@@ -55,9 +58,15 @@ DEFAULT_OUT = REPO / "BENCHMARKS-formats.json"
 IMG_DIR = REPO / "docs" / "img"
 
 
-def write_project(root: Path, session_dir: Path, table_format: str, files: int) -> None:
+#: A session's settings that keep Hadoop's own local file system (``--hadoop-file-system``).
+HADOOP_FILE_SYSTEM = {"spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.LocalFileSystem"}
+
+
+def write_project(root: Path, session_dir: Path, table_format: str, files: int,
+                  settings: dict[str, str]) -> None:
     """A dbt project whose models build zspark's clustered tables of ``table_format``
-    from the source table (after a warm-up model that reads it once)."""
+    from the source table (after a warm-up model that reads it once), its session given
+    ``settings``."""
     columns = list(CLUSTER_COLUMNS)
     write_format_project(root, "zspark_bench_formats", session_dir, SCHEMA, table_format, {
         f"{name}.sql": f"""
@@ -65,7 +74,8 @@ def write_project(root: Path, session_dir: Path, table_format: str, files: int) 
             {{{{ config(materialized='table', file_format='{table_format}',
                         {key}={columns}, file_count={files}) }}}}
             select * from {SOURCE_SCHEMA}.{SOURCE_TABLE}
-        """ for name, key in (("zs_hilbert", "hilbert_by"), ("zs_balanced", "balanced_by"))})
+        """ for name, key in (("zs_hilbert", "hilbert_by"), ("zs_balanced", "balanced_by"))},
+        settings)
 
 
 def build_zspark(root: Path, session_dir: Path, log: Progress) -> dict[str, float]:
@@ -86,7 +96,7 @@ def build_zspark(root: Path, session_dir: Path, log: Progress) -> dict[str, floa
 
 
 def measure_format(table_format: str, session_dir: Path, files: int, probes: int,
-                   out: Path) -> None:
+                   out: Path, settings: dict[str, str]) -> None:
     """In this process: the peers' builds, then every table measured (``out``: JSON)."""
     from pyspark.sql import SparkSession
 
@@ -99,7 +109,8 @@ def measure_format(table_format: str, session_dir: Path, files: int, probes: int
     log = Progress()
     builder = SparkSession.builder.appName(f"zspark-bench-{table_format}").master("local[2]")
     settings = with_session_defaults(
-        with_table_format({"spark.driver.memory": "6g"}, table_format), str(session_dir))
+        with_table_format({"spark.driver.memory": "6g", **settings}, table_format),
+        str(session_dir))
     for key, value in settings.items():
         builder = builder.config(key, str(value))
     spark = builder.enableHiveSupport().getOrCreate()
@@ -225,13 +236,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--formats", default=",".join(FORMATS))
     parser.add_argument("--work-dir", type=Path, default=REPO / ".bench-formats")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--hadoop-file-system", action="store_true",
+                        help="write through Hadoop's local file system, as a session "
+                             "without zspark's JVM classes")
     parser.add_argument("--measure", help=argparse.SUPPRESS)  # the per-format process
     parser.add_argument("--session-dir", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--measured", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    settings = HADOOP_FILE_SYSTEM if args.hadoop_file_system else {}
     if args.measure:
         measure_format(args.measure, args.session_dir, args.files, args.probes,
-                       args.measured)
+                       args.measured, settings)
         return
 
     log = Progress()
@@ -242,14 +257,15 @@ def main(argv: list[str] | None = None) -> None:
         session_dir = (args.work_dir / table_format).resolve()
         generate_in_subprocess(args.rows, "uniform", session_dir, log)
         project = session_dir / "project"
-        write_project(project, session_dir, table_format, args.files)
+        write_project(project, session_dir, table_format, args.files, settings)
         times = build_zspark(project, session_dir, log)
         measured_path = session_dir / "measured.json"
         log(f"{table_format}: peers and measurements (a Spark of their own)")
         done = subprocess.run(
             [sys.executable, "-m", "bench.formats", "--measure", table_format,
              "--session-dir", str(session_dir), "--files", str(args.files),
-             "--probes", str(args.probes), "--measured", str(measured_path)],
+             "--probes", str(args.probes), "--measured", str(measured_path),
+             *(["--hadoop-file-system"] if args.hadoop_file_system else [])],
             cwd=REPO, env={**session_env(session_dir),
                            "PYTHONPATH": os.pathsep.join(
                                filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))})
@@ -260,7 +276,8 @@ def main(argv: list[str] | None = None) -> None:
             measured[label]["seconds"] = times[model]
         report["formats"][table_format] = {"tables": measured,
                                            "bar": bar(table_format, measured, args.files)}
-        draw_pictures(report)
+        if not args.hadoop_file_system:
+            draw_pictures(report)
         for line in report["formats"][table_format]["bar"]:
             log(f"{table_format}: {line}")
     args.out.write_text(json.dumps(report, indent=2) + "\n")
