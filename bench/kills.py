@@ -14,6 +14,7 @@ killed, the last step it logged and what the next run repaired.
     python -m bench.kills --rounds 20 --strategy insert_overwrite   # overwrites, not appends
     python -m bench.kills --rounds 10 --format delta --strategy table   # Delta rebuilds
     python -m bench.kills --rounds 12 --s3 --kill-window 30 100   # the warehouse on S3
+    python -m bench.kills --s3 --every-step      # a kill at each named step, on S3
 
 The test suite runs the same project with a kill at each named step
 (``tests/functional/test_kills.py``).
@@ -335,6 +336,61 @@ def soak(project: KilledProject, rounds: int, seed: int, check_every: int,
             "repairs": dict(repairs)}
 
 
+#: ``--every-step``: the runs of a walk and the named steps (``stop_points.py``) each is
+#: killed at, one kill per run, so every step of the protocols the model's runs go
+#: through is a kill's moment. A step a run does not reach lets it finish (reported).
+WALK = {
+    "append": (
+        ("refresh", ("build:written", "swap:begin", "swap:previous_renamed",
+                     "swap:next_renamed", "swap:previous_dropped", "index:published")),
+        ("append", ("append:written", "append:publishing", "append:inserted",
+                    "append:indexed", "index:published")),
+        ("merge", ("recluster:publishing", "recluster:deleting", "index:published")),
+        ("full", ("rewrite:written", "rewrite:checked", "swap:previous_renamed",
+                  "index:published")),
+    ),
+    "insert_overwrite": (
+        ("overwrite", ("overwrite:written", "overwrite:set_aside", "overwrite:publishing",
+                       "index:published")),
+    ),
+}
+
+
+def walk(project: KilledProject, progress: Progress) -> dict[str, Any]:
+    """Each run of :data:`WALK` killed (SIGKILL, dbt and its driver) at its step, then a
+    plain `dbt build` that repairs what it left, runs the model and checks rows, index
+    and scan (:meth:`KilledProject.build`)."""
+    project.build(2000)
+    outcomes = []
+    for kind, steps in WALK[project.strategy]:
+        for step in steps:
+            if kind == "merge":  # two pending runs for the merge to rewrite
+                for _ in range(2):
+                    done = project.dbt("run", "--vars",
+                                       f"{{stop: {project.stop + 300}, recluster: false}}")
+                    _expect(done.returncode == 0, f"an append failed:\n{done.stdout[-6000:]}")
+                    project.stop += 300
+            args = {"refresh": ("run", "--full-refresh", "--vars", f"{{stop: {project.stop}}}"),
+                    "append": ("run", "--vars",
+                               f"{{stop: {project.stop + 300}, recluster: false}}"),
+                    "overwrite": ("run", "--vars", f"{{stop: {project.stop + 300}}}"),
+                    "merge": project.recluster(),
+                    "full": project.recluster(full=True)}[kind]
+            started = time.monotonic()
+            result = project.dbt(*args, stop_at=step)
+            killed = result.returncode == -signal.SIGKILL
+            _expect(killed or result.returncode == 0,
+                    f"{kind} failed before {step}:\n{result.stdout[-6000:]}")
+            project.last_kill = step if killed else ""
+            project.build(project.stop + 600)
+            outcomes.append({"run": kind, "step": step, "killed": killed,
+                             "seconds": round(time.monotonic() - started, 1)})
+            progress(f"{kind} {'killed at' if killed else 'never reached'} {step}; the "
+                     f"next build repaired it and found rows, index and scan exact")
+    return {"walk": outcomes, "killed": sum(o["killed"] for o in outcomes),
+            "steps": len(outcomes)}
+
+
 @contextlib.contextmanager
 def s3_warehouse(home: Path) -> Iterator[dict[str, str]]:
     """A local S3 server (moto's, on 127.0.0.1) for the length of the block, and the
@@ -365,8 +421,14 @@ def main(argv: list[str] | None = None) -> None:
                              "(a run on S3 takes longer: e.g. 30 100)")
     parser.add_argument("--s3", action="store_true",
                         help="the session's warehouse on a local S3 server, reached by s3a")
+    parser.add_argument("--every-step", action="store_true",
+                        help="instead of random kills, one run killed at each named step "
+                             "of the protocols its runs go through, each followed by a "
+                             "checking build")
     parser.add_argument("--out", type=Path, default=REPO / "BENCHMARKS-kills.json")
     args = parser.parse_args(argv)
+    if args.every_step and (args.format or args.strategy not in WALK):
+        parser.error(f"--every-step walks Parquet models: --strategy {' or '.join(WALK)}")
     if args.format and args.thrift:
         parser.error("--format: clustered Delta and Iceberg builds run in a session only")
     if args.s3 and args.thrift:
@@ -384,17 +446,20 @@ def main(argv: list[str] | None = None) -> None:
             settings = servers.enter_context(s3_warehouse(root / "s3")) if args.s3 else None
             project = KilledProject(root / "project", strategy=args.strategy,
                                     file_format=args.format or "parquet", settings=settings)
-        figures = soak(project, args.rounds, args.seed, args.check_every, progress,
-                       tuple(args.kill_window))
+        figures = walk(project, progress) if args.every_step else soak(
+            project, args.rounds, args.seed, args.check_every, progress,
+            tuple(args.kill_window))
     figures["connection"] = ("thrift" if args.thrift else
                              "session on s3" if args.s3 else "session")
     figures["strategy"] = f"{args.format} {args.strategy}" if args.format else args.strategy
-    figures["kill_window"] = list(args.kill_window)
+    if not args.every_step:
+        figures["kill_window"] = list(args.kill_window)
     figures["date"] = time.strftime("%Y-%m-%d %H:%M")
     progress(json.dumps(figures))
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
     results[figures["connection"] + ("" if figures["strategy"] == "append"
-                                     else f" {figures['strategy']}")] = figures
+                                     else f" {figures['strategy']}")
+            + (" every step" if args.every_step else "")] = figures
     args.out.write_text(json.dumps(results, indent=2) + "\n")
 
 
