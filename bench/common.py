@@ -66,12 +66,13 @@ class Progress:
 
 
 def write_format_project(root: Path, name: str, session_dir: Path, schema: str,
-                         table_format: str, models: dict[str, str],
+                         table_format: str | None, models: dict[str, str],
                          settings: dict[str, str] | None = None) -> None:
     """A dbt project ``name`` whose profile is an embedded session writing
-    ``table_format`` (its driver memory from ``ZSPARK_DRIVER_MEMORY``, 6g by default, and
-    ``settings``), with a warm-up model that reads the source table once and ``models``
-    (file name under models/ -> text, dedented)."""
+    ``table_format`` (None: ``settings`` enable a format themselves; its driver memory from
+    ``ZSPARK_DRIVER_MEMORY``, 6g by default, and ``settings``), with a warm-up model that
+    reads the source table once and ``models`` (file name under models/ -> text,
+    dedented)."""
     driver_memory = os.environ.get("ZSPARK_DRIVER_MEMORY", "6g")
     more = "".join(f"\n                    {key}: {value}"
                    for key, value in (settings or {}).items())
@@ -93,7 +94,7 @@ def write_format_project(root: Path, name: str, session_dir: Path, schema: str,
                   method: session
                   schema: {schema}
                   session_dir: {session_dir}
-                  table_format: {table_format}
+                  {f"table_format: {table_format}" if table_format else ""}
                   server_side_parameters:
                     spark.driver.memory: {driver_memory}{more}
         """,

@@ -16,7 +16,10 @@
     python -m bench.formats --rows 2000000 --files 1000     # BENCHMARKS-formats.json
 
 With ``--hadoop-file-system`` every session writes through Hadoop's own local file system,
-as one without zspark's JVM classes (no JDK to compile them) does; no picture is drawn.
+as one without zspark's JVM classes (no JDK to compile them) does; with
+``--standard-settings`` the sessions enable the format by its own documented settings
+(its jar, extension and session catalog) rather than the profile's ``table_format``.
+Either way no picture is drawn.
 
 Each format runs in a session directory of its own: a dbt process builds zspark's
 tables, then a Spark process of its own (the metastore is a single-process Derby) builds
@@ -62,13 +65,29 @@ IMG_DIR = REPO / "docs" / "img"
 HADOOP_FILE_SYSTEM = {"spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.LocalFileSystem"}
 
 
+def standard_settings(table_format: str) -> dict[str, str]:
+    """The format's own documented settings for Spark's session catalog: its jars, its
+    SQL extension and its catalog class (Iceberg's over the Hive metastore), none of what
+    ``table_format`` adds for an embedded Derby metastore."""
+    from dbt.adapters.zspark.table_formats import CATALOG, EXTENSIONS, JARS
+    from dbt.adapters.zspark.table_formats import table_format as format_named
+
+    chosen = format_named(table_format)
+    settings = {JARS: ",".join(map(str, chosen.jar_files())),
+                EXTENSIONS: chosen.settings[EXTENSIONS], CATALOG: chosen.settings[CATALOG]}
+    if f"{CATALOG}.type" in chosen.settings:
+        settings[f"{CATALOG}.type"] = chosen.settings[f"{CATALOG}.type"]
+    return settings
+
+
 def write_project(root: Path, session_dir: Path, table_format: str, files: int,
-                  settings: dict[str, str]) -> None:
+                  settings: dict[str, str], shorthand: bool = True) -> None:
     """A dbt project whose models build zspark's clustered tables of ``table_format``
     from the source table (after a warm-up model that reads it once), its session given
-    ``settings``."""
+    ``settings`` (and, with ``shorthand``, the profile's ``table_format``)."""
     columns = list(CLUSTER_COLUMNS)
-    write_format_project(root, "zspark_bench_formats", session_dir, SCHEMA, table_format, {
+    write_format_project(root, "zspark_bench_formats", session_dir, SCHEMA,
+                         table_format if shorthand else None, {
         f"{name}.sql": f"""
             -- depends_on: {{{{ ref('warmup') }}}}
             {{{{ config(materialized='table', file_format='{table_format}',
@@ -96,7 +115,7 @@ def build_zspark(root: Path, session_dir: Path, log: Progress) -> dict[str, floa
 
 
 def measure_format(table_format: str, session_dir: Path, files: int, probes: int,
-                   out: Path, settings: dict[str, str]) -> None:
+                   out: Path, settings: dict[str, str], shorthand: bool = True) -> None:
     """In this process: the peers' builds, then every table measured (``out``: JSON)."""
     from pyspark.sql import SparkSession
 
@@ -109,8 +128,8 @@ def measure_format(table_format: str, session_dir: Path, files: int, probes: int
     log = Progress()
     builder = SparkSession.builder.appName(f"zspark-bench-{table_format}").master("local[2]")
     settings = with_session_defaults(
-        with_table_format({"spark.driver.memory": "6g", **settings}, table_format),
-        str(session_dir))
+        with_table_format({"spark.driver.memory": "6g", **settings},
+                          table_format if shorthand else None), str(session_dir))
     for key, value in settings.items():
         builder = builder.config(key, str(value))
     spark = builder.enableHiveSupport().getOrCreate()
@@ -239,14 +258,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--hadoop-file-system", action="store_true",
                         help="write through Hadoop's local file system, as a session "
                              "without zspark's JVM classes")
+    parser.add_argument("--standard-settings", action="store_true",
+                        help="enable the format by its own documented settings, not the "
+                             "profile's table_format")
     parser.add_argument("--measure", help=argparse.SUPPRESS)  # the per-format process
     parser.add_argument("--session-dir", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--measured", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     settings = HADOOP_FILE_SYSTEM if args.hadoop_file_system else {}
+    shorthand = not args.standard_settings
     if args.measure:
+        if not shorthand:
+            settings = {**settings, **standard_settings(args.measure)}
         measure_format(args.measure, args.session_dir, args.files, args.probes,
-                       args.measured, settings)
+                       args.measured, settings, shorthand)
         return
 
     log = Progress()
@@ -257,7 +282,10 @@ def main(argv: list[str] | None = None) -> None:
         session_dir = (args.work_dir / table_format).resolve()
         generate_in_subprocess(args.rows, "uniform", session_dir, log)
         project = session_dir / "project"
-        write_project(project, session_dir, table_format, args.files, settings)
+        write_project(project, session_dir, table_format, args.files,
+                      settings if shorthand else {**settings,
+                                                  **standard_settings(table_format)},
+                      shorthand)
         times = build_zspark(project, session_dir, log)
         measured_path = session_dir / "measured.json"
         log(f"{table_format}: peers and measurements (a Spark of their own)")
@@ -265,7 +293,8 @@ def main(argv: list[str] | None = None) -> None:
             [sys.executable, "-m", "bench.formats", "--measure", table_format,
              "--session-dir", str(session_dir), "--files", str(args.files),
              "--probes", str(args.probes), "--measured", str(measured_path),
-             *(["--hadoop-file-system"] if args.hadoop_file_system else [])],
+             *(["--hadoop-file-system"] if args.hadoop_file_system else []),
+             *(["--standard-settings"] if args.standard_settings else [])],
             cwd=REPO, env={**session_env(session_dir),
                            "PYTHONPATH": os.pathsep.join(
                                filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))})
@@ -276,7 +305,7 @@ def main(argv: list[str] | None = None) -> None:
             measured[label]["seconds"] = times[model]
         report["formats"][table_format] = {"tables": measured,
                                            "bar": bar(table_format, measured, args.files)}
-        if not args.hadoop_file_system:
+        if not (args.hadoop_file_system or args.standard_settings):
             draw_pictures(report)
         for line in report["formats"][table_format]["bar"]:
             log(f"{table_format}: {line}")
