@@ -13,7 +13,7 @@ row count as a build cuts them:
     range-partitioned on cut points of a sample and sorted within each partition: a
     clustered build without the Python key, the sample job, the index or the swap.
 ``curve_sort``
-    the same with the project's Hilbert key in SQL (``sql_keys.keyed_sql``, boundaries
+    the same with the project's Hilbert key in SQL (the layout's ``keyed_sql``, boundaries
     from the same sample): the clustered build's write step alone. Its first round
     beside its best shows what compiling the key's generated code costs a build (every
     build's query is new code to the JVM); the best beside ``hash_sort``'s, what the key
@@ -118,7 +118,7 @@ def curve_keyed_sql(source: DataFrame, sample: DataFrame) -> tuple[str, list[Any
     (boundaries of each clustering column from ``sample``, the default ``boundary_count``),
     and the sample's keys. As in a build, those come from the layout's Python function (the
     same keys), so no Spark job runs the key's generated code before the timed writes."""
-    from dbt.adapters.zspark import curves, sql_keys
+    from dbt.adapters.zspark import curves
     from dbt.adapters.zspark.layouts import LAYOUTS, ColumnSpec
 
     source.createOrReplaceTempView("floor_source")
@@ -126,10 +126,11 @@ def curve_keyed_sql(source: DataFrame, sample: DataFrame) -> tuple[str, list[Any
     picked: Any = sample.select(*CLUSTER_COLUMNS).toPandas()
     specs = [ColumnSpec(c, types[c], curves.sample_boundaries(picked[c], DEFAULT_BOUNDARY_COUNT))
              for c in CLUSTER_COLUMNS]
-    function = LAYOUTS["hilbert_by"].key_function(specs, "boundary", DEFAULT_BOUNDARY_COUNT)
+    hilbert = LAYOUTS["hilbert_by"]
+    function = hilbert.key_function(specs, "boundary", DEFAULT_BOUNDARY_COUNT)
     sample_keys = function(*(picked[c] for c in CLUSTER_COLUMNS)).tolist()
-    return sql_keys.keyed_sql("hilbert", specs, list(CLUSTER_COLUMNS), DEFAULT_BOUNDARY_COUNT,
-                              "select * from floor_source", "__floor_key"), sample_keys
+    return hilbert.keyed_sql(specs, list(CLUSTER_COLUMNS), DEFAULT_BOUNDARY_COUNT,
+                             "select * from floor_source", "__floor_key"), sample_keys
 
 
 def main(argv: list[str] | None = None) -> None:

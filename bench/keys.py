@@ -1,5 +1,5 @@
 """Keys per second per core: the curve keys as pandas UDFs (session mode) against the same
-keys in Spark SQL alone (``sql_keys.py``, for servers without Python).
+keys in Spark SQL alone (each layout's ``keyed_sql``, for servers without Python).
 
 Seed 002's three clustering columns (strings with 250, 250 and 1000 distinct values),
 boundaries from a 100k-row sample (``boundary_count`` 1000), on local Spark. Each path
@@ -42,7 +42,7 @@ def best_seconds(spark: Any, sql: str, repeat: int) -> float:
 def measure(rows: int, repeat: int, log: Progress) -> dict[str, Any]:
     from pyspark.sql import SparkSession
 
-    from dbt.adapters.zspark import curves, sql_keys
+    from dbt.adapters.zspark import curves
     from dbt.adapters.zspark.connections import session_defaults
     from dbt.adapters.zspark.layouts import LAYOUTS as BY_CONFIG
     from dbt.adapters.zspark.layouts import ColumnSpec
@@ -74,8 +74,8 @@ def measure(rows: int, repeat: int, log: Progress) -> dict[str, Any]:
                 specs, "boundary", BOUNDARY_COUNT), "bigint")
             udf = best_seconds(spark, f"select max(bench_key({', '.join(names)})) "
                                       f"from key_input", repeat)
-            keyed = sql_keys.keyed_sql(chosen.name, specs, names, BOUNDARY_COUNT,
-                                       "select * from key_input", "sql_key")
+            keyed = chosen.keyed_sql(specs, names, BOUNDARY_COUNT, "select * from key_input",
+                                     "sql_key")
             sql = best_seconds(spark, f"select max(sql_key) from ({keyed})", repeat)
             same = spark.sql(f"select count_if(bench_key({', '.join(names)}) != sql_key) "
                              f"from ({keyed})").collect()[0][0]

@@ -1,4 +1,4 @@
-"""The SQL keys (``sql_keys.py``, for servers without Python) equal the UDF keys bit for
+"""The SQL keys (each layout's ``keyed_sql``, for servers without Python) equal the UDF keys bit for
 bit: random rows of every clusterable type, 1 to 8 columns, every layout (the balanced one
 with a tree fitted on the sample), equal or unequal column weights (Z-order's bit order),
 keyed both ways in the same Spark query."""
@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from dbt.adapters.zspark.layouts import CONFIG_KEYS
 
 pytestmark = pytest.mark.spark
 
@@ -60,14 +62,14 @@ def tables(draw: st.DrawFn) -> tuple[list[str], list[tuple[Any, ...]]]:
 
 @settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(table=tables(),
-       layout=st.sampled_from(["linear_by", "zorder_by", "hilbert_by", "balanced_by"]),
+       layout=st.sampled_from(list(CONFIG_KEYS)),
        boundary_count=st.sampled_from([1, 3, 16, 1000]), sampled=st.integers(1, ROWS),
        files=st.integers(1, 16),
        drawn_weights=st.lists(st.sampled_from([0.0, 1.0, 3.0, 8.0]), min_size=8, max_size=8))
 def test_sql_keys_equal_udf_keys(spark: Any, table: tuple[list[str], list[tuple[Any, ...]]],
                                  layout: str, boundary_count: int, sampled: int,
                                  files: int, drawn_weights: list[float]) -> None:
-    from dbt.adapters.zspark import curves, sql_keys
+    from dbt.adapters.zspark import curves
     from dbt.adapters.zspark.clustering import key_input_sql, key_input_type
     from dbt.adapters.zspark.layouts import LAYOUTS, ColumnSpec
     from dbt.adapters.zspark.udfs import register_key_udf
@@ -87,15 +89,15 @@ def test_sql_keys_equal_udf_keys(spark: Any, table: tuple[list[str], list[tuple[
     chosen = LAYOUTS[layout]
     # Weights as planning allows them: on the weighted layouts, one at least above 0.
     weights = drawn_weights[:len(names)]
-    if layout not in ("zorder_by", "balanced_by") or not any(weights):
+    if not chosen.takes_weights or not any(weights):
         weights = [1.0] * len(names)
     # The balanced layout's tree, fitted on the same sample (the curves fit none).
     tree = chosen.fit(specs, [sample[n] for n in names], boundary_count, files, weights)
     register_key_udf(spark, "zspark_key_sql_keys_test",
                      chosen.key_function(specs, "boundary", boundary_count, tree, weights),
                      "bigint")
-    keyed = sql_keys.keyed_sql(chosen.name, specs, inputs, boundary_count,
-                               "select * from sql_keys_input", "sql_key", tree, weights)
+    keyed = chosen.keyed_sql(specs, inputs, boundary_count, "select * from sql_keys_input",
+                             "sql_key", tree, weights)
     spark.conf.set("spark.sql.ansi.enabled", "true")  # as a Thrift server runs by default
     try:
         keys = spark.sql(f"select zspark_key_sql_keys_test({', '.join(inputs)}) as udf, "
@@ -145,10 +147,10 @@ def test_constant_arrays_fold_into_literals_of_their_values(
     quotes; and with every separator taken, the plain ``array(...)`` form."""
     import numpy as np
 
-    from dbt.adapters.zspark import sql_keys
+    from dbt.adapters.zspark.layouts import ranks_sql
 
     if separators is not None:
-        monkeypatch.setattr(sql_keys, "_SEPARATORS", separators)
+        monkeypatch.setattr(ranks_sql, "_SEPARATORS", separators)
     cases: list[tuple[list[Any], str]] = [
         (["a\x1fb", "", "it's", "\\x", "\x1e", "\ue000z", ""], "string"),
         ([-3, 0, 2**40], "bigint"),
@@ -158,8 +160,8 @@ def test_constant_arrays_fold_into_literals_of_their_values(
         ([448, 519, 0], "int"),
     ]
     for values, family in cases:
-        constant = sql_keys._constant_array(values, family)
-        literals = f"array({', '.join(sql_keys._literal(v, family) for v in values)})"
+        constant = ranks_sql.constant_array(values, family)
+        literals = f"array({', '.join(ranks_sql.literal(v, family) for v in values)})"
         frame = spark.sql(f"select {constant} as folded, {literals} as listed")
         row = frame.collect()[0]
         assert row.folded == row.listed, (family, constant)

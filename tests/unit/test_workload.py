@@ -121,3 +121,15 @@ def test_a_weighted_z_order_reads_fewer_files_for_its_workload() -> None:
     assert workload(weighted_reads) < 0.5 * workload(plain_reads)
     # The column no query filters on pays: most files hold each of its values.
     assert weighted_reads[2] > 0.5
+
+
+def test_every_layout_in_the_registry_is_a_model_config() -> None:
+    """A layout's config is declared to dbt (``ZSparkConfig``) and read by the macros
+    (``zspark_model_config``), from the registry: adding a layout adds both."""
+    from dbt.adapters.zspark.impl import MODEL_CONFIG_KEYS, ZSparkConfig
+    from dbt.adapters.zspark.layouts import CONFIG_KEYS, LAYOUTS_BY_NAME
+
+    declared = set(ZSparkConfig.__dataclass_fields__)
+    assert set(CONFIG_KEYS) <= declared
+    assert set(CONFIG_KEYS) <= set(MODEL_CONFIG_KEYS)
+    assert {layout.config_key for layout in LAYOUTS_BY_NAME.values()} == set(CONFIG_KEYS)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from dbt.adapters.zspark import balanced, curves, sql_keys
+from dbt.adapters.zspark import balanced, curves
 from dbt.adapters.zspark.layout_state import StoredLayout
 from dbt.adapters.zspark.layouts import (
     ColumnSpec,
@@ -471,7 +471,7 @@ def keyed_build(spark: SparkSession, plan: ClusteringPlan, sql: str, sampled: In
                 stored: StoredLayout | None, file_count: int, pieces: bool = False,
                 file_per_partition: bool = False) -> PreparedBuild:
     """The clustered SELECT of ``sql`` (already sampled) into ``file_count`` files, keyed
-    in SQL (``sql_keys.py``; the direct curve method by the model's registered UDF; see
+    in SQL (the layout's ``keyed_sql``; the direct curve method by the model's registered UDF; see
     :func:`plan_keys`). The write cuts files every
     ``PreparedBuild.file_rows`` rows (a session setting around the INSERT)."""
     started = time.perf_counter()
@@ -482,9 +482,9 @@ def keyed_build(spark: SparkSession, plan: ClusteringPlan, sql: str, sampled: In
     if plan.curve_method == "boundary":
         # The same keys in SQL: computed in the write stage's generated code, with no rows
         # sent to a Python worker and back (bench.keys measures both).
-        keyed_rows = sql_keys.keyed_sql(plan.layout.name, keyed.specs, key_inputs(plan),
-                                        plan.boundary_count, sql, KEY_COLUMN, keyed.tree,
-                                        keyed.weights)
+        keyed_rows = plan.layout.keyed_sql(keyed.specs, key_inputs(plan),
+                                           plan.boundary_count, sql, KEY_COLUMN, keyed.tree,
+                                           keyed.weights)
     else:
         name = udf_name(plan.model)
         register_key_udf(spark, name, keyed.function, plan.layout.key_type(plan.curve_method))

@@ -67,6 +67,29 @@ _TIMESTAMP_TYPES = {"timestamp", "timestamp_ntz", "timestamp_ltz"}
 _EPOCH_DATE = dt.date(1970, 1, 1)
 
 
+# --------------------------------------------------------------------------- types
+
+_TYPE_ALIASES = {
+    "byte": "tinyint", "short": "smallint", "integer": "int", "long": "bigint",
+    "real": "float", "bool": "boolean",
+}
+
+#: Families found so far: the index asks for one per footer value, of a handful of types.
+#: (A dict, not functools.cache: this module is pickled by value for executors without the
+#: plugin, and a cache wrapper pickles by reference.)
+_FAMILIES: dict[str, str] = {}
+
+
+def normalize_type(spark_type: str) -> str:
+    """Spark's simple type string reduced to a family name (``decimal(10,2)`` -> ``decimal``)."""
+    family = _FAMILIES.get(spark_type)
+    if family is None:
+        base = re.split(r"[(<]", spark_type.strip().lower(), maxsplit=1)[0].strip()
+        family = "string" if base in ("char", "varchar") else _TYPE_ALIASES.get(base, base)
+        _FAMILIES[spark_type] = family
+    return family
+
+
 # --------------------------------------------------------------------------- direct codes
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import builtins
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from dbt.adapters.base import PythonJobHelper, available
@@ -29,6 +29,7 @@ from dbt.adapters.zspark.formats import (
 )
 from dbt.adapters.zspark.incremental import IncrementalMethods
 from dbt.adapters.zspark.layout_state import StoredLayout, StoredLayoutError
+from dbt.adapters.zspark.layouts import CONFIG_KEYS
 from dbt.adapters.zspark.planning import ClusteringConfigError, plan_clustering
 from dbt.adapters.zspark.python_models import SUBMISSION_METHOD, SessionPythonJob
 from dbt.adapters.zspark.rewrite import set_properties_sql
@@ -63,6 +64,12 @@ class ZSparkConfig(SparkConfig):
     index_columns: list[str] | None = None
     zspark_index: bool | None = None
     zspark_recluster: bool | None = None
+
+
+#: The model configs zspark reads (``zspark_model_config``): its own and dbt-spark's
+#: ``partition_by``, which it clusters within.
+MODEL_CONFIG_KEYS = (*(f.name for f in fields(ZSparkConfig)
+                       if f.name not in {g.name for g in fields(SparkConfig)}), "partition_by")
 
 
 class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, ZSparkAdapterBase):
@@ -108,6 +115,16 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, ZSparkAdapterBas
         rows = load_seed(reach.spark, str(relation), agate_table)
         logger.info(f"zspark: {relation}: {rows} seed rows inserted by one Spark write")
         return rows
+
+    @available
+    def zspark_config_keys(self) -> list[str]:
+        """The model configs zspark reads, for ``zspark_model_config``."""
+        return list(MODEL_CONFIG_KEYS)
+
+    @available
+    def zspark_layout_config_keys(self) -> list[str]:
+        """The configs that choose a layout (``zorder_by``, ...), from the registry."""
+        return list(CONFIG_KEYS)
 
     @available
     def zspark_python_literal(self, value: str | None) -> str:

@@ -8,11 +8,11 @@ message names the model, the config and what is allowed.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dbt.adapters.zspark.curves import normalize_type
 from dbt.adapters.zspark.layouts import CURVE_METHODS, LAYOUTS, Layout
 from dbt.adapters.zspark.workload import (
     FROM_WORKLOAD,
@@ -25,7 +25,7 @@ DEFAULT_BOUNDARY_COUNT = 1000
 CLUSTERED_MATERIALIZATIONS = ("table", "incremental")
 DEFAULT_TARGET_FILE_SIZE_MB = 128
 #: The layouts that spend their resolution by column weight.
-WEIGHTED_LAYOUTS = ("balanced_by", "zorder_by")
+WEIGHTED_LAYOUTS = tuple(key for key, layout in LAYOUTS.items() if layout.takes_weights)
 #: The config entry (filled from the project's graph, not by users) holding the
 #: predicates of the model's ``skip_coverage`` tests.
 DECLARED_PREDICATES_KEY = "skip_coverage_predicates"
@@ -37,10 +37,6 @@ CLUSTERABLE_TYPES = (
 _ALLOWED_TYPES_TEXT = (
     "byte, short, int, long, float, double, decimal, date, timestamp, string, boolean"
 )
-_TYPE_ALIASES = {
-    "byte": "tinyint", "short": "smallint", "integer": "int", "long": "bigint",
-    "real": "float", "bool": "boolean",
-}
 
 
 class ClusteringConfigError(ValueError):
@@ -52,20 +48,6 @@ class ClusteringConfigError(ValueError):
         self.config = config
 
 
-#: Families found so far: the index asks for one per footer value, of a handful of types.
-#: (A dict, not functools.cache: this module is pickled by value for executors without the
-#: plugin, and a cache wrapper pickles by reference.)
-_FAMILIES: dict[str, str] = {}
-
-
-def normalize_type(spark_type: str) -> str:
-    """Spark's simple type string reduced to a family name (``decimal(10,2)`` -> ``decimal``)."""
-    family = _FAMILIES.get(spark_type)
-    if family is None:
-        base = re.split(r"[(<]", spark_type.strip().lower(), maxsplit=1)[0].strip()
-        family = "string" if base in ("char", "varchar") else _TYPE_ALIASES.get(base, base)
-        _FAMILIES[spark_type] = family
-    return family
 
 
 @dataclass(frozen=True)
@@ -195,11 +177,11 @@ def plan_clustering(
                 )
         partition_by = tuple(by_lower[part.lower()][0] for part in partition_by)
 
-    if key == "balanced_by" and curve_method != "boundary":
+    if curve_method not in layout.curve_methods:
         raise ClusteringConfigError(
-            model, "balanced_by", f"is set with curve_method='{curve_method}'",
-            "balanced_by with curve_method 'boundary' (its ranges are cut among sampled "
-            "boundaries)")
+            model, key, f"is set with curve_method='{curve_method}'",
+            f"{key} with curve_method {' or '.join(map(repr, layout.curve_methods))} (its "
+            "ranges are cut among sampled boundaries)")
     weights = _weights(model, key, columns, config, curve_method)
     return ClusteringPlan(
         model=model, layout=layout, columns=columns, column_types=column_types,

@@ -14,8 +14,9 @@ import importlib
 EXECUTOR_MODULES = (
     "dbt.adapters.zspark.balanced",
     "dbt.adapters.zspark.curves",
-    "dbt.adapters.zspark.layouts",
+    "dbt.adapters.zspark.layouts",  # and its modules
     "dbt.adapters.zspark.planning",
+    "dbt.adapters.zspark.sqltext",
     "dbt.adapters.zspark.stats",
     "dbt.adapters.zspark.udfs",
 )

@@ -1,7 +1,7 @@
 """The clustered table build in Spark SQL alone, for servers that run no Python (thrift).
 
 The plan is the one of ``clustering.py``: sample the key inputs, take the boundaries and
-the sample's keys in the dbt process, then write the rows keyed in SQL (``sql_keys.py``,
+the sample's keys in the dbt process, then write the rows keyed in SQL (the layout's ``keyed_sql``,
 equal to the UDF keys bit for bit), each sent to the shuffle partition that owns its key
 range and sorted there, cut into files by row count (a session setting around the write).
 
@@ -41,7 +41,6 @@ from dbt.adapters.zspark.clustering import (
 from dbt.adapters.zspark.layout_state import StoredLayout
 from dbt.adapters.zspark.partitioning import FileSpread, owner_search
 from dbt.adapters.zspark.planning import ClusteringPlan, normalize_type
-from dbt.adapters.zspark.sql_keys import keyed_sql
 from dbt.adapters.zspark.sqltext import quote, sql_string
 
 #: Runs one query on the server and returns its rows as Python values.
@@ -206,8 +205,8 @@ def keyed_sql_build(fetch: Fetch, plan: ClusteringPlan, sql: str, sampled: Input
     owner = owner_sql(spread, quote(KEY_COLUMN), plan.layout.key_type(plan.curve_method),
                       keyed.parts)
     buckets = bucket_values(fetch(bucket_probe_sql(spread.partitions)), spread.partitions)
-    keyed_rows = keyed_sql(plan.layout.name, keyed.specs, key_inputs(plan),
-                           plan.boundary_count, sql, KEY_COLUMN, keyed.tree, keyed.weights)
+    keyed_rows = plan.layout.keyed_sql(keyed.specs, key_inputs(plan), plan.boundary_count,
+                                       sql, KEY_COLUMN, keyed.tree, keyed.weights)
     select_sql = (
         f"select {', '.join(quote(c) for c in schema)} from (\n"
         f"select /*+ REPARTITION({spread.partitions}, {quote(BUCKET_COLUMN)}) */ *, "

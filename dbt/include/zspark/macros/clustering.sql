@@ -1,10 +1,7 @@
 {#- The clustering configs of the current model, as a plain dict for the adapter, with
     the predicates its skip_coverage tests declare (a workload the layout may weigh). -#}
 {% macro zspark_model_config() %}
-  {%- set keys = ['zorder_by', 'hilbert_by', 'linear_by', 'balanced_by', 'cluster_weights',
-                  'workload', 'boundary_count', 'curve_method',
-                  'file_count', 'target_file_size_mb', 'partition_by', 'index_columns',
-                  'zspark_index', 'zspark_recluster'] -%}
+  {%- set keys = adapter.zspark_config_keys() -%}
   {%- set values = {} -%}
   {%- for key in keys -%}
     {%- do values.update({key: config.get(key)}) -%}

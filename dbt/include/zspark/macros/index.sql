@@ -26,7 +26,7 @@
   {%- set clustering = [] -%}
   {%- if model is defined and model is not none and model.get('config') -%}
     {%- set zconfig = zspark_model_config() -%}
-    {%- for key in ['zorder_by', 'hilbert_by', 'linear_by', 'balanced_by'] -%}
+    {%- for key in adapter.zspark_layout_config_keys() -%}
       {%- set cols = zconfig[key] -%}
       {%- if cols -%}
         {%- do clustering.extend([cols] if cols is string else cols) -%}
