@@ -48,7 +48,7 @@ def test_the_depth_map_counts_the_boxes_holding_each_point() -> None:
     x = ReportAxis("x", "int", _bounds([(0, 4), (6, 10), (0, 4), (6, 10), (3, 7)]))
     y = ReportAxis("y", "int", _bounds([(0, 4), (0, 4), (6, 10), (6, 10), (3, 7)]))
     counts, extent = depth_map(_scale(x), _scale(y), grid=11)
-    assert extent == (0.0, 10.0, 0.0, 10.0)
+    assert extent == (-0.5, 10.5, -0.5, 10.5)  # each point the centre of its cell
     assert counts[0, 0] == 1  # (0, 0): the first quadrant only
     assert counts[5, 5] == 1  # (5, 5): the middle file only
     assert counts[3, 3] == 2  # (3, 3): the first quadrant and the middle file
@@ -66,6 +66,17 @@ def test_strings_are_drawn_in_the_order_of_their_values_and_labelled_with_them()
     assert scale.probe == 2.0
     assert [scale.label(p) for p in (0, 1, 2, 3, 1.5)] == ["Berlin", "Lima", "Oslo", "Rome",
                                                           ""]
+
+
+def test_a_discrete_axis_is_probed_at_each_of_its_values() -> None:
+    """No point of the depth map falls between two neighbouring values (strings in their
+    order, integers), where no bound lies."""
+    x = ReportAxis("city", "string", _bounds([("a", "c"), ("d", "e")]), probe="c")
+    y = ReportAxis("n", "int", _bounds([(0, 9), (0, 9)]))
+    counts, extent = depth_map(_scale(x), _scale(y), grid=50)
+    assert counts.shape == (10, 4)  # n = 0 .. 9; a, c, d, e
+    assert list(counts[0]) == [1, 1, 1, 1]
+    assert extent[:2] == (-0.5, 3.5)
 
 
 def test_dates_and_timestamps_are_drawn_on_their_values() -> None:

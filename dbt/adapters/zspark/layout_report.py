@@ -32,6 +32,7 @@ _SHARES = frozenset({"skip_share", "value_skip_share", "rebuild_skip_share"})
 #: values, labelled with the values.
 _NUMBERS = frozenset({"tinyint", "smallint", "int", "bigint", "float", "double", "decimal"})
 _MICROS = frozenset({"timestamp", "timestamp_ntz"})  # key inputs: microseconds (bigint)
+_CONTINUOUS = frozenset({"float", "double", "decimal"})
 _EPOCH = dt.date(1970, 1, 1)
 #: Points per axis of the depth map.
 _GRID = 200
@@ -113,6 +114,9 @@ class _Scale:
     #: The axis's extent: the lowest and highest position of any bound or the probe.
     first: float
     last: float
+    #: Whether its positions are whole numbers (ranks, integers, days, microseconds), so no
+    #: value lies between two neighbours.
+    discrete: bool = True
 
     @property
     def span(self) -> float:
@@ -171,15 +175,28 @@ def _scale(axis: ReportAxis) -> _Scale:
     first, last = (min(edges), max(edges)) if edges else (0.0, 1.0)
     # A file without bounds may hold any value: it spans the whole axis.
     lows[unknown], highs[unknown] = first, last
-    return _Scale(lows, highs, probe, label, unit, first, last)
+    return _Scale(lows, highs, probe, label, unit, first, last,
+                  discrete=family not in _CONTINUOUS)
+
+
+def _lattice(scale: _Scale, grid: int) -> tuple[np.ndarray, float, float]:
+    """Where the depth map probes an axis, and the extent of its cells: ``grid`` points
+    from end to end, rounded to whole positions on a discrete axis (a point between two
+    neighbouring values, where no bound lies, would show a gap no query can meet)."""
+    points = np.linspace(scale.first, scale.first + scale.span, min(grid, max(
+        round(scale.span) + 1, 2)) if scale.discrete else grid)
+    if scale.discrete:
+        points = np.unique(np.round(points))
+    half = (points[-1] - points[0]) / (2 * (len(points) - 1)) if len(points) > 1 else 0.5
+    return points, float(points[0] - half), float(points[-1] + half)
 
 
 def depth_map(x: _Scale, y: _Scale, grid: int = _GRID
               ) -> tuple[np.ndarray, tuple[float, float, float, float]]:
-    """How many files' boxes hold each point of a ``grid`` x ``grid`` lattice over the
-    plane (rows: y), and the lattice's extent."""
-    x0, x1, y0, y1 = x.first, x.first + x.span, y.first, y.first + y.span
-    gx, gy = np.linspace(x0, x1, grid), np.linspace(y0, y1, grid)
+    """How many files' boxes hold each point of a lattice over the plane (rows: y), and
+    the lattice's extent (each point the centre of its cell)."""
+    gx, x0, x1 = _lattice(x, grid)
+    gy, y0, y1 = _lattice(y, grid)
     # A file holds a point when it holds its x and its y: one product of two indicators.
     in_x = ((x.lows[:, None] <= gx) & (gx <= x.highs[:, None])).astype(np.float32)
     in_y = ((y.lows[:, None] <= gy) & (gy <= y.highs[:, None])).astype(np.float32)
@@ -236,7 +253,7 @@ def draw_layout(path: Path, x: ReportAxis, y: ReportAxis, pending: Sequence[bool
 
     counts, extent = depth_map(sx, sy)
     image = depth.imshow(counts, origin="lower", extent=extent, aspect="auto",
-                         cmap="viridis", interpolation="nearest")
+                         cmap="viridis", interpolation="nearest", vmin=0)
     bar = figure.colorbar(image, ax=depth,
                           label=f"files a query on {x.name} and {y.name} opens")
     bar.ax.yaxis.set_major_locator(MaxNLocator(integer=True))
