@@ -22,6 +22,7 @@ from dbt.adapters.zspark.swap import (
     Place,
     SwapState,
     recovery_plan,
+    table_after_recovery,
 )
 
 NAMES = {TABLE: "t", NEXT: "t__zspark_new", PREVIOUS: "t__zspark_old"}
@@ -316,3 +317,21 @@ def test_a_version_folder_no_table_names_is_deleted_only_after_the_names_are_rep
     assert [(a.kind, a.source) for a in plan] == [
         ("rename", PREVIOUS), ("drop", NEXT), ("delete_folder", f"{VERSIONS}/v0"),
         ("delete_folder", NEW_VERSION)]
+
+
+@pytest.mark.parametrize("start", ["none", "versioned", "managed"])
+def test_the_table_a_model_compiles_against_is_the_one_the_repair_leaves(start: str) -> None:
+    """dbt compiles a model (``is_incremental``) before its run repairs a stopped swap:
+    the answer of ``table_after_recovery`` is whether the repair leaves a table, at every
+    kill. Between the swap's two renames dbt finds no table, yet the repair restores one:
+    a model compiled as a first build there would append every row twice."""
+    atomic = start == "managed"
+    restored = 0
+    for world, _ in versioned_histories(start):
+        seen_by_dbt = NAMES[TABLE] in world.entries
+        predicted = table_after_recovery(versioned_state(world, atomic))
+        run_versioned(world, recovery_plan(versioned_state(world, atomic)))
+        assert predicted == (NAMES[TABLE] in world.entries), world
+        restored += predicted and not seen_by_dbt
+    assert restored == (0 if start == "none" else 1)
+

@@ -41,6 +41,7 @@ from dbt.adapters.zspark.swap import (
     NEXT,
     Action,
     AmbiguousSwapStateError,
+    table_after_recovery,
 )
 from dbt.adapters.zspark.table_versions import APPEND, BATCH, BATCH_KEY, OVERWRITE
 
@@ -263,6 +264,16 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, ZSparkAdapterBas
         return sql_string(value)
 
     # -- runs that survive a kill (swap.py: the protocol; model_lock.py: one run at a time)
+    @available
+    def zspark_table_after_recovery(self, relation: Any) -> bool:
+        """Whether ``relation``, which dbt does not find, is a table once this run's
+        repair of a stopped swap has run (``swap.table_after_recovery``); no change made.
+        A state zspark cannot repair answers False: the run's repair then fails, naming it."""
+        try:
+            return table_after_recovery(self._versions(relation).observe())
+        except AmbiguousSwapStateError:
+            return False
+
     @available
     def zspark_begin(self, model: str, relation: Any) -> None:
         """First step of every zspark run on ``relation``: take its lock, then repair what

@@ -249,3 +249,14 @@ def recovery_plan(state: SwapState, limit: int = 8) -> list[Action]:
             raise AmbiguousSwapStateError(f"no end to repairs: {state.describe()}")
         state = apply(state, action)
     return actions
+
+
+def table_after_recovery(state: SwapState) -> bool:
+    """Whether the table's name is registered once :func:`recovery_plan` has run. A
+    model's SQL is compiled before its run repairs anything: where a stopped swap renamed
+    the table away, dbt sees no table, yet the repair makes the previous version the
+    table again, so the SQL must be the incremental one (``is_incremental``)."""
+    for action in recovery_plan(state):
+        state = apply(state, action)
+    return state.places[TABLE].entry is not None
+
