@@ -157,3 +157,36 @@ def test_stats_cover_the_clustering_columns_first_then_as_configured() -> None:
         "spark.databricks.io.skipping.stringPrefixLength": "46"}
     assert IcebergTable().stats_properties([("late", "string")], length) == {
         "write.distribution-mode": "none", "write.metadata.metrics.column.late": "full"}
+
+
+def test_icebergs_own_settings_get_what_the_embedded_metastore_needs() -> None:
+    """Iceberg's documented session catalog over Hive, in a session whose metastore is
+    Spark's embedded Derby one: without a connection pool Hive can load, its first table
+    fails (ClassNotFoundException: com.jolbox.bonecp.BoneCPConfig)."""
+    from dbt.adapters.zspark.connections import with_session_defaults
+    from dbt.adapters.zspark.table_formats import ICEBERG_ON_EMBEDDED_METASTORE
+
+    documented = {"spark.sql.extensions":
+                  "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
+                  "spark.sql.catalog.spark_catalog": "org.apache.iceberg.spark.SparkSessionCatalog",
+                  "spark.sql.catalog.spark_catalog.type": "hive"}
+    settings = with_session_defaults(documented, "s")
+    assert ICEBERG_ON_EMBEDDED_METASTORE.items() <= settings.items()
+    # A metastore server, another database or the profile's own pool: left as they are.
+    served = with_session_defaults({**documented,
+                                    "spark.hadoop.hive.metastore.uris": "thrift://m:9083"}, "s")
+    assert "spark.hadoop.datanucleus.connectionPoolingType" not in served
+    mysql = with_session_defaults({**documented, "spark.hadoop.javax.jdo.option.ConnectionURL":
+                                   "jdbc:mysql://db/metastore"}, "s")
+    assert "spark.hadoop.datanucleus.schema.autoCreateAll" not in mysql
+    own = with_session_defaults({**documented,
+                                 "spark.hadoop.datanucleus.connectionPoolingType": "dbcp"}, "s")
+    assert own["spark.hadoop.datanucleus.connectionPoolingType"] == "dbcp"
+    # Delta's catalog, or Iceberg's over a REST service: nothing of Hive's.
+    delta = with_session_defaults(
+        {"spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog"},
+        "s")
+    assert "spark.hadoop.datanucleus.connectionPoolingType" not in delta
+    rest = with_session_defaults({"spark.sql.catalog.lake": "org.apache.iceberg.spark.SparkCatalog",
+                                  "spark.sql.catalog.lake.type": "rest"}, "s")
+    assert "spark.hadoop.datanucleus.connectionPoolingType" not in rest

@@ -31,6 +31,7 @@ from dbt.adapters.zspark.object_stores import unreachable_warehouse_error
 from dbt.adapters.zspark.table_formats import (
     JARS,
     TableFormatError,
+    with_embedded_metastore,
     with_table_format,
 )
 
@@ -98,12 +99,13 @@ def zspark_jvm_classes(master: str | None) -> dict[str, str]:
 def with_session_defaults(settings: dict[str, Any], session_dir: str) -> dict[str, Any]:
     """A profile's ``server_side_parameters`` with :func:`session_defaults` filled in.
     A class path of the profile keeps its entries and gains zspark's jar; a file system of
-    the profile is kept. A local session takes its local jars on the
-    class path (:func:`local_jars_on_class_path`)."""
+    the profile is kept. Iceberg over the embedded metastore gets what it needs of it
+    (``table_formats.with_embedded_metastore``). A local session takes its local jars on
+    the class path (:func:`local_jars_on_class_path`)."""
     master = settings.get("spark.master")
     defaults = session_defaults(session_dir, master)
     jar = defaults.pop(CLASS_PATH, None)
-    merged = {**defaults, **settings}
+    merged = with_embedded_metastore({**defaults, **settings})
     if jar is not None:
         merged[CLASS_PATH] = os.pathsep.join(filter(None, [settings.get(CLASS_PATH), jar]))
     return local_jars_on_class_path(merged) if is_local(master) else merged

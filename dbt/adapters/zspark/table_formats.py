@@ -60,6 +60,16 @@ DELTA = TableFormat(
               CATALOG: "org.apache.spark.sql.delta.catalog.DeltaCatalog"},
 )
 
+#: The embedded Hive metastore, as Iceberg's Hive catalog uses it: Spark's Derby metastore
+#: lacks the BoneCP pool Hive asks for by default (a ClassNotFoundException at the first
+#: Iceberg table), Iceberg's commit lock waits forever on it, and its schema is created
+#: rather than verified.
+ICEBERG_ON_EMBEDDED_METASTORE = {
+    "spark.hadoop.datanucleus.connectionPoolingType": "HikariCP",
+    "spark.hadoop.iceberg.engine.hive.lock-enabled": "false",
+    "spark.hadoop.hive.metastore.schema.verification": "false",
+    "spark.hadoop.datanucleus.schema.autoCreateAll": "true",
+}
 ICEBERG = TableFormat(
     name="iceberg",
     packages=("org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.12.0",),
@@ -67,13 +77,7 @@ ICEBERG = TableFormat(
         EXTENSIONS: "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
         CATALOG: "org.apache.iceberg.spark.SparkSessionCatalog",
         f"{CATALOG}.type": "hive",
-        # The embedded Hive metastore, as Iceberg uses it: Spark's derby metastore lacks
-        # the BoneCP pool Hive asks for by default, Iceberg's commit lock waits forever on
-        # it, and its schema is created rather than verified.
-        "spark.hadoop.datanucleus.connectionPoolingType": "HikariCP",
-        "spark.hadoop.iceberg.engine.hive.lock-enabled": "false",
-        "spark.hadoop.hive.metastore.schema.verification": "false",
-        "spark.hadoop.datanucleus.schema.autoCreateAll": "true",
+        **ICEBERG_ON_EMBEDDED_METASTORE,
     },
 )
 
@@ -156,3 +160,31 @@ def unwritable_format_error(model: str, file_format: str, extensions: str | None
 def maven_packages() -> list[str]:
     """Every format's Maven coordinates (``make setup`` fetches them)."""
     return [package for f in TABLE_FORMATS.values() for package in f.packages]
+
+
+def with_embedded_metastore(settings: Mapping[str, str]) -> dict[str, str]:
+    """An embedded session's settings, with what Iceberg's Hive catalog needs of Spark's
+    embedded Derby metastore (:data:`ICEBERG_ON_EMBEDDED_METASTORE`) filled in when a
+    catalog is Iceberg's over Hive and the metastore is that Derby one (no metastore
+    server, no other database): Iceberg's own documented settings then work as written.
+    The profile's own win.
+
+    >>> iceberg = {CATALOG: "org.apache.iceberg.spark.SparkSessionCatalog",
+    ...            f"{CATALOG}.type": "hive"}
+    >>> with_embedded_metastore(iceberg)["spark.hadoop.datanucleus.connectionPoolingType"]
+    'HikariCP'
+    >>> "spark.hadoop.datanucleus.connectionPoolingType" in with_embedded_metastore(
+    ...     {**iceberg, "spark.hadoop.hive.metastore.uris": "thrift://h:9083"})
+    False
+    """
+    catalogs = {key for key, value in settings.items()
+                if key.startswith("spark.sql.catalog.") and key.count(".") == 3
+                and str(value).startswith("org.apache.iceberg.spark.")}
+    over_hive = any(settings.get(f"{catalog}.type", "hive") == "hive"
+                    and f"{catalog}.uri" not in settings for catalog in catalogs)
+    embedded = not settings.get("spark.hadoop.hive.metastore.uris") and str(settings.get(
+        "spark.hadoop.javax.jdo.option.ConnectionURL", "jdbc:derby:")).startswith("jdbc:derby:")
+    if not (over_hive and embedded):
+        return dict(settings)
+    return {**ICEBERG_ON_EMBEDDED_METASTORE, **settings}
+
