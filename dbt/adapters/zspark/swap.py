@@ -239,16 +239,21 @@ def apply(state: SwapState, action: Action) -> SwapState:
     return SwapState(state.names, places, state.renames_atomic, versions)
 
 
-def recovery_plan(state: SwapState, limit: int = 8) -> list[Action]:
-    """Every repair ``state`` needs, in order; empty when the table is as a finished swap
-    leaves it. Raises :class:`AmbiguousSwapStateError` (before any repair is run)."""
+def _repaired(state: SwapState, limit: int = 8) -> tuple[list[Action], SwapState]:
+    """Every repair ``state`` needs, in order, and the state they leave."""
     actions: list[Action] = []
     while (action := next_action(state)) is not None:
         actions.append(action)
         if len(actions) > limit:
             raise AmbiguousSwapStateError(f"no end to repairs: {state.describe()}")
         state = apply(state, action)
-    return actions
+    return actions, state
+
+
+def recovery_plan(state: SwapState, limit: int = 8) -> list[Action]:
+    """Every repair ``state`` needs, in order; empty when the table is as a finished swap
+    leaves it. Raises :class:`AmbiguousSwapStateError` (before any repair is run)."""
+    return _repaired(state, limit)[0]
 
 
 def table_after_recovery(state: SwapState) -> bool:
@@ -256,7 +261,4 @@ def table_after_recovery(state: SwapState) -> bool:
     model's SQL is compiled before its run repairs anything: where a stopped swap renamed
     the table away, dbt sees no table, yet the repair makes the previous version the
     table again, so the SQL must be the incremental one (``is_incremental``)."""
-    for action in recovery_plan(state):
-        state = apply(state, action)
-    return state.places[TABLE].entry is not None
-
+    return _repaired(state)[1].places[TABLE].entry is not None
