@@ -4,12 +4,14 @@ models. Clustered builds and their statistics, ``zspark_scan`` fetching only the
 must (counted in the store's own request log), ``skip_coverage``, incremental runs, full
 re-clusterings killed and not, an append killed amid its moves (one of them stopped
 between its copy and its delete), an overwrite killed while it sets aside what it
-replaces, and a rebuild killed amid its commit; each killed run recovered by the next."""
+replaces, a full refresh killed between its renames, and a rebuild killed amid its
+commit; each killed run recovered by the next."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import textwrap
 from collections.abc import Iterator
@@ -194,6 +196,8 @@ def _every_capability(tmp_path: Path, store: tuple[str, Path], file_format: str)
     # insert_overwrite replaces the partitions it writes (both p): the rows it selected.
     kept = range(1200, 1800) if updating == "insert_overwrite" else range(1800)
     assert _rows(project, "grows") == [len(kept), len(kept), sum(kept), 600]
+    if file_format == "parquet":
+        _parquet_full_refresh_killed_between_its_renames(project, endpoint)
 
     # A rebuild killed amid its commit; the next run recovers and builds it.
     stop = "swap:previous_renamed" if file_format == "parquet" else "format:committed"
@@ -257,6 +261,26 @@ def _parquet_overwrite_killed_while_setting_aside(project: FormatProject,
         Bucket=BUCKET, Prefix="parquet/") for item in page.get("Contents", [])]
     assert keys, "the warehouse's listing is empty"
     assert [key for key in keys if "__zspark_replac" in key] == []
+
+
+def _parquet_full_refresh_killed_between_its_renames(project: FormatProject,
+                                                     endpoint: str) -> None:
+    """A full refresh killed once the table was renamed away (``swap:previous_renamed``),
+    then an incremental run: it sees the table its repair restores (zspark's
+    ``is_incremental``) and appends its rows once; the next version the killed run wrote
+    is deleted with its name."""
+    killed = project.dbt("run", "--select", "grows", "--full-refresh",
+                         "--vars", "{lo: 0, hi: 500}", stop_at="swap:previous_renamed")
+    assert killed.returncode == -signal.SIGKILL, killed.stdout[-3000:]
+    done = _ok(project, "run", "--select", "grows", "--vars", "{lo: 1800, hi: 1900}")
+    assert "the previous version is the table again" in done, done[-3000:]
+    ids = range(1200, 1900)
+    assert _rows(project, "grows") == [len(ids), len(ids), sum(ids), 600]
+    location = _location(project, "grows").removeprefix(f"s3a://{BUCKET}/")
+    versions = location.rsplit("/", 1)[0] + "/"
+    keys = [item["Key"] for page in _s3(endpoint).get_paginator("list_objects_v2").paginate(
+        Bucket=BUCKET, Prefix=versions) for item in page.get("Contents", [])]
+    assert [key for key in keys if key != versions and not key.startswith(location + "/")] == []
 
 
 def _s3(endpoint: str) -> Any:
@@ -346,10 +370,10 @@ class TestThrift:
                 "spark.sql.shuffle.partitions": "4",
                 "spark.driver.extraClassPath": os.pathsep.join(map(str, s3a_jars()))}
         with thrift_server(home, conf, SPARK_ENV) as port:
-            _over_thrift(tmp_path / "project", port, log)
+            _over_thrift(tmp_path / "project", port, endpoint, log)
 
 
-def _over_thrift(root: Path, port: int, log: Path) -> None:
+def _over_thrift(root: Path, port: int, endpoint: str, log: Path) -> None:
     models = {
         "clustered.sql": "{{ config(materialized='table', hilbert_by=['a', 's'], "
                          f"file_count={FILES}) }}}}" + CLUSTERED_ROWS,
@@ -402,3 +426,19 @@ def _over_thrift(root: Path, port: int, log: Path) -> None:
     assert rows("grows") == [1500, 1500, sum(range(1500))]
     grown = {str(r[0]) for r in sql("select distinct _metadata.file_path from zts3.grows")}
     assert {str(r[0]) for r in sql("select file_path from zts3.grows__zindex")} == grown
+
+    # Every version was written once into a folder of its own and no rename moved a file
+    # (on S3 a managed table's rename copies and deletes every object); each replaced
+    # version's files went with its name, deleted by the server.
+    moved = [(method, path) for method, path in s3_requests(log)
+             if method in ("PUT", "POST", "DELETE")
+             and re.search(r"/zts3\.db/(clustered|grows)(__zspark_new|__zspark_old)?/", path)]
+    assert moved == []
+    keys = [item["Key"] for page in _s3(endpoint).get_paginator("list_objects_v2").paginate(
+        Bucket=BUCKET, Prefix="thrift/zts3.db/") for item in page.get("Contents", [])]
+    assert [key for key in keys if "__zspark_deleting" in key] == []
+    for table in ("clustered", "grows"):
+        stored = {key for key in keys if is_data_file_of(table, "/" + key)}
+        current = {str(r[0]).split(f"s3a://{BUCKET}/", 1)[1] for r in sql(
+            f"select distinct _metadata.file_path from zts3.{table}")}
+        assert stored == current, (table, sorted(stored - current))

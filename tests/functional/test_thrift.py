@@ -525,12 +525,13 @@ def test_killed_runs_recover_over_thrift_with_the_server_up(
     re-clustering and their swaps, the server staying up: each killed run repairs what
     the one before left, then dies at its own step; a plain `dbt build` at the end checks
     rows, index and scan (the checks of test_kills)."""
-    from bench.kills import KilledProject
+    from bench.kills import MODEL, KilledProject
 
     killed = KilledProject(tmp_path, thrift_port=thrift_port)
     killed.build(1500)
     full_refresh = ("run", "--full-refresh", "--vars", f"{{stop: {killed.stop}}}")
-    for step in ("build:written", "swap:previous_renamed", "swap:next_renamed"):
+    for step in ("build:written", "swap:previous_renamed", "swap:next_renamed",
+                 "swap:previous_dropped"):
         killed.killed(step, *full_refresh)
     for count, step in enumerate(("append:inserted", "append:indexed"), start=1):
         killed.killed(step, "run", "--vars",
@@ -539,6 +540,12 @@ def test_killed_runs_recover_over_thrift_with_the_server_up(
     for step in ("rewrite:written", "rewrite:checked"):
         killed.killed(step, *killed.recluster(full=True))
     killed.build(killed.stop + 900)
+    # Every version was written into a folder of its own, and each replaced one (a kill
+    # between its drop and its deletion included) was deleted by the server.
+    [location] = [str(row[1]) for row in _sql(
+        thrift_port, f"describe table extended {killed.schema}.{MODEL}") if row[0] == "Location"]
+    version = Path(location.removeprefix("file:"))
+    assert sorted(p.name for p in version.parent.iterdir()) == [version.name]
 
 
 @pytest.mark.slow

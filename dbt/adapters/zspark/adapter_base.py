@@ -533,26 +533,24 @@ class ZSparkAdapterBase(SparkAdapter):
         return self._version(relation, NEXT)
 
     @available
-    def zspark_next_location(self, relation: Any, location_root: str | None = None
-                             ) -> str | None:
+    def zspark_next_location(self, relation: Any, location_root: str | None = None) -> str:
         """The folder of its own the next version of ``relation`` is written into, once
-        (``swap.py``), under the model's ``location_root`` if it has one; None over a
-        server (a managed table)."""
+        (``swap.py``), under the model's ``location_root`` if it has one."""
         return self._versions(relation).next_location(location_root)
 
     @available
-    def zspark_version_folder(self, relation: Any) -> str | None:
-        """The version folder ``relation`` (a table about to be dropped) points to, if it
-        is one (``table_versions.py``)."""
+    def zspark_drop_versioned_table(self, relation: Any) -> bool:
+        """Drop ``relation`` if it is a table whose folder is one of its versions', and
+        that folder with it (the metastore leaves an external table's files). False
+        when it is not (a view, a managed table, a user's location): nothing done."""
         if relation is None or relation.is_view:
-            return None
-        return self._versions(relation).own_folder()
-
-    @available
-    def zspark_delete_dropped_version(self, relation: Any, folder: str) -> None:
-        """Once ``relation`` is dropped: its version folder, which the metastore leaves (an
-        external table's files stay when its name is dropped)."""
-        self._versions(relation).delete_dropped(folder)
+            return False
+        versions = self._versions(relation)
+        folder = versions.own_folder()
+        if folder is None:
+            return False
+        versions.drop_table(folder)
+        return True
 
     @available
     def zspark_swap_in(self, model: str, target: Any, old_relation: Any = None) -> None:

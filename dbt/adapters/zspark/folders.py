@@ -4,12 +4,16 @@ reaching Spark.
 A Python session sees the file system Spark writes (Hadoop's, through the session's JVM)
 and can move a folder back under its table or delete one no table names. A server reached
 by SQL alone shows no folders: they are taken to agree with its metastore (see
-``swap.py``), and nothing is moved or deleted outside SQL.
+``swap.py``), and nothing is moved outside SQL. It deletes a folder as the metastore
+does a managed table's: a managed scratch table is pointed at the folder and dropped.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
+
+from dbt.adapters.zspark.sqltext import sql_string
 
 
 class Folders(Protocol):
@@ -24,6 +28,18 @@ class Folders(Protocol):
 
     def delete(self, path: str) -> None:
         """Delete the folder ``path`` and everything in it."""
+
+    def drop_with_folder(self, drop: Callable[[], None], folder: str, scratch: str) -> None:
+        """Run ``drop`` (a table's drop, which leaves an external table's files) and delete
+        ``folder``, that table's own, so that a kill at any point leaves the folder
+        either named by the table, or found and deleted by the next
+        :meth:`finish_deletes` (``scratch``: a table name this may take meanwhile)."""
+
+    def finish_deletes(self, scratch: str) -> None:
+        """Finish the deletion of a folder a kill stopped inside :meth:`drop_with_folder`."""
+
+    def delete_if_empty(self, path: str) -> None:
+        """Delete the folder ``path`` if it holds no folder (where that can be seen)."""
 
     def make(self, path: str) -> None:
         """Create the empty folder ``path`` (and its parents)."""
@@ -113,6 +129,19 @@ class SessionFolders:
         located, files = self._path(path)
         files.delete(located, True)
 
+    def drop_with_folder(self, drop: Callable[[], None], folder: str, scratch: str) -> None:
+        # A kill between leaves a version folder no entry names, which recovery sees and
+        # deletes (``swap.py``, f.).
+        drop()
+        self.delete(folder)
+
+    def finish_deletes(self, scratch: str) -> None:
+        return None
+
+    def delete_if_empty(self, path: str) -> None:
+        if not self.subfolders(path):
+            self.delete(path)
+
     def make(self, path: str) -> None:
         located, files = self._path(path)
         files.mkdirs(located)
@@ -174,7 +203,11 @@ class SessionFolders:
 
 
 class ServerFolders:
-    """A server's folders: unseen, taken to agree with its metastore."""
+    """A server's folders: unseen, taken to agree with its metastore, and deleted by SQL
+    (``execute`` runs a statement on the server)."""
+
+    def __init__(self, execute: Callable[[str], Any]) -> None:
+        self._execute = execute
 
     def exists(self, path: str) -> bool | None:
         return None
@@ -183,7 +216,27 @@ class ServerFolders:
         raise NotImplementedError("folders of a server are moved by SQL only")
 
     def delete(self, path: str) -> None:
-        raise NotImplementedError("folders of a server are deleted by SQL only")
+        raise NotImplementedError("folders of a server are deleted with a table's drop only")
+
+    def drop_with_folder(self, drop: Callable[[], None], folder: str, scratch: str) -> None:
+        # Dropping a managed table deletes the folder its entry names, wherever that is:
+        # the scratch table names the folder before the table's entry goes, and until it
+        # is deleted, so that a kill in between leaves it to :meth:`finish_deletes`.
+        self.finish_deletes(scratch)
+        self._execute(f"create table {scratch} (deleting int) using parquet")
+        self._execute(f"alter table {scratch} set location {sql_string(folder)}")
+        drop()
+        self.finish_deletes(scratch)
+        # The scratch table's create made its own empty folder: gone with a second drop.
+        self._execute(f"create table {scratch} (deleting int) using parquet")
+        self._execute(f"drop table if exists {scratch}")
+
+    def finish_deletes(self, scratch: str) -> None:
+        # Whatever the scratch table names is a folder being deleted, or its own, empty.
+        self._execute(f"drop table if exists {scratch}")
+
+    def delete_if_empty(self, path: str) -> None:
+        return None  # unseen: left as it is
 
     def make(self, path: str) -> None:
         raise NotImplementedError("folders of a server are made by SQL only")

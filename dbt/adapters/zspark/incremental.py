@@ -306,8 +306,7 @@ class IncrementalMethods(ZSparkAdapterBase):
             return staging
         staging = self.zspark_next_version(relation)
         location = self.zspark_next_location(relation)
-        self.execute(f"create table {staging} like {relation}"
-                     + ("" if location is None else f" location {sql_string(location)}"))
+        self.execute(f"create table {staging} like {relation} location {sql_string(location)}")
         properties = carried_properties(self._table_properties(relation), rewrite.layout, None)
         if properties:
             self.execute(set_properties_sql(str(staging), properties))

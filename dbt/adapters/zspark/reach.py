@@ -338,7 +338,7 @@ class ServerReach:
     def folders(self) -> Folders:
         from dbt.adapters.zspark.folders import ServerFolders
 
-        return ServerFolders()
+        return ServerFolders(self._execute)
 
     def describe(self, sql: str) -> dict[str, str]:
         return described(self.fetch(sql))

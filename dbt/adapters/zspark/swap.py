@@ -8,12 +8,14 @@ Names. A model's table ``T``; its next version ``T__zspark_new`` (the *next*), w
 whole and checked before it replaces ``T``; the table being replaced, ``T__zspark_old``
 (the *previous*).
 
-Folders. In a session every version is written once into a folder of its own,
+Folders. Every version is written once into a folder of its own,
 ``T__zspark_versions/<version>`` beside the schema's tables, and registered as an external
 table there: a rename or a drop then changes the metastore only, and no file ever moves,
-on a local disk as on an object store whose renames copy file by file. (A server's tables,
-and tables written before versions had folders of their own, are managed: they live in
-their name's folder under the schema's folder, which moves with a rename.)
+on a local disk as on an object store whose renames copy file by file. A version's folder
+is deleted with its name, by a session through Hadoop and by a server through a managed
+scratch table's drop (``folders.py``). (Tables written before versions had folders of
+their own are managed: they live in their name's folder under the schema's folder, which
+moves with a rename.)
 
 The swap, each step one metastore commit (a rename of a managed table is two: the folder
 moves, then the metastore entry follows; a drop removes the entry, then the folder)::

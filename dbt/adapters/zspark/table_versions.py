@@ -1,11 +1,11 @@
 """A table's versions on Spark: what its three names show, the swap, its recovery; and
 appends whose batch becomes visible whole or not at all.
 
-In a session each version is written once into a folder of its own under
+Each version is written once into a folder of its own under
 ``<schema folder>/<table>__zspark_versions/`` (:meth:`TableVersions.next_location`) and
 registered there as an external table: the swap's renames and drops are metastore
-operations that move no file, and a replaced version's folder is deleted once no name
-points to it. A server cannot see or delete folders: its versions are managed tables.
+operations that move no file, and a replaced version's folder is deleted with its name
+(``folders.py``: a session through Hadoop, a server by a managed scratch table's drop).
 
 The swap's protocol and its reasoning live in ``swap.py``; this module asks the metastore
 (by SQL, so a session and a server alike) and the folders (``folders.py``) what each name
@@ -82,6 +82,8 @@ REPLACES_FILE = "_zspark_replaces"
 #: (folders only, never tables).
 REPLACING, REPLACING_SUFFIX = "replacing", "__zspark_replacing"
 REPLACED, REPLACED_SUFFIX = "replaced", "__zspark_replaced"
+#: The scratch table a server deletes a version's folder with (``folders.py``).
+DELETING, DELETING_SUFFIX = "deleting", "__zspark_deleting"
 
 
 def version_names(table: str) -> dict[str, str]:
@@ -89,7 +91,7 @@ def version_names(table: str) -> dict[str, str]:
     of the folders an overwrite sets aside what it replaces in."""
     return {TABLE: table, NEXT: table + NEXT_SUFFIX, PREVIOUS: table + PREVIOUS_SUFFIX,
             BATCH: table + BATCH_SUFFIX, REPLACING: table + REPLACING_SUFFIX,
-            REPLACED: table + REPLACED_SUFFIX}
+            REPLACED: table + REPLACED_SUFFIX, DELETING: table + DELETING_SUFFIX}
 
 
 @dataclass
@@ -128,11 +130,8 @@ class TableVersions:
         return f"{(base or self._schema_folder()).rstrip('/')}/{self.names[TABLE]}" \
                f"{VERSIONS_SUFFIX}"
 
-    def next_location(self, base: str | None = None) -> str | None:
-        """A new folder for the next version to be written into, once (None over a
-        server, whose versions are managed tables)."""
-        if not self.folders.sees_files:
-            return None
+    def next_location(self, base: str | None = None) -> str:
+        """A new folder for the next version to be written into, once."""
         # Beside the table's own versions unless the model names a place.
         current = None
         if self._listed(TABLE):
@@ -174,13 +173,14 @@ class TableVersions:
         ``swap.recovery_plan``); every repair is planned before the first runs.
         ``on_action`` is told of each once it has run."""
         actions = recovery_plan(state)
+        self.folders.finish_deletes(self.qualified(DELETING))
         for action in actions:
             if action.kind == "move_folder":
                 self.folders.move(action.source, action.target)
             elif action.kind == "delete_folder":
                 self.folders.delete(action.source)
             elif action.kind == "drop":
-                self.execute(f"drop table if exists {self.qualified(action.source)}")
+                self._drop(action.source, state.places[action.source].entry)
             elif action.kind == "rename":
                 self.execute(f"alter table {self.qualified(action.source)} rename to "
                              f"{self.qualified(action.target)}")
@@ -189,9 +189,8 @@ class TableVersions:
 
     def own_folder(self) -> str | None:
         """The version folder the table's name points to (None: no table, a view, a
-        managed table, a location of the user's, or a server's table, whose folders are
-        unseen)."""
-        if not self.folders.sees_files or not self._listed(TABLE):
+        managed table or a location of the user's)."""
+        if not self._listed(TABLE):
             return None
         try:
             location = self._location(TABLE)
@@ -199,13 +198,27 @@ class TableVersions:
             return None
         return location if _version_root(location) else None
 
-    def delete_dropped(self, folder: str) -> None:
-        """Delete the version folder of a table just dropped (which no name points to
-        now), and the versions' folder once it holds no other."""
-        self.folders.delete(folder)
+    def drop_table(self, folder: str) -> None:
+        """Drop the table, whose files are the version ``folder``, and delete them (the
+        metastore leaves an external table's files), then the versions' folder once it
+        holds no other."""
+        self._drop(TABLE, folder)
         root = _version_root(folder)
-        if root is not None and not self.folders.subfolders(root):
-            self.folders.delete(root)
+        if root is not None:
+            self.folders.delete_if_empty(root)
+
+    def _drop(self, role: str, entry: str | None, stop: str = "") -> None:
+        """Drop ``role``'s table (``entry``: its location) and, if it is a version's, its
+        folder (``stop``: the stop point between the two)."""
+        def drop() -> None:
+            self.execute(f"drop table if exists {self.qualified(role)}")
+            if stop:
+                stop_point(stop)
+
+        if entry is None or _version_root(entry) is None:
+            drop()  # a managed table's folder goes with it; a view or a user's location stays
+        else:
+            self.folders.drop_with_folder(drop, entry, self.qualified(DELETING))
 
     def _listed(self, role: str) -> bool:
         return bool(self.fetch(f"show tables in {self.schema} like "
@@ -334,10 +347,7 @@ class TableVersions:
         self.execute(f"alter table {self.qualified(NEXT)} rename to {self.qualified(TABLE)}")
         stop_point("swap:next_renamed")
         if replaces:
-            self.execute(f"drop table if exists {self.qualified(PREVIOUS)}")
-            stop_point("swap:previous_dropped")
-            if replaced is not None and _version_root(replaced) and self.folders.sees_files:
-                self.folders.delete(replaced)
+            self._drop(PREVIOUS, replaced, stop="swap:previous_dropped")
 
 
 def _version_root(location: str) -> str | None:
