@@ -38,6 +38,9 @@ SEED_SKIP = {
     "hilbert": {"s_city": 85.5, "c_city": 86.9, "p_brand": 88.3},
 }
 SEED_ROWS = 533_363_833
+#: The pipeline benchmarks' shape (``bench.pipeline``, ``bench.format_pipeline``): a base of
+#: this share of the orders, then ``RUNS`` appends of ``STEP_SHARE`` each.
+BASE_SHARE, STEP_SHARE, RUNS, BASE_FILES = 0.5, 0.05, 10, 500
 SEED_FILES = 1000
 
 

@@ -43,10 +43,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench.common import (
+    BASE_SHARE,
     CLUSTER_COLUMNS,
     REPO,
+    RUNS,
     SOURCE_SCHEMA,
     SOURCE_TABLE,
+    STEP_SHARE,
     Progress,
     generate_in_subprocess,
     session_env,
@@ -54,7 +57,6 @@ from bench.common import (
     write_format_project,
 )
 from bench.formats import peer_statements
-from bench.pipeline import BASE_SHARE, RUNS, STEP_SHARE
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

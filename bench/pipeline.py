@@ -31,9 +31,13 @@ import pyarrow.dataset as ds
 
 from bench import common
 from bench.common import (
+    BASE_FILES,
+    BASE_SHARE,
     CLUSTER_COLUMNS,
     DEFAULT_SESSION_DIR,
     REPO,
+    RUNS,
+    STEP_SHARE,
     TARGET_SCHEMA,
     Progress,
     data_files,
@@ -47,7 +51,6 @@ from bench.footers import sample_values
 from bench.run import build_steps
 
 POLICIES = ("default", "never", "optimize")
-BASE_SHARE, STEP_SHARE, RUNS, BASE_FILES = 0.5, 0.05, 10, 500
 REWRITTEN = re.compile(r"rewriting (\d+) rows of")
 
 

@@ -20,6 +20,16 @@ from bench.common import (
     SEED_ROWS,
     SEED_SKIP,
 )
+from bench.format_pipeline import (
+    BAR_FILES,
+    BAR_GAP_POINTS,
+    BAR_REWRITTEN,
+    BAR_ROWS,
+    FORMATS,
+    REBUILD,
+    ZSPARK,
+    picture_name,
+)
 from bench.plots import (
     LABELS,
     POLICY_LABELS,
@@ -652,18 +662,6 @@ def format_pipeline_section(results: dict[str, Any], img_dir: Path, report_dir: 
     """A section (``heading``) from ``python -m bench.format_pipeline``'s JSON
     (``source``), with its picture per format; a run without the peers (``--no-peers``)
     has zspark and the rebuild only."""
-    # Here, not at the top: bench.format_pipeline imports bench.run, which imports this.
-    from bench.format_pipeline import (
-        BAR_FILES,
-        BAR_GAP_POINTS,
-        BAR_REWRITTEN,
-        BAR_ROWS,
-        FORMATS,
-        REBUILD,
-        ZSPARK,
-        picture_name,
-    )
-
     config, formats = results["config"], results["formats"]
     if not formats:
         return []

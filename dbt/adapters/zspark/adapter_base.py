@@ -28,7 +28,8 @@ from dbt.adapters.zspark.stop_points import stop_point
 from dbt.adapters.zspark.swap import NEXT, PREVIOUS
 
 if TYPE_CHECKING:
-    from dbt.adapters.zspark.reach import SparkReach, StagedIndex
+    from dbt.adapters.zspark.index import StagedIndex
+    from dbt.adapters.zspark.reach import SparkReach
 
 logger = AdapterLogger("zspark")
 

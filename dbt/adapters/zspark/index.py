@@ -98,6 +98,17 @@ class IndexSummary:
     columns: list[str]
 
 
+@dataclass
+class StagedIndex:
+    """The index of a build's staging table, read before the swap renames it into the
+    model's table: the staging table's ``location`` (its files' paths' prefix until then)
+    and where the ``rows`` wait (a session: a DataFrame its executors hold; a server: the
+    relation they were written to, as a thrift session holds nothing between calls)."""
+
+    location: str
+    rows: Any
+
+
 def index_frame(spark: SparkSession, files: list[str], columns: Sequence[ColumnRef],
                 description: str) -> DataFrame:
     """The index rows of ``files``, read from their footers by the driver."""

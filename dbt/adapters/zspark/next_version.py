@@ -20,6 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from dbt.adapters.zspark.index import StagedIndex
+
 if TYPE_CHECKING:
     from dbt.adapters.zspark.index import IndexSummary
     from dbt.adapters.zspark.reach import Relation, ServerReach, SessionReach
@@ -166,7 +168,5 @@ class CopiedVersion:
             CLUSTERED_WRITES_KEY: ",".join(sorted(w for w in now_clustered if w is not None))})
 
     def publish(self, rewritten: Sequence[str]) -> IndexSummary:
-        from dbt.adapters.zspark.reach import StagedIndex
-
         return self._reach.publish_index(StagedIndex(self._staged_at, self._staged_index),
                                          self._table, self._index, self._indexed, [])

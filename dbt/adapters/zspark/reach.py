@@ -15,11 +15,19 @@ runs its statements through dbt's connection, so they are logged in the order th
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dbt.adapters.events.logging import AdapterLogger
 
+from dbt.adapters.zspark.index import (
+    StagedIndex,
+    build_index,
+    read_index,
+    relocate_index,
+    table_location,
+    update_index,
+)
+from dbt.adapters.zspark.next_version import CopiedVersion, SessionVersion
 from dbt.adapters.zspark.sqltext import sql_string
 
 if TYPE_CHECKING:
@@ -40,17 +48,6 @@ Query = Callable[[str], tuple[list[str], list[tuple[Any, ...]]]]
 Execute = Callable[[str], Any]
 #: A dbt relation: ``str()`` is its name in SQL; ``schema`` and ``identifier`` its parts.
 Relation = Any
-
-
-@dataclass
-class StagedIndex:
-    """The index of a build's staging table, read before the swap renames it into the
-    model's table: the staging table's ``location`` (its files' paths' prefix until then)
-    and where the ``rows`` wait (a session: a DataFrame its executors hold; a server: the
-    relation they were written to, as a thrift session holds nothing between calls)."""
-
-    location: str
-    rows: Any
 
 
 class SparkReach(Protocol):
@@ -209,7 +206,6 @@ class SessionReach:
         return SessionFolders(self.spark)
 
     def location(self, table: Relation) -> str:
-        from dbt.adapters.zspark.index import table_location
 
         return table_location(self.spark, str(table))
 
@@ -230,14 +226,12 @@ class SessionReach:
 
     def build_index(self, table: Relation, index: Relation, clustering: Sequence[str] | None,
                     configured: Sequence[str] | None) -> IndexSummary:
-        from dbt.adapters.zspark.index import build_index
 
         return build_index(self.spark, str(table), str(index), clustering or (), configured)
 
     def update_index(self, table: Relation, index: Relation, added: Sequence[str],
                      removed: Sequence[str], clustering: Sequence[str] | None,
                      configured: Sequence[str] | None) -> IndexSummary | None:
-        from dbt.adapters.zspark.index import update_index
 
         return update_index(self.spark, str(table), str(index), added, removed,
                             clustering or (), configured)
@@ -246,7 +240,6 @@ class SessionReach:
                     configured: Sequence[str] | None) -> StagedIndex:
         """The rows wait in the executors' memory (a failure reading footers leaves the
         model's table and its index as they were)."""
-        from dbt.adapters.zspark.index import read_index
         from dbt.adapters.zspark.layout_state import clustered_writes_property
         from dbt.adapters.zspark.rewrite import set_properties_sql
 
@@ -261,7 +254,6 @@ class SessionReach:
     def publish_index(self, staged: StagedIndex, table: Relation, index: Relation,
                       clustering: Sequence[str] | None,
                       configured: Sequence[str] | None) -> IndexSummary:
-        from dbt.adapters.zspark.index import relocate_index
 
         summary = None
         try:
@@ -282,7 +274,6 @@ class SessionReach:
 
     def next_version(self, table: Relation, staging: Relation, index: Relation,
                      in_place: bool) -> NextVersion:
-        from dbt.adapters.zspark.next_version import SessionVersion
 
         return SessionVersion(self, table, staging, index, in_place)
 
@@ -450,7 +441,6 @@ class ServerReach:
 
     def next_version(self, table: Relation, staging: Relation, index: Relation,
                      in_place: bool) -> NextVersion:
-        from dbt.adapters.zspark.next_version import CopiedVersion
 
         if in_place:
             raise NotImplementedError("a server publishes no batch: it copies by SQL")

@@ -16,142 +16,26 @@ of a ``__zindex`` file row (``file_path``, ``file_size``, ``file_mtime``, ``row_
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Mapping
 
-if TYPE_CHECKING:
-    import pandas as pd
-    from pyspark.sql import DataFrame, SparkSession
+from dbt.adapters.zspark.formats.base import (
+    MAX_STRING_STATS,
+    MIN_STRING_STATS,
+    CommittingTable,
+    FormatTable,
+    TypedColumn,
+    longest_string,
+    require_live,
+    stats_columns,
+    string_stats_length,
+)
+from dbt.adapters.zspark.formats.delta import DeltaTable
+from dbt.adapters.zspark.formats.iceberg import IcebergTable
+from dbt.adapters.zspark.formats.parquet import ParquetTable
 
-#: An indexed column and its Spark type (``("s_city", "string")``).
-TypedColumn = tuple[str, str]
-#: A string column's statistics keep at least this many characters (both formats' default
-#: cut is shorter: Delta's 32, Iceberg's 16).
-MIN_STRING_STATS = 32
-#: ... and at most this many, however long the sampled values: stats live in the log.
-MAX_STRING_STATS = 256
-
-
-class FormatTable(Protocol):
-    """What a clustered build and the skip figures ask of a table format."""
-
-    name: str
-    #: Whether the table keeps a log of its own commits (Delta, Iceberg): a build
-    #: replaces it in one commit and a re-clustering replaces files in one
-    #: (:class:`CommittingTable`); else (Parquet) each writes the table's next version
-    #: and swaps it in, and ``__zindex`` holds the statistics.
-    commits_on_its_own: bool
-    #: Whether every engine reading the table skips its files by their statistics (kept
-    #: in the format's log); else only ``zspark_scan`` does, through ``__zindex``.
-    engines_skip_files: bool
-    #: Where the per-file statistics live: a table named the table's name plus this
-    #: (Parquet: its ``__zindex``), or '' where the format's log keeps them.
-    stats_table_suffix: str
-    #: Whether the writer cuts a shuffle partition into files of ``maxRecordsPerFile``
-    #: rows; a format whose writer does not gets a shuffle partition per file.
-    cuts_files_by_rows: bool
-
-    def stats_properties(self, columns: Sequence[TypedColumn],
-                         string_length: int) -> dict[str, str]:
-        """Table properties that make the format keep statistics on ``columns``, strings
-        to ``string_length`` characters."""
-        ...
-
-    def write_settings(self, string_length: int) -> dict[str, str]:
-        """Session settings around the write for the same (none when the table's
-        properties say it all)."""
-        ...
-
-    def recorded_write_settings(self, properties: Mapping[str, str]) -> dict[str, str]:
-        """The write settings of a later write into a table with these ``properties``:
-        those its clustered build wrote its statistics with."""
-        ...
-
-    def active_files(self, spark: SparkSession, table: str,
-                     columns: Sequence[TypedColumn]) -> DataFrame:
-        """The table's live data files, one ``__zindex``-shaped row each (see above),
-        every bound one the file's rows provably lie within (else NULL: unknown)."""
-        ...
-
-    def active_files_sql(self, table: str, columns: Sequence[TypedColumn]) -> str:
-        """The same rows by Spark SQL alone, for a server that runs no Python (thrift);
-        bounds the format cannot give in SQL are read from the files' rows (exact)."""
-        ...
-
-
-class CommittingTable(FormatTable, Protocol):
-    """A format that commits on its own: files replaced in one commit of its log."""
-
-    def replace_files(self, spark: SparkSession, table: str, rewritten: Sequence[str],
-                      rewrite: Callable[[DataFrame], DataFrame],
-                      properties: Callable[[list[str]], dict[str, str]] | None = None,
-                      ) -> str:
-        """Replace the live files ``rewritten`` (paths as ``active_files`` gives them) by
-        the rows ``rewrite`` makes (it is given theirs, at the version read, a scan that
-        opens those files alone: the formats prune no file by a filter on a row's file;
-        it may read them more than once, as a sample and as the write), in one
-        commit of the format marked as changing no data (Delta: an OPTIMIZE version;
-        Iceberg: a ``replace`` snapshot), with the table ``properties`` made of the new
-        files' paths set in the same commit. A writer committing meanwhile is kept, or
-        this commit fails with nothing of it visible; so does one when a rewritten file
-        is gone. Returns the new version's id."""
-        ...
-
-
-def string_stats_length(longest: int) -> int:
-    """Characters a string column's statistics keep so that sampled values of ``longest``
-    characters are kept whole.
-
-    >>> string_stats_length(10), string_stats_length(45), string_stats_length(10_000)
-    (32, 46, 256)
-    """
-    return max(MIN_STRING_STATS, min(MAX_STRING_STATS, longest + 1))
-
-
-def stats_columns(schema: Mapping[str, str], clustering: Sequence[str],
-                  configured: Sequence[str] | str | None) -> list[TypedColumn]:
-    """The columns a clustered Delta or Iceberg table keeps statistics on, as a Parquet
-    build indexes them: the clustering columns, then ``index_columns`` or the first 32
-    columns of a type with bounds (top-level columns: the formats' nested statistics are
-    not read back).
-
-    >>> stats_columns({"a": "int", "m": "map<int,int>", "s": "string"}, ["s"], None)
-    [('s', 'string'), ('a', 'int')]
-    """
-    from dbt.adapters.zspark.index import DEFAULT_INDEXED_COLUMNS, INDEXABLE
-
-    typed = {name.lower(): (name, spark_type) for name, spark_type in schema.items()
-             if spark_type.split("(")[0] in INDEXABLE}
-    if isinstance(configured, str):
-        configured = [configured]
-    extra = (list(configured) if configured is not None
-             else [name for name, _ in list(typed.values())[:DEFAULT_INDEXED_COLUMNS]])
-    wanted = [typed[c.lower()] for c in [*clustering, *extra] if c.lower() in typed]
-    return list(dict.fromkeys(wanted))
-
-
-def longest_string(sample: pd.DataFrame, columns: Sequence[str]) -> int:
-    """Characters of the longest sampled string of ``columns`` (0 without strings)."""
-    longest = 0
-    for column in columns:
-        values: Any = sample.get(column)
-        if values is not None and values.dtype == object:
-            lengths = values.dropna().map(lambda v: len(v) if isinstance(v, str) else 0)
-            longest = max(longest, int(lengths.max()) if len(lengths) else 0)
-    return longest
-
-
-def require_live(table: str, rewritten: Sequence[str], live: Collection[str]) -> None:
-    """Refuse a replacement whose files are not all live in the version it read.
-
-    >>> require_live("db.t", ["a"], {"b"})  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    FileNotFoundError: db.t: 1 of the files to rewrite are no longer live ...: ['a']
-    """
-    missing = [path for path in rewritten if path not in live]
-    if missing:
-        raise FileNotFoundError(f"{table}: {len(missing)} of the files to rewrite are no "
-                                f"longer live (a writer replaced them): {missing[:3]}")
+__all__ = ["CLUSTERED_FORMATS", "MAX_STRING_STATS", "MIN_STRING_STATS", "CommittingTable",
+           "FormatTable", "TypedColumn", "committing_table", "format_of", "format_table",
+           "longest_string", "require_live", "stats_columns", "string_stats_length"]
 
 
 def format_of(properties: Mapping[str, str]) -> str | None:
@@ -177,8 +61,6 @@ def format_of(properties: Mapping[str, str]) -> str | None:
 def format_table(file_format: str | None) -> FormatTable:
     """The clustered-table module of ``file_format`` (one of :data:`CLUSTERED_FORMATS`;
     None: a table of neither Delta nor Iceberg, so Parquet)."""
-    from dbt.adapters.zspark.formats.parquet import ParquetTable
-
     if file_format is None or file_format.lower() == "parquet":
         return ParquetTable()
     return committing_table(file_format)
@@ -186,9 +68,6 @@ def format_table(file_format: str | None) -> FormatTable:
 
 def committing_table(file_format: str) -> CommittingTable:
     """The module of a format that commits on its own ('delta' or 'iceberg')."""
-    from dbt.adapters.zspark.formats.delta import DeltaTable
-    from dbt.adapters.zspark.formats.iceberg import IcebergTable
-
     found: dict[str, CommittingTable] = {"delta": DeltaTable(), "iceberg": IcebergTable()}
     if file_format.lower() not in found:
         raise ValueError(f"zspark clusters {', '.join(CLUSTERED_FORMATS)} tables, not "

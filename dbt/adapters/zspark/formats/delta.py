@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from dbt.adapters.zspark.formats import TypedColumn, require_live
+from dbt.adapters.zspark.formats.base import TypedColumn, require_live
 from dbt.adapters.zspark.formats.jvm import call_static, scala_object
 from dbt.adapters.zspark.pruning import stat_column
 from dbt.adapters.zspark.sqltext import quote, sql_string

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from dbt.adapters.zspark.formats import TypedColumn, require_live
+from dbt.adapters.zspark.formats.base import TypedColumn, require_live
 from dbt.adapters.zspark.pruning import stat_column
 from dbt.adapters.zspark.sqltext import quote
 from dbt.adapters.zspark.stop_points import stop_point

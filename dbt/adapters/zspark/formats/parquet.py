@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from dbt.adapters.zspark.formats import TypedColumn
+from dbt.adapters.zspark.formats.base import TypedColumn
 from dbt.adapters.zspark.index import INDEX_SUFFIX
 
 if TYPE_CHECKING:
