@@ -19,13 +19,22 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.zspark.formats import format_table
-from dbt.adapters.zspark.health import LayoutSample
-from dbt.adapters.zspark.layout_state import StoredLayout, StoredLayoutError
+from dbt.adapters.zspark.clustering import key_input_sql, key_input_type
+from dbt.adapters.zspark.formats import format_of, format_table, stats_columns
+from dbt.adapters.zspark.health import LayoutSample, layout_health, rebuild_bounds
+from dbt.adapters.zspark.index import INDEX_SUFFIX, IndexSummary
+from dbt.adapters.zspark.layout_state import StoredLayout, StoredLayoutError, pending_rows
+from dbt.adapters.zspark.partitioning import PARTITIONS_PER_CORE
 from dbt.adapters.zspark.planning import ClusteringPlan
+from dbt.adapters.zspark.pruning import indexed_columns, stat_column
+from dbt.adapters.zspark.reach import described, execute_with, reach_of
+from dbt.adapters.zspark.recluster import FULL, deferred
+from dbt.adapters.zspark.rewrite import rows_of_files_sql
 from dbt.adapters.zspark.sqltext import quote, sql_string
 from dbt.adapters.zspark.stop_points import stop_point
 from dbt.adapters.zspark.swap import NEXT, PREVIOUS
+from dbt.adapters.zspark.table_versions import TableVersions, version_names
+from dbt.adapters.zspark.udfs import udf_name
 
 if TYPE_CHECKING:
     from dbt.adapters.zspark.index import StagedIndex
@@ -115,7 +124,6 @@ class ZSparkAdapterBase(SparkAdapter):
 
     def _described(self, sql: str) -> dict[str, str]:
         """Column name -> Spark type of a ``DESCRIBE`` statement's column section."""
-        from dbt.adapters.zspark.reach import described
 
         return described(self._fetch(sql))
 
@@ -130,7 +138,6 @@ class ZSparkAdapterBase(SparkAdapter):
     def _ask_server_cores(self) -> int:
         import re
 
-        from dbt.adapters.zspark.partitioning import PARTITIONS_PER_CORE
 
         def setting(key: str) -> str:
             rows = self._fetch(f"set {key}")
@@ -149,7 +156,6 @@ class ZSparkAdapterBase(SparkAdapter):
     # calls it without asking which it is.
     def _reach(self) -> SparkReach:
         """How this profile reaches Spark."""
-        from dbt.adapters.zspark.reach import reach_of
 
         return reach_of(str(self.config.credentials.method), self._query,
                         lambda sql: self.execute(sql), self._server_cores)
@@ -193,7 +199,6 @@ class ZSparkAdapterBase(SparkAdapter):
     def _format_of(self, relation: Any) -> tuple[str | None, dict[str, str]]:
         """('delta' or 'iceberg' when ``relation`` is a table of that format, else None;
         its properties)."""
-        from dbt.adapters.zspark.formats import format_of
 
         try:
             properties = self._table_properties(relation)
@@ -209,8 +214,6 @@ class ZSparkAdapterBase(SparkAdapter):
         columns a Delta or Iceberg table's statistics bound: those a clustered build keeps
         statistics on (its ``properties`` store the layout), or with ``every_column`` all
         it can bound."""
-        from dbt.adapters.zspark.formats import stats_columns
-        from dbt.adapters.zspark.udfs import udf_name
 
         written_as = format_table(file_format)
         reach = self._reach()
@@ -228,7 +231,6 @@ class ZSparkAdapterBase(SparkAdapter):
         each: a Parquet table's index's, a Delta or Iceberg table's from its log
         (``properties``: the table's; ``every_column``: every column the format bounds).
         LookupError when the table has none."""
-        from dbt.adapters.zspark.formats import format_of
 
         file_format = format_of(properties)
         held_in = relation.incorporate(path={
@@ -321,7 +323,6 @@ class ZSparkAdapterBase(SparkAdapter):
 
     def _execute_with(self, settings: dict[str, str], sql: str) -> Any:
         """Run ``sql`` with session ``settings``, restored afterwards."""
-        from dbt.adapters.zspark.reach import execute_with
 
         return execute_with(self._fetch, lambda statement: self.execute(statement),
                             settings, sql)[0]
@@ -341,8 +342,6 @@ class ZSparkAdapterBase(SparkAdapter):
         columns of ``sql``; ``file_format``: the table's, None for Parquet; ``rows_view``:
         a view of exactly the rewritten files' rows, where the table's own scan would open
         every file)."""
-        from dbt.adapters.zspark.recluster import FULL
-        from dbt.adapters.zspark.rewrite import rows_of_files_sql
 
         model = plan.model
         reach = self._reach()
@@ -386,7 +385,6 @@ class ZSparkAdapterBase(SparkAdapter):
     def _session_reclusters(self, decision: Any, file_format: str) -> Any:
         """The policy's ``decision``, its re-clustering deferred over a server without
         Python: the format's commit that changes no data is made through its JVM API."""
-        from dbt.adapters.zspark.recluster import deferred
 
         if self._reach().runs_python:
             return decision
@@ -396,7 +394,6 @@ class ZSparkAdapterBase(SparkAdapter):
     # -- index and the layout line ------------------------------------------------------
     @available
     def zspark_index_name(self, relation: Any) -> str:
-        from dbt.adapters.zspark.index import INDEX_SUFFIX
 
         return f"{relation.identifier}{INDEX_SUFFIX}"
 
@@ -415,7 +412,6 @@ class ZSparkAdapterBase(SparkAdapter):
         """Rebuild the index of a table whose index does not list exactly its files (a run
         stopped between its write and its index), or (``create``) of a clustered table
         that lost it; True when it was rebuilt."""
-        from dbt.adapters.zspark.pruning import indexed_columns
 
         index = self._index_relation(relation)
         has_index = self._server_has_table(index)
@@ -471,7 +467,6 @@ class ZSparkAdapterBase(SparkAdapter):
         """After a clustered Delta or Iceberg build (``just_built``) or increment: its files
         and rows, and the layout figures, from the format's own statistics (the table's
         index)."""
-        from dbt.adapters.zspark.index import IndexSummary
 
         stop_point("format:committed")
         self._lap(relation, "write")
@@ -489,10 +484,6 @@ class ZSparkAdapterBase(SparkAdapter):
         """Depth and overlaps per clustering column from the index, probed with a sample of
         the rows, against a rebuild estimated from the same sample; and the index's files
         (path, rows and each column's bounds as ``<column>.min`` / ``<column>.max``)."""
-        from dbt.adapters.zspark.clustering import key_input_sql, key_input_type
-        from dbt.adapters.zspark.health import layout_health, rebuild_bounds
-        from dbt.adapters.zspark.layout_state import pending_rows
-        from dbt.adapters.zspark.pruning import stat_column
 
         typed = list(zip(sample.columns, sample.types, strict=True))
         picked = ", ".join(
@@ -515,14 +506,12 @@ class ZSparkAdapterBase(SparkAdapter):
 
     # -- the table's versions (swap.py) -------------------------------------------------
     def _versions(self, relation: Any) -> Any:
-        from dbt.adapters.zspark.table_versions import TableVersions
 
         folders = self._reach().folders()
         return TableVersions(relation.schema, relation.identifier, self._fetch,
                              lambda sql: self.execute(sql), folders)
 
     def _version(self, relation: Any, role: str) -> Any:
-        from dbt.adapters.zspark.table_versions import version_names
 
         return relation.incorporate(
             path={"identifier": version_names(relation.identifier.lower())[role]},

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from dbt.adapters.zspark.hadoop_files import list_status
 from dbt.adapters.zspark.sqltext import sql_string
 
 
@@ -163,7 +164,6 @@ class SessionFolders:
         return str(located.toUri().getScheme() or "file") in ATOMIC_RENAMES
 
     def subfolders(self, path: str) -> list[str]:
-        from dbt.adapters.zspark.hadoop_files import list_status
 
         located, files = self._path(path)
         return sorted(str(status.getPath().toString())

@@ -25,6 +25,20 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.zspark.adapter_base import FILE_ROWS_SETTING, ZSparkAdapterBase, _FormatPlan
+from dbt.adapters.zspark.formats import committing_table
+from dbt.adapters.zspark.incremental import stored_table_plan
+from dbt.adapters.zspark.layout_state import (
+    clustered_writes,
+    clustered_writes_after,
+    clustered_writes_property,
+)
+from dbt.adapters.zspark.recluster import FULL, plan_increment, plan_on_demand
+from dbt.adapters.zspark.rewrite import (
+    file_partition,
+    in_partitions,
+    set_properties_sql,
+    table_runs,
+)
 from dbt.adapters.zspark.stop_points import stop_point
 
 logger = AdapterLogger("zspark")
@@ -42,8 +56,6 @@ class FormatIncrementMethods(ZSparkAdapterBase):
         its files are the clustered base the policy counts pending rows against (a
         property set in a commit of its own; should this run die before it, the next one
         finds no base and re-clusters the table in full)."""
-        from dbt.adapters.zspark.layout_state import clustered_writes_property
-        from dbt.adapters.zspark.rewrite import set_properties_sql
 
         properties = self._table_properties(relation)
         files = self._format_file_list(relation, file_format, properties)
@@ -55,9 +67,6 @@ class FormatIncrementMethods(ZSparkAdapterBase):
     def zspark_finish_format_increment(self, model: str, relation: Any) -> dict[str, Any]:
         """After the new rows' commit: the re-clustering the policy chose, in a commit of
         its own, then the layout line from the format's statistics."""
-        from dbt.adapters.zspark.layout_state import clustered_writes
-        from dbt.adapters.zspark.recluster import plan_increment
-        from dbt.adapters.zspark.rewrite import file_partition, in_partitions, table_runs
 
         key = str(relation).lower()
         planned = self._format_plans.pop(key)
@@ -109,8 +118,6 @@ class FormatIncrementMethods(ZSparkAdapterBase):
         clustered base in a commit of its own (a property; replaced files leave it).
         Should it not commit (killed, or another writer's conflicting commit), they stay
         pending: the policy re-clusters them once more rows land there."""
-        from dbt.adapters.zspark.layout_state import clustered_writes_after
-        from dbt.adapters.zspark.rewrite import set_properties_sql
 
         new_run = [path for path, _, _ in files if path not in before]
         stop_point("format:opened")
@@ -131,10 +138,6 @@ class FormatIncrementMethods(ZSparkAdapterBase):
                                 properties: dict[str, str], full: bool) -> dict[str, Any]:
         """``zspark_recluster`` on a Delta or Iceberg table: the pending runs merged (or,
         ``full``, the whole table re-clustered) in one commit that changes no data."""
-        from dbt.adapters.zspark.incremental import stored_table_plan
-        from dbt.adapters.zspark.layout_state import clustered_writes
-        from dbt.adapters.zspark.recluster import plan_on_demand
-        from dbt.adapters.zspark.rewrite import table_runs
 
         reach = self._reach()
         if not reach.runs_python:
@@ -163,10 +166,6 @@ class FormatIncrementMethods(ZSparkAdapterBase):
         new one) and sorted anew, replaced in one commit of the format that changes no
         data; a full one sets the new layout and base in the same commit. Another
         writer's conflicting commit defers it to ``later``: nothing of it is committed."""
-        from dbt.adapters.zspark.formats import committing_table
-        from dbt.adapters.zspark.layout_state import clustered_writes, clustered_writes_after
-        from dbt.adapters.zspark.recluster import FULL
-        from dbt.adapters.zspark.rewrite import table_runs
 
         written_as = committing_table(planned.file_format)
         rewritten = tuple(decision.rewritten_paths)

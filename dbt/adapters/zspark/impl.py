@@ -18,10 +18,13 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import SparkConfig
 from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
+from dbt.adapters.zspark import pruning
 from dbt.adapters.zspark.adapter_base import ZSparkAdapterBase
+from dbt.adapters.zspark.clustering import spread_sql
 from dbt.adapters.zspark.connections import ZSparkConnectionManager
 from dbt.adapters.zspark.format_increments import FormatIncrementMethods
 from dbt.adapters.zspark.formats import (
+    CLUSTERED_FORMATS,
     format_table,
     longest_string,
     stats_columns,
@@ -30,6 +33,7 @@ from dbt.adapters.zspark.formats import (
 from dbt.adapters.zspark.incremental import IncrementalMethods
 from dbt.adapters.zspark.layout_state import StoredLayout, StoredLayoutError
 from dbt.adapters.zspark.layouts import CONFIG_KEYS
+from dbt.adapters.zspark.model_lock import LOCK_SUFFIX, LockOwner
 from dbt.adapters.zspark.planning import ClusteringConfigError, plan_clustering
 from dbt.adapters.zspark.python_models import SUBMISSION_METHOD, SessionPythonJob
 from dbt.adapters.zspark.rewrite import set_properties_sql
@@ -42,6 +46,12 @@ from dbt.adapters.zspark.swap import (
     Action,
     AmbiguousSwapStateError,
     table_after_recovery,
+)
+from dbt.adapters.zspark.table_formats import (
+    TABLE_FORMATS,
+    commits_on_its_own,
+    names_an_iceberg_table,
+    unwritable_format_error,
 )
 from dbt.adapters.zspark.table_versions import APPEND, BATCH, BATCH_KEY, OVERWRITE
 
@@ -85,7 +95,6 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, ZSparkAdapterBas
         """dbt-spark's relations, each Iceberg table known as one (``table_formats``): it
         reads the format from SHOW TABLE EXTENDED, which names Iceberg's tables 'hive', and
         would drop such a table before its rebuild rather than replace it in one commit."""
-        from dbt.adapters.zspark.table_formats import names_an_iceberg_table
 
         return [relation.incorporate(is_iceberg=True)
                 if names_an_iceberg_table(getattr(relation, "information", None)) else relation
@@ -140,11 +149,6 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, ZSparkAdapterBas
         zspark cannot cluster. True when the format commits on its own (Delta, Iceberg,
         Hudi): dbt-spark's own build then replaces the table in one commit of the format,
         keeping its history, where a rename would leave its files behind."""
-        from dbt.adapters.zspark.table_formats import (
-            TABLE_FORMATS,
-            commits_on_its_own,
-            unwritable_format_error,
-        )
 
         if file_format.lower() in TABLE_FORMATS:  # Parquet and the rest need no extension
             # Spark answers SET for a static setting too, in a session and over thrift.
@@ -159,7 +163,6 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, ZSparkAdapterBas
         return commits_on_its_own(file_format)
 
     def _check_clustered_format(self, model: str, file_format: str, materialized: str) -> None:
-        from dbt.adapters.zspark.formats import CLUSTERED_FORMATS
 
         allowed = CLUSTERED_FORMATS if materialized in ("table", "incremental") \
             else ("parquet",)
@@ -193,7 +196,6 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, ZSparkAdapterBas
             file_count = config.get("file_count")
             if file_count is None:
                 return sql
-            from dbt.adapters.zspark.clustering import spread_sql
 
             return spread_sql(sql, int(file_count))
 
@@ -336,7 +338,6 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, ZSparkAdapterBas
     def _lock(self, model: str, relation: Any) -> None:
         """Take the lock of ``relation`` for this run (``model_lock.py``), or fail naming
         the run that holds it."""
-        from dbt.adapters.zspark.model_lock import LOCK_SUFFIX, LockOwner
 
         lock = relation.incorporate(path={"identifier": relation.identifier + LOCK_SUFFIX},
                                     type="view")
@@ -437,7 +438,6 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, ZSparkAdapterBas
     def zspark_check_predicate(self, predicate: str) -> str:
         """``predicate``, or a compilation error of the model that names it (dbt adds
         the model and its file)."""
-        from dbt.adapters.zspark import pruning
 
         try:
             pruning.parse_predicate(predicate)
@@ -463,7 +463,6 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, ZSparkAdapterBas
     def _may_match_sql(predicate: str, index_columns: list[tuple[str, str]], relation: Any,
                        declared: dict[str, str] | None) -> str:
         """``index_columns``: the index's (name, Spark type) pairs."""
-        from dbt.adapters.zspark import pruning
 
         qualifiers: list[str] = []
         if relation is not None:

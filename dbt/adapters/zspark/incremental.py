@@ -16,10 +16,37 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.zspark.adapter_base import ZSparkAdapterBase, _FormatPlan
-from dbt.adapters.zspark.layout_state import StoredLayout
+from dbt.adapters.zspark.clustering import key_input_sql, key_input_type, part_column
+from dbt.adapters.zspark.formats import format_table
+from dbt.adapters.zspark.health import LayoutSample
+from dbt.adapters.zspark.layout_report import ReportAxis, draw_layout, health_table, probe_value
+from dbt.adapters.zspark.layout_state import (
+    CLUSTERED_WRITES_KEY,
+    StoredLayout,
+    clustered_writes,
+    clustered_writes_after,
+    write_id,
+)
 from dbt.adapters.zspark.planning import ClusteringConfigError, ClusteringPlan, plan_clustering
+from dbt.adapters.zspark.recluster import (
+    APPEND,
+    FULL,
+    ReclusterPlan,
+    new_run,
+    plan_increment,
+    plan_on_demand,
+)
+from dbt.adapters.zspark.recluster import rebuild_files as files_for
+from dbt.adapters.zspark.rewrite import (
+    carried_properties,
+    in_partitions,
+    set_properties_sql,
+    stale_layout_keys,
+    table_runs,
+)
 from dbt.adapters.zspark.sqltext import quote, sql_string
 from dbt.adapters.zspark.stop_points import stop_point
+from dbt.adapters.zspark.table_versions import BATCH, BATCH_KEY, RECLUSTER
 
 logger = AdapterLogger("zspark")
 
@@ -120,11 +147,6 @@ class IncrementalMethods(ZSparkAdapterBase):
         table's next version. Returns ``rows`` (0: nothing to write), ``rewrite`` and the
         ``sql`` that selects the rows to insert.
         """
-        from dbt.adapters.zspark.formats import format_table
-        from dbt.adapters.zspark.layout_state import clustered_writes
-        from dbt.adapters.zspark.recluster import APPEND, ReclusterPlan, new_run, plan_increment
-        from dbt.adapters.zspark.recluster import rebuild_files as files_for
-        from dbt.adapters.zspark.rewrite import in_partitions, table_runs
 
         # The format is read from the table itself: a relation cached by this run's
         # earlier build (a microbatch model's first batch) does not carry it.
@@ -195,9 +217,6 @@ class IncrementalMethods(ZSparkAdapterBase):
                                  full: bool) -> dict[str, Any]:
         """``zspark_recluster`` on a Parquet table: the pending runs merged (or, ``full``,
         the whole table re-clustered) into its next version, swapped in."""
-        from dbt.adapters.zspark.layout_state import clustered_writes
-        from dbt.adapters.zspark.recluster import plan_on_demand
-        from dbt.adapters.zspark.rewrite import table_runs
 
         stored = self._stored_layout(model, relation)
         files = self._indexed_files(relation)
@@ -226,19 +245,6 @@ class IncrementalMethods(ZSparkAdapterBase):
         and a picture of its files' boxes over two clustering columns."""
         from pathlib import Path
 
-        from dbt.adapters.zspark.clustering import key_input_sql, key_input_type, part_column
-        from dbt.adapters.zspark.health import LayoutSample
-        from dbt.adapters.zspark.layout_report import (
-            ReportAxis,
-            draw_layout,
-            health_table,
-            probe_value,
-        )
-        from dbt.adapters.zspark.layout_state import (
-            CLUSTERED_WRITES_KEY,
-            clustered_writes,
-            write_id,
-        )
 
         model = relation.identifier
         properties = self._table_properties(relation)
@@ -295,8 +301,6 @@ class IncrementalMethods(ZSparkAdapterBase):
         partitioning, writer options) with its properties (what a killed run left was
         repaired when this run began): in a session, when files stay, a batch published
         in place of the files rewritten; else the table's next version."""
-        from dbt.adapters.zspark.rewrite import carried_properties, set_properties_sql
-        from dbt.adapters.zspark.table_versions import BATCH
 
         rewrite = self._rewrites[str(relation).lower()]
         rewrite.in_place = self._reach().journals_batches and not rewrite.whole_table
@@ -317,9 +321,6 @@ class IncrementalMethods(ZSparkAdapterBase):
         """Check the rows written into ``staging`` (with the files that stay, they must be
         the table's and the new rows), then bring them into the table: published in place
         of the files rewritten, or swapped in as its next version; the index follows."""
-        from dbt.adapters.zspark.recluster import FULL
-        from dbt.adapters.zspark.rewrite import set_properties_sql, stale_layout_keys
-        from dbt.adapters.zspark.table_versions import BATCH_KEY, RECLUSTER
 
         rewrite = self._rewrites.pop(str(relation).lower())
         stop_point("rewrite:written")
@@ -368,8 +369,6 @@ class IncrementalMethods(ZSparkAdapterBase):
                                 configured: list[str] | None = None) -> dict[str, Any]:
         """After the insert: add the new files' footers to the index (and drop the rows of
         files an overwrite replaced), then log the layout."""
-        from dbt.adapters.zspark.layout_state import clustered_writes_after
-        from dbt.adapters.zspark.rewrite import set_properties_sql
 
         before = self._files_before.pop(str(relation).lower(), set())
         stop_point("append:inserted")

@@ -20,7 +20,25 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from dbt.adapters.zspark.index import StagedIndex
+from dbt.adapters.zspark.hadoop_files import HadoopFiles
+from dbt.adapters.zspark.index import (
+    INDEX_SUFFIX,
+    StagedIndex,
+    index_columns,
+    index_frame,
+    indexable_columns,
+    path_frame,
+    replace_index_rows,
+    table_location,
+)
+from dbt.adapters.zspark.layout_state import (
+    CLUSTERED_WRITES_KEY,
+    clustered_writes,
+    clustered_writes_after,
+    write_id,
+)
+from dbt.adapters.zspark.pruning import indexed_columns
+from dbt.adapters.zspark.rewrite import FILE_PER_TASK, copy_files_sql, table_runs
 
 if TYPE_CHECKING:
     from dbt.adapters.zspark.index import IndexSummary
@@ -69,15 +87,6 @@ class SessionVersion:
 
     def carry(self, rewritten: Sequence[str], partition_by: Sequence[str], full: bool,
               properties: Mapping[str, str]) -> CarriedVersion:
-        from dbt.adapters.zspark.index import (
-            index_columns,
-            index_frame,
-            indexable_columns,
-            path_frame,
-            table_location,
-        )
-        from dbt.adapters.zspark.layout_state import clustered_writes_after
-        from dbt.adapters.zspark.pruning import indexed_columns
 
         spark = self._reach.spark
         self._location = table_location(spark, str(self._table))
@@ -100,8 +109,6 @@ class SessionVersion:
         return CarriedVersion(counted, kept == [] or self.in_place, clustered)
 
     def publish(self, rewritten: Sequence[str]) -> IndexSummary:
-        from dbt.adapters.zspark.hadoop_files import HadoopFiles
-        from dbt.adapters.zspark.index import replace_index_rows, table_location
 
         spark = self._reach.spark
         if not self.in_place:
@@ -124,7 +131,6 @@ class CopiedVersion:
 
     def __init__(self, reach: ServerReach, table: Relation, staging: Relation,
                  index: Relation) -> None:
-        from dbt.adapters.zspark.index import INDEX_SUFFIX
 
         self._reach, self._table, self._staging, self._index = reach, table, staging, index
         self._staged_index = staging.incorporate(
@@ -134,13 +140,6 @@ class CopiedVersion:
 
     def carry(self, rewritten: Sequence[str], partition_by: Sequence[str], full: bool,
               properties: Mapping[str, str]) -> CarriedVersion:
-        from dbt.adapters.zspark.layout_state import (
-            CLUSTERED_WRITES_KEY,
-            clustered_writes,
-            write_id,
-        )
-        from dbt.adapters.zspark.pruning import indexed_columns
-        from dbt.adapters.zspark.rewrite import FILE_PER_TASK, copy_files_sql, table_runs
 
         reach, index = self._reach, self._index
         written = reach.table_files(self._staging)

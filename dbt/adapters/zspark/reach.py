@@ -19,16 +19,32 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from dbt.adapters.events.logging import AdapterLogger
 
+from dbt.adapters.zspark.clustering import keyed_build, model_schema, sample_input
+from dbt.adapters.zspark.folders import ServerFolders, SessionFolders
 from dbt.adapters.zspark.index import (
+    IndexSummary,
     StagedIndex,
     build_index,
+    index_columns,
     read_index,
     relocate_index,
     table_location,
     update_index,
 )
+from dbt.adapters.zspark.layout_state import clustered_writes_property
 from dbt.adapters.zspark.next_version import CopiedVersion, SessionVersion
+from dbt.adapters.zspark.pruning import indexed_columns
+from dbt.adapters.zspark.rewrite import set_properties_sql
+from dbt.adapters.zspark.session import active_session
+from dbt.adapters.zspark.sql_build import keyed_sql_build, sample_input_sql, thrift_value
+from dbt.adapters.zspark.sql_index import (
+    described_columns,
+    index_sql,
+    relocated_sql,
+    unmatched_files_sql,
+)
 from dbt.adapters.zspark.sqltext import sql_string
+from dbt.adapters.zspark.stats import spark_path
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -36,7 +52,6 @@ if TYPE_CHECKING:
     from dbt.adapters.zspark.clustering import InputSample, PreparedBuild
     from dbt.adapters.zspark.folders import Folders
     from dbt.adapters.zspark.formats import FormatTable, TypedColumn
-    from dbt.adapters.zspark.index import IndexSummary
     from dbt.adapters.zspark.layout_state import StoredLayout
     from dbt.adapters.zspark.next_version import NextVersion
     from dbt.adapters.zspark.planning import ClusteringPlan
@@ -158,7 +173,6 @@ def reach_of(method: str, query: Query, execute: Execute,
     from dbt.adapters.spark.connections import SparkConnectionMethod
 
     if method == SparkConnectionMethod.SESSION:
-        from dbt.adapters.zspark.session import active_session
 
         return SessionReach(active_session(), execute)
     return ServerReach(query, execute, cores)
@@ -175,20 +189,17 @@ class SessionReach:
         self.spark, self._execute = spark, execute
 
     def schema(self, sql: str) -> dict[str, str]:
-        from dbt.adapters.zspark.clustering import model_schema
 
         return model_schema(self.spark, sql)
 
     def sample(self, plan: ClusteringPlan, sql: str, schema: Mapping[str, str],
                expected_rows: int | None) -> InputSample:
-        from dbt.adapters.zspark.clustering import sample_input
 
         return sample_input(self.spark, plan, sql, expected_rows)
 
     def keyed(self, plan: ClusteringPlan, sql: str, sampled: InputSample,
               stored: StoredLayout | None, file_count: int, schema: Mapping[str, str],
               pieces: bool, file_per_partition: bool) -> PreparedBuild:
-        from dbt.adapters.zspark.clustering import keyed_build
 
         return keyed_build(self.spark, plan, sql, sampled, stored, file_count, pieces,
                            file_per_partition)
@@ -201,7 +212,6 @@ class SessionReach:
         written_as.active_files(self.spark, table, columns).createOrReplaceTempView(view)
 
     def folders(self) -> Folders:
-        from dbt.adapters.zspark.folders import SessionFolders
 
         return SessionFolders(self.spark)
 
@@ -213,7 +223,6 @@ class SessionReach:
         self.spark.catalog.refreshTable(str(table))
 
     def table_files(self, table: Relation) -> set[str]:
-        from dbt.adapters.zspark.stats import spark_path
 
         self.refresh(table)
         return {spark_path(f) for f in self.spark.table(str(table)).inputFiles()}
@@ -240,8 +249,6 @@ class SessionReach:
                     configured: Sequence[str] | None) -> StagedIndex:
         """The rows wait in the executors' memory (a failure reading footers leaves the
         model's table and its index as they were)."""
-        from dbt.adapters.zspark.layout_state import clustered_writes_property
-        from dbt.adapters.zspark.rewrite import set_properties_sql
 
         rows = read_index(self.spark, str(table), clustering or (), configured)
         staged = StagedIndex(self.location(table), rows)
@@ -296,14 +303,12 @@ class ServerReach:
 
     def sample(self, plan: ClusteringPlan, sql: str, schema: Mapping[str, str],
                expected_rows: int | None) -> InputSample:
-        from dbt.adapters.zspark.sql_build import sample_input_sql
 
         return sample_input_sql(self.fetch, plan, sql, schema, expected_rows)
 
     def keyed(self, plan: ClusteringPlan, sql: str, sampled: InputSample,
               stored: StoredLayout | None, file_count: int, schema: Mapping[str, str],
               pieces: bool, file_per_partition: bool) -> PreparedBuild:
-        from dbt.adapters.zspark.sql_build import keyed_sql_build
 
         return keyed_sql_build(self.fetch, plan, sql, sampled, stored, file_count,
                                self._cores(), schema, pieces, file_per_partition)
@@ -311,7 +316,6 @@ class ServerReach:
     def frame(self, sql: str, types: Mapping[str, str]) -> pd.DataFrame:
         import pandas as pd
 
-        from dbt.adapters.zspark.sql_build import thrift_value
 
         names, rows = self._query(sql)
         frame = pd.DataFrame.from_records(rows, columns=names)
@@ -327,7 +331,6 @@ class ServerReach:
                       f"{written_as.active_files_sql(table, columns)}")
 
     def folders(self) -> Folders:
-        from dbt.adapters.zspark.folders import ServerFolders
 
         return ServerFolders(self._execute)
 
@@ -341,7 +344,6 @@ class ServerReach:
     def location(self, table: Relation) -> str:
         from dbt_common.exceptions import DbtRuntimeError
 
-        from dbt.adapters.zspark.stats import spark_path
 
         rows = self.fetch(f"describe table extended {table}")
         location = next((str(r[1]) for r in rows if r[0] == "Location"), "")
@@ -365,8 +367,6 @@ class ServerReach:
                     configured: Sequence[str] | None) -> IndexSummary:
         """By one SQL aggregation over ``table`` (``sql_index.py``): per file bounds, no
         row groups."""
-        from dbt.adapters.zspark.index import index_columns
-        from dbt.adapters.zspark.sql_index import described_columns, index_sql
 
         available = described_columns(list(self.describe(f"describe table {table}")
                                            .items()))
@@ -382,8 +382,6 @@ class ServerReach:
                      removed: Sequence[str], clustering: Sequence[str] | None,
                      configured: Sequence[str] | None) -> IndexSummary | None:
         """The added files' rows by one SQL aggregation over them."""
-        from dbt.adapters.zspark.index import index_columns
-        from dbt.adapters.zspark.sql_index import described_columns, index_sql
 
         if not self._has_table(index):
             return None
@@ -413,8 +411,6 @@ class ServerReach:
 
     def stage_index(self, table: Relation, index: Relation, clustering: Sequence[str] | None,
                     configured: Sequence[str] | None) -> StagedIndex:
-        from dbt.adapters.zspark.layout_state import clustered_writes_property
-        from dbt.adapters.zspark.rewrite import set_properties_sql
 
         self.build_index(table, index, clustering, configured)
         if clustering:
@@ -426,7 +422,6 @@ class ServerReach:
                       clustering: Sequence[str] | None,
                       configured: Sequence[str] | None) -> IndexSummary:
         """The staged index's table gives way to ``index``."""
-        from dbt.adapters.zspark.sql_index import relocated_sql, unmatched_files_sql
 
         columns = list(self.describe(f"describe table {staged.rows}"))
         self._execute(f"drop table if exists {index}")
@@ -451,8 +446,6 @@ class ServerReach:
         return execute_with(self.fetch, self._execute, settings, sql)
 
     def _index_summary(self, index: Relation) -> IndexSummary:
-        from dbt.adapters.zspark.index import IndexSummary
-        from dbt.adapters.zspark.pruning import indexed_columns
 
         files, rows = self.fetch(f"select count(1), coalesce(sum(row_count), 0) from {index} "
                                   f"where row_group is null")[0]

@@ -9,6 +9,8 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
+from dbt.adapters.zspark.udfs import register_session_udfs
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -23,7 +25,6 @@ def active_session() -> SparkSession:
     spark = SparkSession.builder.getOrCreate()
     with _lock:
         if id(spark) not in _registered:
-            from dbt.adapters.zspark.udfs import register_session_udfs
 
             register_session_udfs(spark)
             _registered.add(id(spark))

@@ -19,6 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dbt.adapters.zspark.pruning import PredicateError, parse_predicate
+
 # sqlglot (through pruning) loads only when a model declares a workload.
 
 #: The ``cluster_weights`` value that asks for weights from the declared workload.
@@ -76,7 +78,6 @@ def filtered_columns(predicate: str, columns: Sequence[str]) -> list[str]:
     # only the columns matter here, so each Jinja expression stands for a value.
     from sqlglot import exp
 
-    from dbt.adapters.zspark.pruning import parse_predicate
 
     plain = _JINJA.sub("0", predicate)
     named = {c.name.lower() for c in parse_predicate(plain).find_all(exp.Column)}
@@ -91,7 +92,6 @@ def workload_weights(columns: Sequence[str], queries: Sequence[DeclaredQuery]) -
             "'workload' config and no skip_coverage test)",
             "'workload' with a workload config or skip_coverage tests on the model, or a "
             "mapping of clustering columns to weights")
-    from dbt.adapters.zspark.pruning import PredicateError
 
     weights = dict.fromkeys(columns, 0.0)
     for query in queries:

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from dbt.adapters.zspark.index import DEFAULT_INDEXED_COLUMNS, INDEXABLE
+
 if TYPE_CHECKING:
     import pandas as pd
     from pyspark.sql import DataFrame, SparkSession
@@ -106,7 +108,6 @@ def stats_columns(schema: Mapping[str, str], clustering: Sequence[str],
     >>> stats_columns({"a": "int", "m": "map<int,int>", "s": "string"}, ["s"], None)
     [('s', 'string'), ('a', 'int')]
     """
-    from dbt.adapters.zspark.index import DEFAULT_INDEXED_COLUMNS, INDEXABLE
 
     typed = {name.lower(): (name, spark_type) for name, spark_type in schema.items()
              if spark_type.split("(")[0] in INDEXABLE}

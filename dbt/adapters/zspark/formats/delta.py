@@ -15,9 +15,17 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dbt.adapters.zspark.formats.base import TypedColumn, require_live
-from dbt.adapters.zspark.formats.jvm import call_static, scala_object
+from dbt.adapters.zspark.formats.jvm import (
+    call_static,
+    python_list,
+    scala_list,
+    scala_map,
+    scala_object,
+)
 from dbt.adapters.zspark.pruning import stat_column
+from dbt.adapters.zspark.sql_index import index_sql
 from dbt.adapters.zspark.sqltext import quote, sql_string
+from dbt.adapters.zspark.stats import ColumnRef
 from dbt.adapters.zspark.stop_points import stop_point
 
 if TYPE_CHECKING:
@@ -76,8 +84,6 @@ class DeltaTable:
         # Spark SQL has no view of the log's statistics: each live file's bounds are
         # aggregated from its rows (exact; the columns alone are read), as a Parquet
         # table's index over thrift.
-        from dbt.adapters.zspark.sql_index import index_sql
-        from dbt.adapters.zspark.stats import ColumnRef
 
         return index_sql(table, [ColumnRef((name,), spark_type) for name, spark_type in columns])
 
@@ -89,7 +95,6 @@ class DeltaTable:
         # runs at snapshot isolation and a concurrent append is no conflict; with table
         # properties in the same commit (a metadata action) Delta checks it against every
         # concurrent commit, and an append meanwhile fails it before anything is visible.
-        from dbt.adapters.zspark.formats.jvm import python_list, scala_list
 
         jvm = spark._jvm
         assert jvm is not None
@@ -123,7 +128,6 @@ class DeltaTable:
 
 def _with_configuration(jvm: Any, metadata: Any, changed: dict[str, str]) -> Any:
     """A copy of a table's ``Metadata`` with ``changed`` table properties."""
-    from dbt.adapters.zspark.formats.jvm import scala_map
 
     converters = jvm.scala.jdk.javaapi.CollectionConverters
     configuration = dict(converters.asJava(metadata.configuration()))

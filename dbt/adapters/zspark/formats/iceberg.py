@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from dbt.adapters.zspark.formats.base import TypedColumn, require_live
+from dbt.adapters.zspark.formats.jvm import call_static, java_iterable, java_list
 from dbt.adapters.zspark.pruning import stat_column
 from dbt.adapters.zspark.sqltext import quote
 from dbt.adapters.zspark.stop_points import stop_point
@@ -62,7 +63,6 @@ class IcebergTable:
         # validates against the snapshot read.
         import uuid
 
-        from dbt.adapters.zspark.formats.jvm import call_static, java_iterable, java_list
 
         jvm = spark._jvm
         assert jvm is not None
