@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from dbt.adapters.zspark import index as index_module
+from dbt.adapters.zspark import reach as reach_module
 from tests.functional.dbt_project import SCHEMA, DbtProject, files_read
 from tests.functional.test_scan import compile_scan
 
@@ -313,7 +314,9 @@ def test_an_index_failure_keeps_the_previous_table_and_index(project: DbtProject
 
     project.write("models/edges/index_fails.sql", model.format(version=2))
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(index_module, "read_index", _raise)
+        # Where the footers are read: a build stages its index through the reach.
+        for module in (index_module, reach_module):
+            patch.setattr(module, "read_index", _raise)
         project.dbt("run", "--select", "index_fails", expect_pass=False)
     assert "injected failure" in project.log_text()
     project.spark.catalog.refreshTable(relation)
