@@ -138,7 +138,6 @@ class ZSparkAdapterBase(SparkAdapter):
     def _ask_server_cores(self) -> int:
         import re
 
-
         def setting(key: str) -> str:
             rows = self._fetch(f"set {key}")
             return str(rows[0][1]) if rows else ""
@@ -394,7 +393,6 @@ class ZSparkAdapterBase(SparkAdapter):
     # -- index and the layout line ------------------------------------------------------
     @available
     def zspark_index_name(self, relation: Any) -> str:
-
         return f"{relation.identifier}{INDEX_SUFFIX}"
 
     def _index_relation(self, relation: Any) -> Any:
@@ -506,13 +504,11 @@ class ZSparkAdapterBase(SparkAdapter):
 
     # -- the table's versions (swap.py) -------------------------------------------------
     def _versions(self, relation: Any) -> Any:
-
         folders = self._reach().folders()
         return TableVersions(relation.schema, relation.identifier, self._fetch,
                              lambda sql: self.execute(sql), folders)
 
     def _version(self, relation: Any, role: str) -> Any:
-
         return relation.incorporate(
             path={"identifier": version_names(relation.identifier.lower())[role]},
             type="table")

@@ -164,7 +164,6 @@ class SessionFolders:
         return str(located.toUri().getScheme() or "file") in ATOMIC_RENAMES
 
     def subfolders(self, path: str) -> list[str]:
-
         located, files = self._path(path)
         return sorted(str(status.getPath().toString())
                       for status in list_status(files, located) if status.isDirectory())

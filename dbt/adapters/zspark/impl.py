@@ -163,7 +163,6 @@ class ZSparkAdapter(FormatIncrementMethods, IncrementalMethods, ZSparkAdapterBas
         return commits_on_its_own(file_format)
 
     def _check_clustered_format(self, model: str, file_format: str, materialized: str) -> None:
-
         allowed = CLUSTERED_FORMATS if materialized in ("table", "incremental") \
             else ("parquet",)
         if file_format not in allowed:

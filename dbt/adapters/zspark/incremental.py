@@ -245,7 +245,6 @@ class IncrementalMethods(ZSparkAdapterBase):
         and a picture of its files' boxes over two clustering columns."""
         from pathlib import Path
 
-
         model = relation.identifier
         properties = self._table_properties(relation)
         stored = self._stored_layout(model, relation, properties)

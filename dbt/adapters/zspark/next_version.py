@@ -109,7 +109,6 @@ class SessionVersion:
         return CarriedVersion(counted, kept == [] or self.in_place, clustered)
 
     def publish(self, rewritten: Sequence[str]) -> IndexSummary:
-
         spark = self._reach.spark
         if not self.in_place:
             # The table is now the next version: in its own folder (``swap.py``), or in

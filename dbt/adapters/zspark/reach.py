@@ -189,7 +189,6 @@ class SessionReach:
         self.spark, self._execute = spark, execute
 
     def schema(self, sql: str) -> dict[str, str]:
-
         return model_schema(self.spark, sql)
 
     def sample(self, plan: ClusteringPlan, sql: str, schema: Mapping[str, str],
@@ -212,18 +211,15 @@ class SessionReach:
         written_as.active_files(self.spark, table, columns).createOrReplaceTempView(view)
 
     def folders(self) -> Folders:
-
         return SessionFolders(self.spark)
 
     def location(self, table: Relation) -> str:
-
         return table_location(self.spark, str(table))
 
     def refresh(self, table: Relation) -> None:
         self.spark.catalog.refreshTable(str(table))
 
     def table_files(self, table: Relation) -> set[str]:
-
         self.refresh(table)
         return {spark_path(f) for f in self.spark.table(str(table)).inputFiles()}
 
@@ -316,7 +312,6 @@ class ServerReach:
     def frame(self, sql: str, types: Mapping[str, str]) -> pd.DataFrame:
         import pandas as pd
 
-
         names, rows = self._query(sql)
         frame = pd.DataFrame.from_records(rows, columns=names)
         for name, spark_type in types.items():
@@ -331,7 +326,6 @@ class ServerReach:
                       f"{written_as.active_files_sql(table, columns)}")
 
     def folders(self) -> Folders:
-
         return ServerFolders(self._execute)
 
     def describe(self, sql: str) -> dict[str, str]:
@@ -343,7 +337,6 @@ class ServerReach:
 
     def location(self, table: Relation) -> str:
         from dbt_common.exceptions import DbtRuntimeError
-
 
         rows = self.fetch(f"describe table extended {table}")
         location = next((str(r[1]) for r in rows if r[0] == "Location"), "")
@@ -446,7 +439,6 @@ class ServerReach:
         return execute_with(self.fetch, self._execute, settings, sql)
 
     def _index_summary(self, index: Relation) -> IndexSummary:
-
         files, rows = self.fetch(f"select count(1), coalesce(sum(row_count), 0) from {index} "
                                   f"where row_group is null")[0]
         columns = indexed_columns(self.describe(f"describe table {index}"))

@@ -63,7 +63,6 @@ class IcebergTable:
         # validates against the snapshot read.
         import uuid
 
-
         jvm = spark._jvm
         assert jvm is not None
         name = table if table.startswith("spark_catalog.") else f"spark_catalog.{table}"
