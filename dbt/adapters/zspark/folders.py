@@ -65,10 +65,6 @@ class Folders(Protocol):
     def read_lines(self, path: str) -> list[str] | None:
         """The lines of the text file ``path`` (None when it does not exist)."""
 
-    @property
-    def sees_files(self) -> bool:
-        """Can this connection list and delete folders (a session), or not (a server)?"""
-
 
 #: File systems whose folder renames are one step: a local disk's and HDFS's. Object
 #: stores' connectors (s3a, gs, abfs without a hierarchical namespace) copy each file.
@@ -196,10 +192,6 @@ class SessionFolders:
             stream.close()
         return [line for line in str(text).split("\n") if line]
 
-    @property
-    def sees_files(self) -> bool:
-        return True
-
 
 class ServerFolders:
     """A server's folders: unseen, taken to agree with its metastore, and deleted by SQL
@@ -257,7 +249,3 @@ class ServerFolders:
 
     def read_lines(self, path: str) -> list[str] | None:
         raise NotImplementedError("files of a server are read by SQL only")
-
-    @property
-    def sees_files(self) -> bool:
-        return False
