@@ -20,19 +20,19 @@ $(VENV)/.installed: pyproject.toml
 # with its AWS SDK for tables in object stores, fetched once with Maven (table_formats.py
 # and object_stores.py list them); without them a session asks Spark to fetch the formats.
 FORMAT_JARS := dbt/include/zspark/jars/.fetched
-$(FORMAT_JARS): dbt/adapters/zspark/table_formats.py dbt/adapters/zspark/object_stores.py $(VENV)/.installed
+$(FORMAT_JARS): dbt/adapters/zspark/formats/settings.py dbt/adapters/zspark/reach/session/object_stores.py $(VENV)/.installed
 	@if command -v mvn >/dev/null; then \
-	  for artifact in $$($(PY) -c 'from dbt.adapters.zspark.table_formats import maven_packages; from dbt.adapters.zspark.object_stores import S3A_PACKAGES; print(*maven_packages(), *S3A_PACKAGES)'); do \
+	  for artifact in $$($(PY) -c 'from dbt.adapters.zspark.formats.settings import maven_packages; from dbt.adapters.zspark.reach.session.object_stores import S3A_PACKAGES; print(*maven_packages(), *S3A_PACKAGES)'); do \
 	    mvn -q dependency:copy -Dartifact=$$artifact -DoutputDirectory=$(@D) || exit 1; \
 	  done && touch $@; \
 	else echo "no Maven (mvn): table_format sessions fetch their jars through Spark"; fi
 
 # zspark's JVM classes (its local file system, the AWS SDK's log binding), compiled into
 # zspark's cache folder as a pip user's first session compiles them
-# (dbt/adapters/zspark/jvm_jar.py). A machine without a JDK keeps Hadoop's file system.
+# (dbt/adapters/zspark/reach/session/jvm_jar.py). A machine without a JDK keeps Hadoop's file system.
 JVM_CLASSES := $(VENV)/.jvm-classes
-$(JVM_CLASSES): $(wildcard dbt/include/zspark/jvm/*.java) dbt/adapters/zspark/jvm_jar.py $(VENV)/.installed
-	@$(PY) -m dbt.adapters.zspark.jvm_jar && touch $@ || \
+$(JVM_CLASSES): $(wildcard dbt/include/zspark/jvm/*.java) dbt/adapters/zspark/reach/session/jvm_jar.py $(VENV)/.installed
+	@$(PY) -m dbt.adapters.zspark.reach.session.jvm_jar && touch $@ || \
 	  echo "no JDK (javac, jar): embedded Spark keeps Hadoop's RawLocalFileSystem"
 
 setup: $(VENV)/.installed $(JVM_CLASSES) $(FORMAT_JARS)

@@ -45,8 +45,8 @@ from bench.common import (
     spark_session,
     table_dir,
 )
-from dbt.adapters.zspark.partitioning import shuffle_partitions
-from dbt.adapters.zspark.planning import DEFAULT_BOUNDARY_COUNT
+from dbt.adapters.zspark.core.partitioning import shuffle_partitions
+from dbt.adapters.zspark.core.planning import DEFAULT_BOUNDARY_COUNT
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -118,13 +118,14 @@ def curve_keyed_sql(source: DataFrame, sample: DataFrame) -> tuple[str, list[Any
     (boundaries of each clustering column from ``sample``, the default ``boundary_count``),
     and the sample's keys. As in a build, those come from the layout's Python function (the
     same keys), so no Spark job runs the key's generated code before the timed writes."""
-    from dbt.adapters.zspark import curves
+    from dbt.adapters.zspark.core import value_ranks
     from dbt.adapters.zspark.layouts import LAYOUTS, ColumnSpec
 
     source.createOrReplaceTempView("floor_source")
     types = {f.name: f.dataType.simpleString() for f in source.schema.fields}
     picked: Any = sample.select(*CLUSTER_COLUMNS).toPandas()
-    specs = [ColumnSpec(c, types[c], curves.sample_boundaries(picked[c], DEFAULT_BOUNDARY_COUNT))
+    specs = [ColumnSpec(c, types[c],
+                        value_ranks.sample_boundaries(picked[c], DEFAULT_BOUNDARY_COUNT))
              for c in CLUSTER_COLUMNS]
     hilbert = LAYOUTS["hilbert_by"]
     function = hilbert.key_function(specs, "boundary", DEFAULT_BOUNDARY_COUNT)

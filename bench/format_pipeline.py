@@ -173,7 +173,7 @@ def run_format(table_format: str, session_dir: Path, rows: int, files: int, runs
     from dbt.cli.main import dbtRunner
 
     from bench.footers import rows_skip_share, sample_values, skip_share
-    from dbt.adapters.zspark.session import active_session
+    from dbt.adapters.zspark.reach.session.embedded import active_session
 
     log = Progress()
     project = session_dir / "project"

@@ -69,8 +69,8 @@ def standard_settings(table_format: str) -> dict[str, str]:
     """The format's own documented settings for Spark's session catalog: its jars, its
     SQL extension and its catalog class (Iceberg's over the Hive metastore), none of what
     ``table_format`` adds for an embedded Derby metastore."""
-    from dbt.adapters.zspark.table_formats import CATALOG, EXTENSIONS, JARS
-    from dbt.adapters.zspark.table_formats import table_format as format_named
+    from dbt.adapters.zspark.formats.settings import CATALOG, EXTENSIONS, JARS
+    from dbt.adapters.zspark.formats.settings import table_format as format_named
 
     chosen = format_named(table_format)
     settings = {JARS: ",".join(map(str, chosen.jar_files())),
@@ -123,7 +123,7 @@ def measure_format(table_format: str, session_dir: Path, files: int, probes: int
     from bench.measure import files_opened
     from dbt.adapters.zspark.connections import with_session_defaults
     from dbt.adapters.zspark.formats import format_table
-    from dbt.adapters.zspark.table_formats import with_table_format
+    from dbt.adapters.zspark.formats.settings import with_table_format
 
     log = Progress()
     builder = SparkSession.builder.appName(f"zspark-bench-{table_format}").master("local[2]")

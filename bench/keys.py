@@ -42,11 +42,11 @@ def best_seconds(spark: Any, sql: str, repeat: int) -> float:
 def measure(rows: int, repeat: int, log: Progress) -> dict[str, Any]:
     from pyspark.sql import SparkSession
 
-    from dbt.adapters.zspark import curves
     from dbt.adapters.zspark.connections import session_defaults
+    from dbt.adapters.zspark.core import value_ranks
     from dbt.adapters.zspark.layouts import LAYOUTS as BY_CONFIG
     from dbt.adapters.zspark.layouts import ColumnSpec
-    from dbt.adapters.zspark.udfs import register_key_udf
+    from dbt.adapters.zspark.reach.session.udfs import register_key_udf
 
     builder = SparkSession.builder.master("local[2]").config("spark.driver.memory", "4g")
     with tempfile.TemporaryDirectory() as root:
@@ -60,7 +60,7 @@ def measure(rows: int, repeat: int, log: Progress) -> dict[str, Any]:
         log(f"{rows} rows of {', '.join(COLUMNS)} written; {cores} cores")
         sample: Any = spark.sql("select * from key_input").sample(
             fraction=min(1.0, 100_000 / rows), seed=17).toPandas()
-        specs = [ColumnSpec(name, "string", curves.sample_boundaries(sample[name],
+        specs = [ColumnSpec(name, "string", value_ranks.sample_boundaries(sample[name],
                                                                     BOUNDARY_COUNT))
                  for name in COLUMNS]
         names = list(COLUMNS)

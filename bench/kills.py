@@ -41,9 +41,9 @@ from typing import Any
 
 from bench.common import REPO, Progress
 from bench.servers import BUCKET, S3_KEYS, own_metastore, s3_server, thrift_server
-from dbt.adapters.zspark import jvm_jar
-from dbt.adapters.zspark.object_stores import s3a_jars, s3a_settings, with_jars
-from dbt.adapters.zspark.stop_points import WRITE_GATE
+from dbt.adapters.zspark.core.stop_points import WRITE_GATE
+from dbt.adapters.zspark.reach.session import jvm_jar
+from dbt.adapters.zspark.reach.session.object_stores import s3a_jars, s3a_settings, with_jars
 
 BIN = Path(sys.executable).parent
 SCHEMA = "zspark_kill"

@@ -43,7 +43,7 @@ from typing import Any
 
 from bench.common import REPO, Progress
 from bench.servers import BUCKET, S3_KEYS, is_data_file_of, s3_requests, s3_server
-from dbt.adapters.zspark.object_stores import (
+from dbt.adapters.zspark.reach.session.object_stores import (
     s3a_jars,
     s3a_settings,
     with_jars,
@@ -119,7 +119,7 @@ def run_format(table_format: str, endpoint: str, log: Path, rows: int, files: in
     """In this process: the builds and queries of one format (``out``: its JSON)."""
     from dbt.cli.main import dbtRunner
 
-    from dbt.adapters.zspark.session import active_session
+    from dbt.adapters.zspark.reach.session.embedded import active_session
 
     progress = Progress()
     root = Path(tempfile.mkdtemp(prefix=f"zspark-store-{table_format}-"))
@@ -243,7 +243,7 @@ def _scan_sql(spark: Any, root: Path, table_format: str) -> Any:
 def _index_dates_exact(spark: Any, table: str) -> bool:
     """Does the Parquet index list each file of ``table`` with its size and modification
     time as the store lists them (else a scan cannot trust its rows, and reads the file)?"""
-    from dbt.adapters.zspark.hadoop_files import HadoopFiles
+    from dbt.adapters.zspark.reach.session.hadoop_files import HadoopFiles
 
     spark.catalog.refreshTable(f"{table}__zindex")
     indexed = {str(r[0]): (int(r[1]), int(r[2])) for r in spark.sql(

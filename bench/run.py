@@ -57,7 +57,7 @@ from bench.generate import VARIANTS
 from bench.measure import Ranks, footer_report, run_query, time_interleaved, time_sql
 from bench.rebuild import MARK as REBUILD_MARK
 from bench.report import render
-from dbt.adapters.zspark.scan import scan_sql as excluding_scan_sql
+from dbt.adapters.zspark.skipping.scan import scan_sql as excluding_scan_sql
 
 COMPILED_QUERIES = Path("compiled", "zspark_integration_tests", "analyses",
                         "seed002_queries.sql")  # under dbt's target directory

@@ -49,7 +49,7 @@ def _kept_dbt_processes() -> Iterator[None]:
 def jars() -> None:
     """The Delta and Iceberg jars `make setup` fetched (format tests start sessions
     with them, offline)."""
-    from dbt.adapters.zspark.table_formats import DELTA, ICEBERG, JARS_DIR
+    from dbt.adapters.zspark.formats.settings import DELTA, ICEBERG, JARS_DIR
 
     for table_format in (DELTA, ICEBERG):
         assert table_format.jar_files(), (

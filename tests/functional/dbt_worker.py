@@ -18,7 +18,7 @@ import sys
 from dbt.cli.main import dbtRunner
 from dbt_common.events.functions import capture_stdout_logs, stop_capture_stdout_logs
 
-from dbt.adapters.zspark.stop_points import ENVIRONMENT
+from dbt.adapters.zspark.core.stop_points import ENVIRONMENT
 
 #: Mark the answer, and dbt's console output, among whatever else (Spark's JVM) writes to
 #: stdout.

@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from bench.measure import files_opened
 from dbt.adapters.zspark.connections import with_session_defaults
 from dbt.adapters.zspark.formats import committing_table
-from dbt.adapters.zspark.table_formats import with_table_format
+from dbt.adapters.zspark.formats.settings import with_table_format
 
 
 def main(table_format: str, session_dir: str) -> dict[str, Any]:

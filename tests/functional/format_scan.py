@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 
 from bench.measure import files_opened
 from dbt.adapters.zspark.connections import with_session_defaults
-from dbt.adapters.zspark.table_formats import with_table_format
+from dbt.adapters.zspark.formats.settings import with_table_format
 
 #: "Queries" that ask for the checks below rather than rows.
 BOUNDS, SNAPSHOTS = "bounds of ", "snapshots of "
@@ -26,8 +26,8 @@ def bound_violations(spark: SparkSession, table_format: str, table: str) -> list
     """[files, how many (file, column) bounds zspark reads from the format's statistics
     that a file's rows lie outside of, the columns checked]: every column's actual
     min / max per file (Spark reading the rows) against the bounds."""
-    from dbt.adapters.zspark.clustering import model_schema
     from dbt.adapters.zspark.formats import format_table, stats_columns
+    from dbt.adapters.zspark.reach.session.clustering import model_schema
 
     schema = model_schema(spark, f"select * from {table}")
     columns = [name for name, _ in stats_columns(schema, [], list(schema))]

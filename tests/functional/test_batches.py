@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from dbt.adapters.zspark.folders import SessionFolders
-from dbt.adapters.zspark.table_versions import (
+from dbt.adapters.zspark.reach.folders import SessionFolders
+from dbt.adapters.zspark.versions.table_versions import (
     APPEND,
     BATCH_KEY,
     OVERWRITE,

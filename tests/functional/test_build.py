@@ -34,7 +34,7 @@ from (select id, pmod(hash(id, 1), 1000) as a from range(6000))
 
 def skipped_share(project: DbtProject, model: str, column: str) -> float:
     """Share of files a point query on ``column`` skips, over 200 values of the data."""
-    from dbt.adapters.zspark.health import point_depth
+    from dbt.adapters.zspark.skipping.health import point_depth
 
     bounds = project.spark.sql(
         f"select {column}__min as min, {column}__max as max "
@@ -197,7 +197,7 @@ def test_a_column_no_declared_query_filters_on_takes_no_range_of_its_own(
 def test_files_are_sorted_by_the_key_so_row_groups_are_clustered(layouts: DbtProject) -> None:
     import pyarrow.parquet as pq
 
-    from dbt.adapters.zspark import curves
+    from dbt.adapters.zspark.core import curves
 
     # Within a Hilbert file, rows follow the curve: consecutive rows are close in the grid.
     path = layouts.files("build_hilbert")[0].removeprefix("file:")
@@ -289,7 +289,7 @@ def test_partitioned_build_clusters_within_each_partition(project: DbtProject) -
 def test_documented_curve_udfs_are_callable_from_model_sql(project: DbtProject) -> None:
     import numpy as np
 
-    from dbt.adapters.zspark import curves
+    from dbt.adapters.zspark.core import curves
 
     project.write("models/udfs/curve_keys.sql", """
         {{ config(materialized='table') }}
@@ -429,7 +429,12 @@ def test_a_partitioned_build_runs_twice_and_cuts_each_partition_into_full_files(
 def test_staged_index_moves_with_the_table_or_is_refused(project: DbtProject) -> None:
     """Index rows read before a rename are written for the renamed table only when their
     moved paths are exactly its files; otherwise nothing is written."""
-    from dbt.adapters.zspark.index import build_index, read_index, relocate_index, table_location
+    from dbt.adapters.zspark.skipping.index import (
+        build_index,
+        read_index,
+        relocate_index,
+        table_location,
+    )
 
     spark = project.spark
     staging, table = project.table("relocate_new"), project.table("relocate")

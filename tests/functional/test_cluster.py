@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from bench.servers import BUCKET, S3_KEYS, executor_python, s3_server, standalone_cluster
-from dbt.adapters.zspark.object_stores import s3a_jars, s3a_settings, with_jars
+from dbt.adapters.zspark.reach.session.object_stores import s3a_jars, s3a_settings, with_jars
 from tests.functional.dbt_project import (
     CITY_BRAND_ROWS,
     FORMAT_STRATEGY_MODELS,
@@ -58,7 +58,7 @@ def run_on_cluster(project: str) -> None:
     on the cluster, then what the executors are and what each scan returns and opens."""
     from dbt.cli.main import dbtRunner
 
-    from dbt.adapters.zspark.session import active_session
+    from dbt.adapters.zspark.reach.session.embedded import active_session
     from tests.functional.dbt_project import files_read
 
     runner = dbtRunner()
@@ -124,7 +124,7 @@ def run_format_on_cluster(project: str, file_format: str) -> None:
     from dbt.cli.main import dbtRunner
 
     from bench.measure import files_opened
-    from dbt.adapters.zspark.session import active_session
+    from dbt.adapters.zspark.reach.session.embedded import active_session
 
     runner = dbtRunner()
     given = ["--project-dir", project, "--profiles-dir", project,

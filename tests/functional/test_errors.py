@@ -151,8 +151,8 @@ def test_a_second_run_of_a_table_fails_fast_while_another_holds_its_lock(
     import subprocess
     import time
 
-    from dbt.adapters.zspark.model_lock import LockOwner, _process_start
-    from dbt.adapters.zspark.sqltext import property_list
+    from dbt.adapters.zspark.core.model_lock import LockOwner, _process_start
+    from dbt.adapters.zspark.core.sql_text import property_list
 
     project.write("models/errors/locked.sql", f"""
         {{{{ config(materialized='incremental', zorder_by=['id', 'a'], file_count=2) }}}}

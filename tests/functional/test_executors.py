@@ -20,10 +20,10 @@ SCRIPT = textwrap.dedent("""
     import sys
     from pyspark.sql import SparkSession
 
-    from dbt.adapters.zspark.clustering import model_schema, prepare_build
+    from dbt.adapters.zspark.reach.session.clustering import model_schema, prepare_build
     from dbt.adapters.zspark.connections import session_defaults
-    from dbt.adapters.zspark.index import build_index
-    from dbt.adapters.zspark.planning import plan_clustering
+    from dbt.adapters.zspark.skipping.index import build_index
+    from dbt.adapters.zspark.core.planning import plan_clustering
 
     builder = SparkSession.builder.master("local[2]")
     for key, value in {**session_defaults(sys.argv[1]), "spark.driver.memory": "1g"}.items():
@@ -31,7 +31,7 @@ SCRIPT = textwrap.dedent("""
     spark = builder.getOrCreate()
     try:
         spark.sparkContext.parallelize([1]).map(
-            lambda _: __import__("dbt.adapters.zspark.curves")).collect()
+            lambda _: __import__("dbt.adapters.zspark.core.curves")).collect()
     except Exception as error:
         assert "No module named 'dbt" in str(error), error
     else:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from dbt.adapters.zspark.table_formats import ICEBERG
+from dbt.adapters.zspark.formats.settings import ICEBERG
 from tests.functional.dbt_project import DbtProject
 from tests.functional.format_project import (
     PREFIX,

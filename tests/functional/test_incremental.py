@@ -59,7 +59,7 @@ def layout_properties(project: DbtProject, table: str, writes: bool = True) -> d
 
 def assert_index_equals_full_reindex(project: DbtProject, table: str,
                                      clustering: tuple[str, ...] = ("city", "brand")) -> None:
-    from dbt.adapters.zspark.index import build_index
+    from dbt.adapters.zspark.skipping.index import build_index
 
     spark = project.spark
     build_index(spark, table, f"{table}__fresh", clustering=list(clustering))
@@ -75,7 +75,7 @@ def stored_keys(table_properties: dict[str, str], path: str) -> list[int]:
     """Keys of a data file's rows, in file order, computed from the stored layout."""
     import pandas as pd
 
-    from dbt.adapters.zspark.layout_state import StoredLayout
+    from dbt.adapters.zspark.core.layout_state import StoredLayout
 
     stored = StoredLayout.from_properties(table_properties)
     assert stored is not None
@@ -208,7 +208,7 @@ def test_unclustered_incremental_models_are_dbt_sparks(project: DbtProject) -> N
 NEW_PROCESS_RUN = textwrap.dedent("""
     import json, sys
     from dbt.cli.main import dbtRunner
-    from dbt.adapters.zspark.session import active_session
+    from dbt.adapters.zspark.reach.session.embedded import active_session
 
     project, start, stop = sys.argv[1], sys.argv[2], sys.argv[3]
     result = dbtRunner().invoke(["run", "--project-dir", project, "--profiles-dir", project,
@@ -452,7 +452,7 @@ def snapshot(project: DbtProject, table: str) -> tuple[Any, ...]:
 @pytest.mark.parametrize("where", ["writing", "checking"])
 def test_a_failed_rewrite_leaves_the_table_and_its_index_as_they_were(
         project: DbtProject, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
-    from dbt.adapters.zspark.next_version import SessionVersion
+    from dbt.adapters.zspark.versions.next_version import SessionVersion
 
     name = f"inc_broken_{where}"
     table = project.table(name)
@@ -558,7 +558,7 @@ def test_a_balanced_model_that_kept_the_curve_keys_appends_along_it(
     """The first build of correlated rows keeps the Hilbert curve over the tree and stores
     that choice; an append is keyed along the same curve with the stored boundaries (no
     new fit); rows, index and scans stay right."""
-    from dbt.adapters.zspark.layout_state import StoredLayout
+    from dbt.adapters.zspark.core.layout_state import StoredLayout
     from dbt.adapters.zspark.layouts import LAYOUTS, ColumnSpec
 
     project.write("models/incremental/inc_balanced_curve.sql", """
@@ -650,7 +650,7 @@ def test_a_z_order_model_spends_its_bits_by_the_declared_workload(
     assert ("inc_zworkload: z-order bits by weight (city 7, brand 1): of the leading 3 bits, "
             "which cut files, city 3, brand 0") in project.log_text()
     properties = layout_properties(project, table, writes=False)
-    from dbt.adapters.zspark.layout_state import StoredLayout
+    from dbt.adapters.zspark.core.layout_state import StoredLayout
 
     stored = StoredLayout.from_properties(properties)
     assert stored is not None

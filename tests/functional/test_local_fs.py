@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from dbt.adapters.zspark import jvm_jar
 from dbt.adapters.zspark.connections import (
     CLASS_PATH,
     FILE_SYSTEM,
     LOCAL_FS_CLASS,
     with_session_defaults,
 )
-from dbt.adapters.zspark.table_formats import ICEBERG, with_table_format
+from dbt.adapters.zspark.formats.settings import ICEBERG, with_table_format
+from dbt.adapters.zspark.reach.session import jvm_jar
 
 
 def last_pid() -> int:

@@ -30,7 +30,7 @@ from bench.servers import (
     s3_server,
     thrift_server,
 )
-from dbt.adapters.zspark.object_stores import s3a_jars, s3a_settings, with_jars
+from dbt.adapters.zspark.reach.session.object_stores import s3a_jars, s3a_settings, with_jars
 from tests.functional.dbt_project import thrift_profile, write_project
 from tests.functional.format_project import QUERY_MACRO, FormatProject, new_project
 from tests.functional.test_thrift import SPARK_ENV

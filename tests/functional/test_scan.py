@@ -86,7 +86,7 @@ def test_constant_predicates_behave_as_the_plain_filter(scanned: DbtProject, pre
     """Through the index, and through the scan without one (Spark reads `t where (true)`
     as the alias `where` of `t`, with a column alias `true`). A bare `where null` Spark
     refuses (its type is void); the scan reads it as the boolean null it stands for."""
-    from dbt.adapters.zspark.scan import scan_sql
+    from dbt.adapters.zspark.skipping.scan import scan_sql
 
     table = scanned.table("scan_base")
     plain = scanned.rows(f"select * from {table} where "

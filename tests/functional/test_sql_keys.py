@@ -69,10 +69,10 @@ def tables(draw: st.DrawFn) -> tuple[list[str], list[tuple[Any, ...]]]:
 def test_sql_keys_equal_udf_keys(spark: Any, table: tuple[list[str], list[tuple[Any, ...]]],
                                  layout: str, boundary_count: int, sampled: int,
                                  files: int, drawn_weights: list[float]) -> None:
-    from dbt.adapters.zspark import curves
-    from dbt.adapters.zspark.clustering import key_input_sql, key_input_type
+    from dbt.adapters.zspark.core import value_ranks
     from dbt.adapters.zspark.layouts import LAYOUTS, ColumnSpec
-    from dbt.adapters.zspark.udfs import register_key_udf
+    from dbt.adapters.zspark.reach.session.clustering import key_input_sql, key_input_type
+    from dbt.adapters.zspark.reach.session.udfs import register_key_udf
 
     types, rows = table
     names = [f"c{i}" for i in range(len(types))]
@@ -84,7 +84,7 @@ def test_sql_keys_equal_udf_keys(spark: Any, table: tuple[list[str], list[tuple[
     picked = ", ".join(f"{i} as {n}" for i, n in zip(inputs, names, strict=True))
     sample = spark.sql(f"select {picked} from sql_keys_input limit {sampled}").toPandas()
     specs = [ColumnSpec(n, key_input_type(t),
-                        curves.sample_boundaries(sample[n], boundary_count))
+                        value_ranks.sample_boundaries(sample[n], boundary_count))
              for n, t in zip(names, types, strict=True)]
     chosen = LAYOUTS[layout]
     # Weights as planning allows them: on the weighted layouts, one at least above 0.
@@ -122,9 +122,9 @@ def test_a_rows_shuffle_partition_is_the_same_in_a_session_and_in_sql(
 
     from pyspark.sql import functions as sf
 
-    from dbt.adapters.zspark.clustering import _owner, sort_position
-    from dbt.adapters.zspark.partitioning import spread_files
-    from dbt.adapters.zspark.sql_build import owner_sql
+    from dbt.adapters.zspark.core.partitioning import spread_files
+    from dbt.adapters.zspark.reach.server.sql_build import owner_sql
+    from dbt.adapters.zspark.reach.session.clustering import _owner, sort_position
 
     parts = [("p", "string")] if partitioned else []
     positions = [((sort_position(p), k) if partitioned else (k,)) for p, k in rows]

@@ -43,7 +43,7 @@ def write_indexed_parquet(root: Path) -> None:
     from pyspark.sql import SparkSession
 
     from dbt.adapters.zspark.connections import session_defaults
-    from dbt.adapters.zspark.index import build_index
+    from dbt.adapters.zspark.skipping.index import build_index
 
     # In-memory catalog: nothing here outlives the process but the Parquet files.
     builder = SparkSession.builder.master("local[1]")
@@ -182,8 +182,8 @@ def _file_keys(properties: dict[str, str], path: str) -> list[int]:
     function (the session's own): the server computed them in SQL."""
     import pyarrow.parquet as pq
 
-    from dbt.adapters.zspark.clustering import key_input_type
-    from dbt.adapters.zspark.layout_state import StoredLayout
+    from dbt.adapters.zspark.core.layout_state import StoredLayout
+    from dbt.adapters.zspark.reach.session.clustering import key_input_type
 
     stored = StoredLayout.from_properties(properties)
     assert stored is not None
@@ -356,7 +356,7 @@ def test_an_incremental_model_stays_clustered_over_thrift(
     assert sorted(base.values()) == sorted(v for p, v in merged.items()
                                           if v in base.values())
     properties = {str(k): str(v) for k, v in _sql(thrift_port, f"show tblproperties {table}")}
-    from dbt.adapters.zspark.layout_state import clustered_writes, write_id
+    from dbt.adapters.zspark.core.layout_state import clustered_writes, write_id
 
     copies = {write_id(p) for p, v in merged.items() if v in base.values()}
     assert len(copies) == 1

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bench.servers import own_metastore, thrift_server
-from dbt.adapters.zspark.table_formats import table_format
+from dbt.adapters.zspark.formats.settings import table_format
 from tests.functional.dbt_project import (
     CITY_BRAND_ROWS,
     FORMAT_STRATEGY_MODELS,

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dbt.adapters.zspark import balanced
-from dbt.adapters.zspark.planning import ClusteringConfigError, plan_clustering
+from dbt.adapters.zspark.core import balanced
+from dbt.adapters.zspark.core.planning import ClusteringConfigError, plan_clustering
 
 RNG = np.random.default_rng(7)
 
@@ -148,11 +148,11 @@ def _layout_fit(columns: list[np.ndarray], files: int) -> tuple[balanced.Tree, l
     """What a build fits: boundaries and the tree (or the curve kept) from the sample."""
     import pandas as pd
 
-    from dbt.adapters.zspark import curves
+    from dbt.adapters.zspark.core import value_ranks
     from dbt.adapters.zspark.layouts import LAYOUTS, ColumnSpec
 
     sample = [pd.Series(c) for c in columns]
-    specs = [ColumnSpec(f"c{i}", "bigint", curves.sample_boundaries(s, 1000))
+    specs = [ColumnSpec(f"c{i}", "bigint", value_ranks.sample_boundaries(s, 1000))
              for i, s in enumerate(sample)]
     tree = LAYOUTS["balanced_by"].fit(specs, sample, 1000, files, [1.0] * len(columns))
     assert tree is not None

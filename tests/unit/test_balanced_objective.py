@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dbt.adapters.zspark import balanced, curves
+from dbt.adapters.zspark.core import balanced, curves, value_ranks
 from dbt.adapters.zspark.layouts import LAYOUTS, ColumnSpec, boundary_ranks
 
 EQUAL = [1.0, 1.0, 1.0]
@@ -32,7 +32,7 @@ def _table(rng: np.random.Generator, rows: int, skewed: bool) -> list[np.ndarray
 def _build(columns: list[np.ndarray], files: int) -> tuple[balanced.Tree, list[ColumnSpec]]:
     """What a build chooses from its sample (``columns``): boundaries, then tree or curve."""
     sample = [pd.Series(c) for c in columns]
-    specs = [ColumnSpec(f"c{i}", "bigint", curves.sample_boundaries(s, BOUNDARIES))
+    specs = [ColumnSpec(f"c{i}", "bigint", value_ranks.sample_boundaries(s, BOUNDARIES))
              for i, s in enumerate(sample)]
     tree = LAYOUTS["balanced_by"].fit(specs, sample, BOUNDARIES, files, EQUAL)
     assert tree is not None
@@ -283,8 +283,8 @@ def test_the_build_log_gives_both_models_after_the_figures_the_benchmark_reads(
     line bench/balanced.py and the build tests parse is as before, ending with the sample's
     skip per column; the next line gives the skip per column under both query models."""
     from bench.balanced import chosen_layouts, expected_skips
-    from dbt.adapters.zspark.clustering import InputSample, plan_keys
-    from dbt.adapters.zspark.planning import plan_clustering
+    from dbt.adapters.zspark.core.planning import plan_clustering
+    from dbt.adapters.zspark.reach.session.clustering import InputSample, plan_keys
 
     rng = np.random.default_rng(18)
     if correlated:

@@ -11,16 +11,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dbt.adapters.zspark.curves import (
-    _flip_sign,
+from dbt.adapters.zspark.core.curves import (
     deinterleave_bits,
     fit_ranks,
     hilbert_index,
     hilbert_point,
     interleave_bits,
     interleave_codes_to_bytes,
-    order_preserving_codes,
     rank_bits,
+)
+from dbt.adapters.zspark.core.value_ranks import (
+    _flip_sign,
+    order_preserving_codes,
     rank_values,
     sample_boundaries,
 )

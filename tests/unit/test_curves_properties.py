@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dbt.adapters.zspark.curves import (
+from dbt.adapters.zspark.core.curves import (
     bit_schedule,
     deinterleave_bits,
     hilbert_automaton,
@@ -23,6 +23,8 @@ from dbt.adapters.zspark.curves import (
     hilbert_point,
     interleave_bits,
     interleave_codes_to_bytes,
+)
+from dbt.adapters.zspark.core.value_ranks import (
     order_preserving_codes,
     rank_values,
     sample_boundaries,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dbt.adapters.zspark.health import (
+from dbt.adapters.zspark.skipping.health import (
     layout_health,
     overlap_figures,
     point_depth,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.zspark.incremental import check_incremental_strategy, check_table_format
+from dbt.adapters.zspark.services.increments import check_incremental_strategy, check_table_format
 
 
 @pytest.mark.parametrize(("strategy", "file_format", "partition_by"), [

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from dbt.adapters.zspark import jvm_jar
 from dbt.adapters.zspark.connections import (
     CLASS_PATH,
     FILE_SYSTEM,
@@ -17,6 +16,7 @@ from dbt.adapters.zspark.connections import (
     with_session_defaults,
     without_local_fs_jar,
 )
+from dbt.adapters.zspark.reach.session import jvm_jar
 
 needs_jdk = pytest.mark.skipif(shutil.which("javac") is None, reason="needs a JDK's javac")
 

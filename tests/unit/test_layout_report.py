@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dbt.adapters.zspark.health import ColumnHealth, LayoutHealth, point_depth
-from dbt.adapters.zspark.layout_report import (
+from dbt.adapters.zspark.skipping.health import ColumnHealth, LayoutHealth, point_depth
+from dbt.adapters.zspark.skipping.layout_report import (
     ReportAxis,
     _scale,
     depth_map,

@@ -10,8 +10,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dbt.adapters.zspark import partitioning
-from dbt.adapters.zspark.partitioning import piece_spread
+from dbt.adapters.zspark.core import partitioning
+from dbt.adapters.zspark.core.partitioning import piece_spread
 
 
 def test_the_examples_in_the_docstrings_hold() -> None:
@@ -82,7 +82,7 @@ def test_a_balanced_spread_for_a_writer_without_row_cuts_gives_each_file_a_parti
 
     import numpy as np
 
-    from dbt.adapters.zspark.clustering import _group_spread
+    from dbt.adapters.zspark.reach.session.clustering import _group_spread
 
     shift = 10
     rng = np.random.default_rng(3)

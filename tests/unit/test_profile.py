@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from dbt.task.init import InitTask
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.zspark import spark_log
 from dbt.adapters.zspark.connections import ZSparkCredentials
+from dbt.adapters.zspark.reach.session import spark_log
 
 TEMPLATE = Path(__file__).parents[2] / "dbt" / "include" / "zspark" / "profile_template.yml"
 

@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dbt.adapters.zspark.pruning import may_match_sql, stat_column
+from dbt.adapters.zspark.skipping.pruning import may_match_sql, stat_column
 
 pyspark = pytest.importorskip("pyspark")
 pytestmark = [

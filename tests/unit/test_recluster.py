@@ -7,9 +7,10 @@ import doctest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dbt.adapters.zspark import layout_state, rewrite
-from dbt.adapters.zspark.layout_state import StoredLayout, clustered_writes_after, write_id
-from dbt.adapters.zspark.recluster import (
+from dbt.adapters.zspark.core import layout_state
+from dbt.adapters.zspark.core.layout_state import StoredLayout, clustered_writes_after, write_id
+from dbt.adapters.zspark.versions import rewrite
+from dbt.adapters.zspark.versions.recluster import (
     APPEND,
     FULL,
     MAX_FILES_FACTOR,
@@ -23,7 +24,7 @@ from dbt.adapters.zspark.recluster import (
     plan_on_demand,
     rebuild_files,
 )
-from dbt.adapters.zspark.rewrite import (
+from dbt.adapters.zspark.versions.rewrite import (
     carried_properties,
     file_partition,
     in_partitions,
@@ -123,8 +124,8 @@ def test_a_full_reclustering_carries_user_properties_and_replaces_the_layout() -
 def test_the_stored_layout_survives_the_round_trip_and_never_spells_a_secret() -> None:
     import numpy as np
 
+    from dbt.adapters.zspark.core.planning import plan_clustering
     from dbt.adapters.zspark.layouts import LAYOUTS
-    from dbt.adapters.zspark.planning import plan_clustering
 
     plan = plan_clustering("m", {"hilbert_by": ["s", "d", "x"]},
                            {"s": "string", "d": "date", "x": "double"})

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from dbt.adapters.zspark.clustering import (
+from dbt.adapters.zspark.core.planning import plan_clustering
+from dbt.adapters.zspark.reach.session.clustering import (
     SAMPLE_HEADROOM,
     _sample_and_count,
     draw_cutoff,
     key_inputs,
 )
-from dbt.adapters.zspark.planning import plan_clustering
 
 pyspark = pytest.importorskip("pyspark")
 
@@ -63,7 +63,7 @@ def test_an_input_shrunk_past_the_headroom_gets_a_smaller_uniform_sample(frame: 
 
 def test_the_sample_query_a_server_runs_pre_filters_the_same_way(spark: Any) -> None:
     """Over thrift the sample is one SQL query: with a cut-off it takes the same rows."""
-    from dbt.adapters.zspark.sql_build import sample_sql
+    from dbt.adapters.zspark.reach.server.sql_build import sample_sql
 
     plan = plan_clustering("m", {"hilbert_by": ["a", "b"]}, {"a": "bigint", "b": "int"})
     assert plan is not None

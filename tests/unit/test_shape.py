@@ -21,6 +21,6 @@ def test_the_cycle_finder_names_modules_that_import_each_other() -> None:
 
 def test_neither_the_package_nor_bench_has_an_import_cycle() -> None:
     package = read_modules(["dbt/adapters/zspark"])
-    assert "dbt.adapters.zspark.reach" in package
+    assert "dbt.adapters.zspark.reach.base" in package
     assert cycles(package) == []
     assert cycles(read_modules(["bench", "dbt/adapters/zspark"])) == []

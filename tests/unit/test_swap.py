@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from dbt.adapters.zspark.swap import (
+from dbt.adapters.zspark.versions.swap import (
     NEXT,
     PREVIOUS,
     ROLES,

@@ -9,7 +9,7 @@ import pytest
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.zspark.connections import ZSparkCredentials
-from dbt.adapters.zspark.table_formats import (
+from dbt.adapters.zspark.formats.settings import (
     DELTA,
     ICEBERG,
     TableFormatError,
@@ -83,15 +83,11 @@ def test_a_session_writes_a_format_only_when_its_extension_is_set() -> None:
 def test_the_format_modules_examples_hold() -> None:
     import doctest
 
-    from dbt.adapters.zspark import (
-        connections,
-        formats,
-        hadoop_files,
-        layout_state,
-        object_stores,
-        reach,
-    )
+    from dbt.adapters.zspark import connections, formats
+    from dbt.adapters.zspark.core import layout_state
     from dbt.adapters.zspark.formats import delta, iceberg
+    from dbt.adapters.zspark.reach import base as reach
+    from dbt.adapters.zspark.reach.session import hadoop_files, object_stores
 
     # layout_state: which write made a file, by the names Spark, Delta and Iceberg give;
     # reach: a server's DESCRIBE rows; connections: a cluster writing Iceberg;
@@ -164,7 +160,7 @@ def test_icebergs_own_settings_get_what_the_embedded_metastore_needs() -> None:
     Spark's embedded Derby one: without a connection pool Hive can load, its first table
     fails (ClassNotFoundException: com.jolbox.bonecp.BoneCPConfig)."""
     from dbt.adapters.zspark.connections import with_session_defaults
-    from dbt.adapters.zspark.table_formats import ICEBERG_ON_EMBEDDED_METASTORE
+    from dbt.adapters.zspark.formats.settings import ICEBERG_ON_EMBEDDED_METASTORE
 
     documented = {"spark.sql.extensions":
                   "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",

@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dbt.adapters.zspark import curves
+from dbt.adapters.zspark.core import value_ranks
+from dbt.adapters.zspark.core.planning import ClusteringConfigError, plan_clustering
 from dbt.adapters.zspark.layouts import LAYOUTS, ColumnSpec
-from dbt.adapters.zspark.planning import ClusteringConfigError, plan_clustering
 
 SCHEMA = {"s_city": "string", "c_city": "string", "p_brand": "string", "d": "date"}
 COLUMNS = ["s_city", "c_city", "p_brand"]
@@ -102,7 +102,7 @@ def test_a_weighted_z_order_reads_fewer_files_for_its_workload() -> None:
     rng = np.random.default_rng(3)
     frames = [rng.integers(0, 256, 200_000) for _ in range(3)]
     series = [pd.Series(c) for c in frames]
-    specs = [ColumnSpec(f"c{i}", "int", curves.sample_boundaries(s[:20_000], 255))
+    specs = [ColumnSpec(f"c{i}", "int", value_ranks.sample_boundaries(s[:20_000], 255))
              for i, s in enumerate(series)]
     zorder = LAYOUTS["zorder_by"]
     plain = zorder.key_function(specs, "boundary", 255)(*series).to_numpy()

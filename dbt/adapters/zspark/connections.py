@@ -26,14 +26,14 @@ from dbt.adapters.spark.connections import (
 )
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.zspark import jvm_jar, spark_log
-from dbt.adapters.zspark.object_stores import unreachable_warehouse_error
-from dbt.adapters.zspark.table_formats import (
+from dbt.adapters.zspark.formats.settings import (
     JARS,
     TableFormatError,
     with_embedded_metastore,
     with_table_format,
 )
+from dbt.adapters.zspark.reach.session import jvm_jar, spark_log
+from dbt.adapters.zspark.reach.session.object_stores import unreachable_warehouse_error
 
 logger = AdapterLogger("zspark")
 

@@ -18,11 +18,12 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import SparkConfig
 from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
-from dbt.adapters.zspark import pruning
-from dbt.adapters.zspark.adapter_base import ZSparkAdapterBase
-from dbt.adapters.zspark.clustering import spread_sql
 from dbt.adapters.zspark.connections import ZSparkConnectionManager
-from dbt.adapters.zspark.format_increments import FormatIncrementMethods
+from dbt.adapters.zspark.core.layout_state import StoredLayout, StoredLayoutError
+from dbt.adapters.zspark.core.model_lock import LOCK_SUFFIX, LockOwner
+from dbt.adapters.zspark.core.planning import ClusteringConfigError, plan_clustering
+from dbt.adapters.zspark.core.sql_text import property_list, sql_string
+from dbt.adapters.zspark.core.stop_points import stop_point
 from dbt.adapters.zspark.formats import (
     CLUSTERED_FORMATS,
     format_table,
@@ -30,30 +31,29 @@ from dbt.adapters.zspark.formats import (
     stats_columns,
     string_stats_length,
 )
-from dbt.adapters.zspark.incremental import IncrementalMethods
-from dbt.adapters.zspark.layout_state import StoredLayout, StoredLayoutError
-from dbt.adapters.zspark.layouts import CONFIG_KEYS
-from dbt.adapters.zspark.model_lock import LOCK_SUFFIX, LockOwner
-from dbt.adapters.zspark.planning import ClusteringConfigError, plan_clustering
-from dbt.adapters.zspark.python_models import SUBMISSION_METHOD, SessionPythonJob
-from dbt.adapters.zspark.rewrite import set_properties_sql
-from dbt.adapters.zspark.scan import FileKey, scan_sql, skippable_files_sql
-from dbt.adapters.zspark.seeds import load_seed
-from dbt.adapters.zspark.sqltext import property_list, sql_string
-from dbt.adapters.zspark.stop_points import stop_point
-from dbt.adapters.zspark.swap import (
-    NEXT,
-    Action,
-    AmbiguousSwapStateError,
-    table_after_recovery,
-)
-from dbt.adapters.zspark.table_formats import (
+from dbt.adapters.zspark.formats.settings import (
     TABLE_FORMATS,
     commits_on_its_own,
     names_an_iceberg_table,
     unwritable_format_error,
 )
-from dbt.adapters.zspark.table_versions import APPEND, BATCH, BATCH_KEY, OVERWRITE
+from dbt.adapters.zspark.layouts import CONFIG_KEYS
+from dbt.adapters.zspark.reach.session.clustering import spread_sql
+from dbt.adapters.zspark.reach.session.python_models import SUBMISSION_METHOD, SessionPythonJob
+from dbt.adapters.zspark.reach.session.seeds import load_seed
+from dbt.adapters.zspark.services.context import ZSparkAdapterBase
+from dbt.adapters.zspark.services.format_increments import FormatIncrementMethods
+from dbt.adapters.zspark.services.increments import IncrementalMethods
+from dbt.adapters.zspark.skipping import pruning
+from dbt.adapters.zspark.skipping.scan import FileKey, scan_sql, skippable_files_sql
+from dbt.adapters.zspark.versions.rewrite import set_properties_sql
+from dbt.adapters.zspark.versions.swap import (
+    NEXT,
+    Action,
+    AmbiguousSwapStateError,
+    table_after_recovery,
+)
+from dbt.adapters.zspark.versions.table_versions import APPEND, BATCH, BATCH_KEY, OVERWRITE
 
 logger = AdapterLogger("zspark")
 

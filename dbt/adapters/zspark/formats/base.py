@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from dbt.adapters.zspark.index import DEFAULT_INDEXED_COLUMNS, INDEXABLE
+from dbt.adapters.zspark.skipping.index import DEFAULT_INDEXED_COLUMNS, INDEXABLE
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from dbt.adapters.zspark.core.sql_text import quote, sql_string
+from dbt.adapters.zspark.core.stop_points import stop_point
 from dbt.adapters.zspark.formats.base import TypedColumn, require_live
 from dbt.adapters.zspark.formats.jvm import (
     call_static,
@@ -22,11 +24,9 @@ from dbt.adapters.zspark.formats.jvm import (
     scala_map,
     scala_object,
 )
-from dbt.adapters.zspark.pruning import stat_column
-from dbt.adapters.zspark.sql_index import index_sql
-from dbt.adapters.zspark.sqltext import quote, sql_string
-from dbt.adapters.zspark.stats import ColumnRef
-from dbt.adapters.zspark.stop_points import stop_point
+from dbt.adapters.zspark.reach.server.sql_index import index_sql
+from dbt.adapters.zspark.skipping.pruning import stat_column
+from dbt.adapters.zspark.skipping.stats import ColumnRef
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

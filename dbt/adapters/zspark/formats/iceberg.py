@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from dbt.adapters.zspark.core.sql_text import quote
+from dbt.adapters.zspark.core.stop_points import stop_point
 from dbt.adapters.zspark.formats.base import TypedColumn, require_live
 from dbt.adapters.zspark.formats.jvm import call_static, java_iterable, java_list
-from dbt.adapters.zspark.pruning import stat_column
-from dbt.adapters.zspark.sqltext import quote
-from dbt.adapters.zspark.stop_points import stop_point
+from dbt.adapters.zspark.skipping.pruning import stat_column
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

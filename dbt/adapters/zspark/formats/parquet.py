@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from dbt.adapters.zspark.formats.base import TypedColumn
-from dbt.adapters.zspark.index import INDEX_SUFFIX
+from dbt.adapters.zspark.skipping.index import INDEX_SUFFIX
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -15,7 +15,8 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from dbt.adapters.zspark import balanced, curves
+from dbt.adapters.zspark.core import balanced, curves
+from dbt.adapters.zspark.core.sql_text import quote
 from dbt.adapters.zspark.layouts.base import (
     ColumnSpec,
     CurveLayout,
@@ -24,7 +25,6 @@ from dbt.adapters.zspark.layouts.base import (
     boundary_ranks,
 )
 from dbt.adapters.zspark.layouts.ranks_sql import ranked_sql, with_columns
-from dbt.adapters.zspark.sqltext import quote
 
 
 def group_shift(boundary_count: int) -> int:

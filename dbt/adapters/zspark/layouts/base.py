@@ -18,9 +18,9 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from dbt.adapters.zspark import balanced, curves
+from dbt.adapters.zspark.core import balanced, curves, value_ranks
+from dbt.adapters.zspark.core.sql_text import quote
 from dbt.adapters.zspark.layouts.ranks_sql import boundaries_of, ranked_sql, with_columns
-from dbt.adapters.zspark.sqltext import quote
 
 KeyFunction = Callable[..., pd.Series]
 
@@ -47,8 +47,8 @@ def stretch_ranks(ranks: np.ndarray, levels: int, bits: int) -> np.ndarray:
 
 
 def boundary_ranks(columns: Sequence[ColumnSpec], values: Sequence[pd.Series]) -> list[np.ndarray]:
-    """Each column's values as ranks among its boundaries (``curves.rank_values``)."""
-    return [curves.rank_values(v, spec.boundaries if spec.boundaries is not None
+    """Each column's values as ranks among its boundaries (``value_ranks.rank_values``)."""
+    return [value_ranks.rank_values(v, spec.boundaries if spec.boundaries is not None
                                else np.array([]))
             for v, spec in zip(values, columns, strict=True)]
 
@@ -136,7 +136,7 @@ class CurveLayout(Layout):
 
             def boundary_key(*values: pd.Series) -> pd.Series:
                 ranks = [
-                    stretch_ranks(curves.rank_values(v, b), len(b) + 2, used)
+                    stretch_ranks(value_ranks.rank_values(v, b), len(b) + 2, used)
                     for v, b in zip(values, boundaries, strict=True)
                 ]
                 return pd.Series(self.curve(ranks, used, weights).astype(np.int64))
@@ -150,7 +150,7 @@ class CurveLayout(Layout):
         # Direct codes are 64 bits each; keep the top bits of each so the key fits a long.
         def direct_key(*values: pd.Series) -> pd.Series:
             ranks = [
-                curves.order_preserving_codes(v, t) >> np.uint64(64 - bits)
+                value_ranks.order_preserving_codes(v, t) >> np.uint64(64 - bits)
                 for v, t in zip(values, types, strict=True)
             ]
             return pd.Series(self.curve(ranks, bits).astype(np.int64))

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dbt.adapters.zspark import curves
+from dbt.adapters.zspark.core import curves
 from dbt.adapters.zspark.layouts.base import CurveLayout
 from dbt.adapters.zspark.layouts.ranks_sql import constant_array, with_columns
 

@@ -1,7 +1,7 @@
 """Each column's rank among its boundaries in Spark SQL alone: the part of every layout's
 SQL key before its curve (``layouts/*.py``).
 
-The same ranks as ``curves.rank_values`` in the key UDFs, bit for bit (a property test
+The same ranks as ``value_ranks.rank_values`` in the key UDFs, bit for bit (a property test
 holds the keys equal): nulls 0, NaN the top rank, else 1 + the boundaries strictly below
 the value. The query is a chain of projections over the model's SQL, each adding columns
 the next one reads (SQL has no variables, and one expression per step keeps each small):
@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dbt.adapters.zspark.curves import normalize_type
-from dbt.adapters.zspark.sqltext import sql_string
+from dbt.adapters.zspark.core.sql_text import sql_string
+from dbt.adapters.zspark.core.value_ranks import normalize_type
 
 if TYPE_CHECKING:
     from dbt.adapters.zspark.layouts.base import ColumnSpec
@@ -85,7 +85,7 @@ class _Search:
         return f"{position} | case when {probe} < {self.value} then {size} else 0 end"
 
     def rank(self, position: str) -> str:
-        """``curves.rank_values``: 1 + the boundaries strictly below the value, 0 for
+        """``value_ranks.rank_values``: 1 + the boundaries strictly below the value, 0 for
         null, and the top rank for NaN and for nulls of the numbers the UDF receives as
         floats (pandas makes their nulls NaN)."""
         if self.family in NAN_IS_NULL:
@@ -98,7 +98,7 @@ class _Search:
 
 def ranked_sql(values: Sequence[str], columns: Sequence[ColumnSpec],
                source_sql: str) -> tuple[str, list[str]]:
-    """``source_sql``'s rows with each column's rank (``curves.rank_values``) as a column,
+    """``source_sql``'s rows with each column's rank (``value_ranks.rank_values``) as a column,
     and those columns' names. All columns search together, one projection per step, the
     shorter searches joining the later steps."""
     searches = [_Search.of(v, c) for v, c in zip(values, columns, strict=True)]
@@ -126,7 +126,7 @@ def ranked_sql(values: Sequence[str], columns: Sequence[ColumnSpec],
 
 
 def _comparable_sql(value: str, family: str) -> str:
-    """The value in the form its boundaries are stored (``curves._comparable``)."""
+    """The value in the form its boundaries are stored (``value_ranks._comparable``)."""
     if family == "boolean":
         return f"cast({value} as bigint)"
     if family in ("float", "double"):

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from dbt.adapters.zspark import curves
+from dbt.adapters.zspark.core import curves, value_ranks
 from dbt.adapters.zspark.layouts.base import CurveLayout, KeyFunction
 
 
@@ -44,7 +44,7 @@ class ZOrderLayout(CurveLayout):
     def _direct_key_function(self, types: Sequence[str], bits: int) -> KeyFunction:
         # The seeds' direct Z-order keeps every 64-bit code whole: a byte-string key.
         def direct_key(*values: pd.Series) -> pd.Series:
-            codes = [curves.order_preserving_codes(v, t)
+            codes = [value_ranks.order_preserving_codes(v, t)
                      for v, t in zip(values, types, strict=True)]
             return pd.Series(curves.interleave_codes_to_bytes(codes), dtype=object)
 

@@ -1,0 +1,177 @@
+"""The two ways the adapter reaches Spark: a Python session in this process, or a server
+reached by SQL alone (thrift, http, odbc), each behind :class:`SparkReach`.
+
+A session runs Python inside Spark (the ``direct`` curve method's UDFs, footer reads) and
+reaches the JVM APIs a table format commits through; a server runs SQL only: keys in Spark
+SQL, samples and file bounds fetched as rows. The adapter asks for one per step
+(``reach_of``) and calls it without asking which it is.
+
+A Parquet table's ``__zindex`` follows the same line: a session reads the files' footers
+(``index.py``) and holds a staging table's rows in its executors until the swap; a server
+aggregates the files' rows by SQL (``sql_index.py``) into a table of their own. Either
+runs its statements through dbt's connection, so they are logged in the order they run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from dbt.adapters.events.logging import AdapterLogger
+
+from dbt.adapters.zspark.skipping.index import (
+    IndexSummary,
+    StagedIndex,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from dbt.adapters.zspark.core.layout_state import StoredLayout
+    from dbt.adapters.zspark.core.planning import ClusteringPlan
+    from dbt.adapters.zspark.formats import FormatTable, TypedColumn
+    from dbt.adapters.zspark.reach.folders import Folders
+    from dbt.adapters.zspark.reach.session.clustering import InputSample, PreparedBuild
+    from dbt.adapters.zspark.versions.next_version import NextVersion
+
+logger = AdapterLogger("zspark")
+
+#: A query's column names and rows; a statement run for its effect.
+Query = Callable[[str], tuple[list[str], list[tuple[Any, ...]]]]
+Execute = Callable[[str], Any]
+#: A dbt relation: ``str()`` is its name in SQL; ``schema`` and ``identifier`` its parts.
+Relation = Any
+
+
+class SparkReach(Protocol):
+    """What a clustered build, a run's planning, the layout figures and the file-stats
+    index ask of Spark."""
+
+    #: Whether Python runs inside Spark (UDF keys, footer reads, a format's JVM API).
+    runs_python: bool
+    #: Whether an append, an overwrite or a partial re-clustering writes a batch table
+    #: first and moves its files into the table (``table_versions.py``: the folders are
+    #: at hand), rather than let Spark's own commit write into the table (or, for a
+    #: re-clustering, copy the files that stay into a new version).
+    journals_batches: bool
+    #: The SparkSession (None over a server).
+    spark: Any
+
+    def schema(self, sql: str) -> dict[str, str]:
+        """Output columns of ``sql`` and their Spark types, without running it."""
+        ...
+
+    def sample(self, plan: ClusteringPlan, sql: str, schema: Mapping[str, str],
+               expected_rows: int | None) -> InputSample:
+        """The first pass over ``sql``: a uniform sample and the row count."""
+        ...
+
+    def keyed(self, plan: ClusteringPlan, sql: str, sampled: InputSample,
+              stored: StoredLayout | None, file_count: int, schema: Mapping[str, str],
+              pieces: bool, file_per_partition: bool) -> PreparedBuild:
+        """The clustered SELECT of a sampled input."""
+        ...
+
+    def frame(self, sql: str, types: Mapping[str, str]) -> pd.DataFrame:
+        """A query's rows as a pandas frame (``types``: the Spark types of its columns that
+        need converting from what a server returns)."""
+        ...
+
+    def files_view(self, written_as: FormatTable, table: str,
+                   columns: Sequence[TypedColumn], view: str) -> None:
+        """A temporary view ``view`` of a Delta or Iceberg table's live files, one
+        ``__zindex`` file row each."""
+        ...
+
+    def folders(self) -> Folders:
+        """The warehouse's folders as this connection sees them."""
+        ...
+
+    def location(self, table: Relation) -> str:
+        """A table's location in the form of its files' paths (``file:/...``, no
+        trailing /)."""
+        ...
+
+    def refresh(self, table: Relation) -> None:
+        """Forget the files this connection remembers of ``table``, so the next read
+        lists them afresh."""
+        ...
+
+    def table_files(self, table: Relation) -> set[str]:
+        """A table's data files (holding rows), named as the index names them."""
+        ...
+
+    def fresh_rows(self, table: Relation, sql: str) -> list[tuple[Any, ...]] | None:
+        """The rows of ``sql``, a query of ``table``, its files listed afresh; None when
+        there is no ``table``."""
+        ...
+
+    def build_index(self, table: Relation, index: Relation, clustering: Sequence[str] | None,
+                    configured: Sequence[str] | None) -> IndexSummary:
+        """(Re)write ``index`` from every data file of ``table``: the ``clustering``
+        columns first, then the ``configured`` ones (None: the first 32 indexable)."""
+        ...
+
+    def update_index(self, table: Relation, index: Relation, added: Sequence[str],
+                     removed: Sequence[str], clustering: Sequence[str] | None,
+                     configured: Sequence[str] | None) -> IndexSummary | None:
+        """Add the rows of the files ``added`` to ``table`` to its ``index`` and drop those
+        of the files ``removed``. None (nothing written) when there is no index, or its
+        columns are not the ones asked for now."""
+        ...
+
+    def stage_index(self, table: Relation, index: Relation, clustering: Sequence[str] | None,
+                    configured: Sequence[str] | None) -> StagedIndex:
+        """The index of a build's staging ``table``, read before it replaces the model's
+        table (over a server written to ``index``). With ``clustering``, the table's
+        properties record its files as clustered writes, before the swap, so the table
+        and that record appear together."""
+        ...
+
+    def publish_index(self, staged: StagedIndex, table: Relation, index: Relation,
+                      clustering: Sequence[str] | None,
+                      configured: Sequence[str] | None) -> IndexSummary:
+        """After the swap: the ``staged`` rows, their paths moved to ``table``, written as
+        its ``index``; should they not list exactly the table's files, or be gone, the
+        index is built again."""
+        ...
+
+    def next_version(self, table: Relation, staging: Relation, index: Relation,
+                     in_place: bool) -> NextVersion:
+        """How a re-clustering's rows of a Parquet ``table`` (written as ``staging``: a
+        batch published ``in_place``, or its next version) are checked and indexed, and
+        how the next version gets the files that stay (``next_version.py``)."""
+        ...
+
+
+
+def execute_with(fetch: Callable[[str], list[tuple[Any, ...]]], execute: Execute,
+                 settings: Mapping[str, str], sql: str) -> Any:
+    """Run ``sql`` with session ``settings``, restored afterwards (on a server too: its
+    session keeps them between statements)."""
+    previous: dict[str, str | None] = {}
+    for key in settings:
+        rows = fetch(f"set {key}")
+        previous[key] = str(rows[0][1]) if rows else None
+    for key, value in settings.items():
+        execute(f"set {key} = {value}")
+    try:
+        return execute(sql)
+    finally:
+        for key, before in previous.items():
+            execute(f"set {key} = {before}" if before not in (None, "<undefined>")
+                    else f"reset {key}")
+
+
+def described(rows: Sequence[tuple[Any, ...]]) -> dict[str, str]:
+    """Column name -> Spark type from a ``DESCRIBE`` statement's rows (its column section).
+
+    >>> described([("a", "int", None), ("", "", ""), ("# Partition Information", "", "")])
+    {'a': 'int'}
+    """
+    columns: dict[str, str] = {}
+    for name, spark_type, *_ in rows:
+        if not name or str(name).startswith("#"):
+            break
+        columns[str(name)] = str(spark_type)
+    return columns

@@ -1,0 +1,24 @@
+"""The adapter's one choice of how to reach Spark, by the profile's method."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from dbt.adapters.zspark.reach.base import Execute, Query, SparkReach
+from dbt.adapters.zspark.reach.server.reach import ServerReach
+from dbt.adapters.zspark.reach.session.embedded import active_session
+from dbt.adapters.zspark.reach.session.reach import SessionReach
+
+
+def reach_of(method: str, query: Query, execute: Execute,
+             cores: Callable[[], int]) -> SparkReach:
+    """How a profile's ``method`` reaches Spark: ``session`` is Spark in this process;
+    every other method (thrift, http, odbc) reaches a server by SQL."""
+    from dbt.adapters.spark.connections import SparkConnectionMethod
+
+    if method == SparkConnectionMethod.SESSION:
+
+        return SessionReach(active_session(), execute)
+    return ServerReach(query, execute, cores)
+
+

@@ -1,0 +1,152 @@
+"""Data files read through the session's Hadoop file systems: the one way zspark reaches
+storage. Local disk, ``s3a://``, ``gs://``, ``abfss://`` and ``hdfs://`` are read by the
+same calls, with the credentials and settings the session has: no client of zspark's own.
+
+Costs are counted in requests, as an object store bills them:
+
+- a file's identity (size, modification time) comes from listing its folder, one request
+  per folder (a page of up to 1000 files on S3), not one per file;
+- its Parquet footer from one ranged read of its last :data:`TAIL_BYTES` (a second read
+  only when the footer is longer), opened with the listed status so that no request asks
+  for it again.
+
+The driver reads the footers: it has the session's storage settings, whatever the
+executors have, and the reads of a few threads overlap the latency of each request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from dbt.adapters.zspark.skipping.stats import spark_path
+
+#: The bytes read from a file's end at first: most footers fit (a 40-column file with
+#: one row group has a footer of a few KB).
+TAIL_BYTES = 64 * 1024
+#: Footer reads in flight at once: a request to an object store waits tens of
+#: milliseconds, and py4j serves every Python thread with a JVM thread of its own.
+READERS = 16
+#: The last 8 bytes of a Parquet file: the footer's length (little-endian) and the magic.
+PARQUET_MAGIC = b"PAR1"
+
+
+@dataclass(frozen=True)
+class FileIdentity:
+    """A data file as Spark lists it: path (``_metadata.file_path``'s form), size, and
+    modification time in milliseconds."""
+
+    path: str
+    size: int
+    mtime: int
+
+
+@dataclass(frozen=True)
+class FileTail:
+    """A file's identity and its Parquet footer (with the length and magic after it)."""
+
+    identity: FileIdentity
+    footer: bytes
+
+
+class HadoopFiles:
+    """Files through the session's Hadoop file systems (py4j, in the driver)."""
+
+    def __init__(self, spark: Any) -> None:
+        self._jvm = spark.sparkContext._jvm
+        self._conf = spark.sparkContext._jsc.hadoopConfiguration()
+
+    def _path(self, path: str) -> Any:
+        # A URI as Spark lists it is escaped already: parsed as a URI, not a string.
+        return self._jvm.org.apache.hadoop.fs.Path(self._jvm.java.net.URI(path))
+
+    def statuses(self, paths: Sequence[str]) -> dict[str, Any]:
+        """The Hadoop ``FileStatus`` of each of ``paths`` that exists, by its Spark path,
+        from one listing of each folder they lie in."""
+        wanted = {spark_path(p) for p in paths}
+        folders = sorted({p.rsplit("/", 1)[0] for p in wanted})
+        found: dict[str, Any] = {}
+        for folder in folders:
+            located = self._path(folder)
+            files = located.getFileSystem(self._conf)
+            for status in list_status(files, located):
+                path = spark_path(str(status.getPath().toUri().toString()))
+                if path in wanted:
+                    found[path] = status
+        return found
+
+    def identities(self, paths: Sequence[str]) -> dict[str, FileIdentity]:
+        """Size and modification time of each of ``paths`` that exists."""
+        return {path: _identity(path, status) for path, status in self.statuses(paths).items()}
+
+    def footers(self, paths: Sequence[str]) -> Iterator[FileTail]:
+        """Each file's identity and Parquet footer, in the order of ``paths``. Raises
+        ``FileNotFoundError`` naming a file that is not there."""
+        statuses = self.statuses(paths)
+        missing = [p for p in paths if spark_path(p) not in statuses]
+        if missing:
+            raise FileNotFoundError(f"zspark: {len(missing)} data files are gone, "
+                                    f"e.g. {missing[0]}")
+        chosen = [(spark_path(p), statuses[spark_path(p)]) for p in paths]
+        if len(chosen) <= 1:
+            yield from (self._tail(path, status) for path, status in chosen)
+            return
+        with ThreadPoolExecutor(min(READERS, len(chosen))) as pool:
+            yield from pool.map(lambda item: self._tail(*item), chosen)
+
+    def _tail(self, path: str, status: Any) -> FileTail:
+        identity = _identity(path, status)
+        located = status.getPath()
+        files = located.getFileSystem(self._conf)
+        try:
+            stream = (files.openFile(located).withFileStatus(status)
+                      .opt("fs.option.openfile.read.policy", "random").build().get())
+            try:
+                footer = _read_tail(stream, identity.size, min(identity.size, TAIL_BYTES))
+                length = footer_length(footer)
+                if length + 8 > len(footer):
+                    footer = _read_tail(stream, identity.size, length + 8)
+            finally:
+                stream.close()
+        except Exception as error:  # a py4j error carries the JVM's message
+            raise RuntimeError(f"zspark: cannot read the Parquet footer of {path}: "
+                               f"{error}") from error
+        return FileTail(identity, footer[-(length + 8):])
+
+
+def list_status(files: Any, located: Any) -> list[Any]:
+    """The ``FileStatus`` of each entry of the folder ``located`` on the Hadoop file system
+    ``files``, none when it does not exist: one listing, no request first to ask whether
+    it exists."""
+    try:
+        return list(files.listStatus(located))
+    except Exception as error:  # py4j's error names the Java exception
+        if "FileNotFoundException" in str(error):
+            return []
+        raise
+
+
+def _identity(path: str, status: Any) -> FileIdentity:
+    return FileIdentity(path, int(status.getLen()), int(status.getModificationTime()))
+
+
+def _read_tail(stream: Any, size: int, length: int) -> bytes:
+    """The last ``length`` bytes of a file of ``size`` bytes."""
+    if length > size:
+        raise ValueError(f"a footer of {length} bytes in a file of {size}")
+    stream.seek(size - length)
+    return bytes(stream.readNBytes(length))
+
+
+def footer_length(tail: bytes) -> int:
+    """The length of the footer a Parquet file's ``tail`` ends with.
+
+    >>> footer_length(b"...." + (1234).to_bytes(4, "little") + b"PAR1")
+    1234
+    """
+    if len(tail) < 8 or tail[-4:] != PARQUET_MAGIC:
+        raise ValueError("not a Parquet file (no magic at its end)")
+    return int.from_bytes(tail[-8:-4], "little")
+

@@ -1,0 +1,74 @@
+"""dbt Python models on an embedded session: the model's compiled code runs in the dbt
+process, on the very Spark session its SQL runs on, and its result is written as the
+table the materialization names (a Parquet table's next version into a folder of its
+own, as a SQL model's: ``table_versions.py``).
+
+dbt-spark submits Python models to a Databricks cluster only; here ``submission_method:
+session`` is the default of a session profile, and a Thrift server, which runs no
+Python of dbt's, refuses them before anything is written.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from dbt.adapters.base.impl import PythonJobHelper
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.zspark.reach.session.embedded import active_session
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+SUBMISSION_METHOD = "session"
+
+
+class SessionPythonJob(PythonJobHelper):
+    """Runs a Python model's compiled code in this process, with ``spark`` bound to the
+    session (the name dbt's compiled code reads)."""
+
+    def __init__(self, parsed_model: dict[str, Any], credentials: Any) -> None:
+        self.model = str(parsed_model.get("name", "?"))
+        self.path = str(parsed_model.get("original_file_path", self.model))
+        self.method = getattr(credentials, "method", None)
+
+    def submit(self, compiled_code: str) -> None:
+        if self.method != "session":
+            raise DbtRuntimeError(
+                f"Python model {self.model} ({self.path}): the profile's method is "
+                f"'{self.method}', whose server runs no Python of dbt's; Python models "
+                f"run with `method: session` (an embedded session or a cluster's driver)")
+        code = compile(compiled_code, self.path, "exec")
+        exec(code, {"spark": active_session(), "__name__": f"dbt_model_{self.model}"})
+
+
+def as_spark_frame(spark: SparkSession, result: Any) -> DataFrame:
+    """A model's returned frame as a Spark DataFrame: Spark's own as is, pandas-on-Spark
+    by its ``to_spark``, a pandas frame through ``createDataFrame``."""
+    from pyspark.sql import DataFrame
+
+    if isinstance(result, DataFrame):
+        return result
+    if hasattr(result, "to_spark"):
+        return result.to_spark()  # type: ignore[no-any-return]
+    try:
+        import pandas
+    except ImportError:
+        pandas = None
+    if pandas is not None and isinstance(result, pandas.DataFrame):
+        return spark.createDataFrame(result)
+    raise DbtRuntimeError(f"a Python model returned a {type(result).__name__}; it must "
+                          f"return a Spark, pandas-on-Spark or pandas DataFrame")
+
+
+def write_result(spark: SparkSession, result: Any, table: str, file_format: str | None,
+                 location: str | None) -> None:
+    """``result`` written as ``table``, replacing it: in ``file_format`` (None: the
+    session's default source), its files in ``location`` when given (an external table
+    there, whose name the swap can rename without moving a file)."""
+    writer = as_spark_frame(spark, result).write.mode("overwrite")
+    if file_format:
+        writer = writer.format(file_format)
+    if location:
+        writer = writer.option("path", location)
+    writer.saveAsTable(table)

@@ -1,0 +1,63 @@
+"""Vectorised (Arrow / pandas) UDFs that compute curve keys inside Spark.
+
+Documented functions, registered on the session once and callable from any model's SQL:
+
+``zspark_zorder_key(r1, ..., rn)``
+    Z-order key (bigint) of n non-negative integer ranks, each below ``2 ** (63 // n)``.
+``zspark_hilbert_key(r1, ..., rn)``
+    Hilbert-curve key (bigint) of the same ranks.
+
+Table builds also register one function per model, ``zspark_key_<model>``, which holds the
+model's sampled boundaries and maps raw column values straight to the key.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from dbt.adapters.zspark.core import curves
+from dbt.adapters.zspark.layouts import KeyFunction
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def _ranks_key(curve: str) -> KeyFunction:
+    def key(*ranks: pd.Series) -> pd.Series:
+        bits = curves.MAX_KEY_BITS // len(ranks)
+        arrays = [r.fillna(0).to_numpy(dtype=np.int64).astype(np.uint64) for r in ranks]
+        if any(int(a.max(initial=0)) >= 1 << bits for a in arrays):
+            raise ValueError(
+                f"zspark_{curve}_key: with {len(ranks)} columns each rank must be below "
+                f"2**{bits}"
+            )
+        combine = curves.interleave_bits if curve == "zorder" else curves.hilbert_index
+        return pd.Series(combine(arrays, bits).astype(np.int64))
+
+    return key
+
+
+def register_session_udfs(spark: SparkSession) -> None:
+    for curve in ("zorder", "hilbert"):
+        register_key_udf(spark, f"zspark_{curve}_key", _ranks_key(curve), "bigint")
+
+
+def register_key_udf(spark: SparkSession, name: str, function: KeyFunction,
+                     return_type: str) -> None:
+    """Register a model's key function as a session-scoped SQL function."""
+    from pyspark.sql.functions import pandas_udf
+
+    from dbt.adapters.zspark.reach.session.executor_code import ship_with_jobs
+
+    ship_with_jobs()
+    # Variadic key functions are beyond pandas_udf's typed overloads; Spark accepts them.
+    make_udf: Any = pandas_udf
+    spark.udf.register(name, make_udf(function, return_type))
+
+
+def udf_name(model: str) -> str:
+    safe = "".join(ch if ch.isalnum() else "_" for ch in model.lower())
+    return f"zspark_key_{safe}"

@@ -1,0 +1,239 @@
+"""The adapter's methods for clustered incremental runs of Delta and Iceberg tables.
+
+A mixin of :class:`~dbt.adapters.zspark.impl.ZSparkAdapter`. An incremental run of such a
+table is planned as a Parquet one (``zspark_increment``: the stored layout keys the new
+rows, the re-clustering policy of ``recluster.py`` decides), but written in commits of
+the format: the new rows first, in one commit (a reader sees them or not): a run of
+pieces (append), the format's MERGE, or whole partitions replaced (insert_overwrite, then
+recorded as clustered); then, when the policy asks for it, the re-clustering as a second
+commit that replaces exactly the files it rewrote and changes no data
+(``FormatTable.replace_files``), a full one setting the new layout and base in the same
+commit. A run killed between the two has committed its rows; the next run's policy finds
+them pending and merges them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import replace
+from typing import Any
+
+from dbt.adapters.base import available
+from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.zspark.core.layout_state import (
+    clustered_writes,
+    clustered_writes_after,
+    clustered_writes_property,
+)
+from dbt.adapters.zspark.core.stop_points import stop_point
+from dbt.adapters.zspark.formats import committing_table
+from dbt.adapters.zspark.services.context import FILE_ROWS_SETTING, ZSparkAdapterBase, _FormatPlan
+from dbt.adapters.zspark.services.increments import stored_table_plan
+from dbt.adapters.zspark.versions.recluster import FULL, plan_increment, plan_on_demand
+from dbt.adapters.zspark.versions.rewrite import (
+    file_partition,
+    in_partitions,
+    set_properties_sql,
+    table_runs,
+)
+
+logger = AdapterLogger("zspark")
+#: What a format's failed commit says when another writer's commit conflicts with it.
+CONFLICTS = ("io.delta.exceptions.Concurrent", "ValidationException",
+             "CommitFailedException")
+
+
+class FormatIncrementMethods(ZSparkAdapterBase):
+    """@available methods of clustered Delta and Iceberg incremental runs."""
+
+    @available
+    def zspark_record_base(self, model: str, relation: Any, file_format: str) -> None:
+        """After a clustered incremental model's full build of a Delta or Iceberg table:
+        its files are the clustered base the policy counts pending rows against (a
+        property set in a commit of its own; should this run die before it, the next one
+        finds no base and re-clusters the table in full)."""
+
+        properties = self._table_properties(relation)
+        files = self._format_file_list(relation, file_format, properties)
+        stop_point("format:base")
+        self.execute(set_properties_sql(str(relation), clustered_writes_property(
+            [path for path, _, _ in files])))
+
+    @available
+    def zspark_finish_format_increment(self, model: str, relation: Any) -> dict[str, Any]:
+        """After the new rows' commit: the re-clustering the policy chose, in a commit of
+        its own, then the layout line from the format's statistics."""
+
+        key = str(relation).lower()
+        planned = self._format_plans.pop(key)
+        before = self._files_before.pop(key, set())
+        stop_point("format:appended")
+        decision = planned.decision
+        # Rows that opened partitions of their own (the policy's "no rows yet where the
+        # new rows land"), or replaced whole ones (insert_overwrite), were written as
+        # those partitions' clustered base.
+        opened = decision.clustered_write and not planned.plan_after
+        # The live files, listed once (a Delta snapshot or Iceberg metadata read), when
+        # the policy judges them after a merge, a re-clustering rewrites some, or a base
+        # is recorded.
+        files = (self._format_file_list(relation, planned.file_format,
+                                        planned.properties)
+                 if planned.plan_after or decision.rewrites or opened else [])
+        if planned.plan_after:
+            # A MERGE replaced the files it matched: the policy judges the live files,
+            # the merge's own among the pending; on a partitioned table, those of the
+            # partitions the merge wrote in.
+            judged = files
+            if planned.plan.partition_by:
+                judged = in_partitions(files, planned.plan.partition_by, {
+                    file_partition(path, planned.plan.partition_by)
+                    for path, _, _ in files if path not in before})
+            decision = self._session_reclusters(
+                plan_increment(table_runs(judged, clustered_writes(planned.properties)),
+                               0, planned.stored.rows_per_file, planned.automatic),
+                planned.file_format)
+            logger.info(f"zspark: {model}: after the merge: {decision.action} "
+                        f"({decision.reason})")
+        if not decision.rewrites:
+            if opened:
+                self._record_opened_partitions(model, relation, planned.properties, files,
+                                               before)
+            self.zspark_log_format_stats(model, relation, planned.file_format, just_built=False)
+            return {"action": decision.action, "rewritten_rows": 0}
+        # The files the policy chose (a full one: those of the partitions it judged,
+        # every file of an unpartitioned table) and the run just committed.
+        new_run = [path for path, _, _ in files if path not in before]
+        rewritten = tuple(dict.fromkeys([*decision.rewritten_paths, *new_run]))
+        return self._replace_format_files(
+            model, relation, planned, replace(decision, rewritten_paths=rewritten), files,
+            later="the next run")
+
+    def _record_opened_partitions(self, model: str, relation: Any, properties: dict[str, str],
+                                  files: list[tuple[str, int, int]], before: set[str]) -> None:
+        """The run's files, which opened or replaced whole partitions, added to the
+        clustered base in a commit of its own (a property; replaced files leave it).
+        Should it not commit (killed, or another writer's conflicting commit), they stay
+        pending: the policy re-clusters them once more rows land there."""
+
+        new_run = [path for path, _, _ in files if path not in before]
+        stop_point("format:opened")
+        try:
+            self.execute(set_properties_sql(str(relation), clustered_writes_after(
+                properties, [path for path, _, _ in files], new_run)))
+        except Exception as error:
+            if not any(mark in str(error) for mark in CONFLICTS):
+                raise
+            logger.warning(f"zspark: {model}: the {len(new_run)} files of whole partitions stay "
+                           f"pending: another writer committed to {relation} meanwhile "
+                           f"({str(error).splitlines()[0][:300]})")
+            return
+        logger.info(f"zspark: {model}: {len(new_run)} files of whole partitions recorded as "
+                    f"their clustered base")
+
+    def _recluster_format_table(self, model: str, relation: Any, file_format: str,
+                                properties: dict[str, str], full: bool) -> dict[str, Any]:
+        """``zspark_recluster`` on a Delta or Iceberg table: the pending runs merged (or,
+        ``full``, the whole table re-clustered) in one commit that changes no data."""
+
+        reach = self._reach()
+        if not reach.runs_python:
+            raise DbtRuntimeError(
+                f"zspark_recluster: {relation}: re-clustering a {file_format} table needs "
+                f"`method: session`: its commit that changes no data is made through the "
+                f"format's JVM API, which `method: {self.config.credentials.method}` cannot "
+                f"reach. Run it with a session profile, or rebuild the table with `dbt run "
+                f"--full-refresh --select {model}` over this one.")
+        stored = self._stored_layout(model, relation, properties)
+        files = self._format_file_list(relation, file_format, properties)
+        decision = plan_on_demand(table_runs(files, clustered_writes(properties)),
+                                  stored.rows_per_file, full)
+        logger.info(f"zspark: {model}: {decision.action} ({decision.reason})")
+        if not decision.rewrites:
+            return {"action": decision.action, "rewritten_rows": 0}
+        plan = stored_table_plan(model, stored, reach.schema(f"select * from {relation}"))
+        planned = _FormatPlan(decision, plan, stored, file_format, properties)
+        return self._replace_format_files(model, relation, planned, decision, files,
+                                          later="a later zspark_recluster")
+
+    def _replace_format_files(self, model: str, relation: Any, planned: Any,
+                              decision: Any, files: list[tuple[str, int, int]],
+                              later: str) -> dict[str, Any]:
+        """The files ``decision`` rewrites, keyed with the table's layout (a full one: with a
+        new one) and sorted anew, replaced in one commit of the format that changes no
+        data; a full one sets the new layout and base in the same commit. Another
+        writer's conflicting commit defers it to ``later``: nothing of it is committed."""
+
+        written_as = committing_table(planned.file_format)
+        rewritten = tuple(decision.rewritten_paths)
+        live = {path: rows for path, rows, _ in files}
+        kept = [path for path in live if path not in set(rewritten)]
+        rewrite = replace(decision, rewritten_rows=sum(live.get(p, 0) for p in rewritten))
+        runs = table_runs(files, clustered_writes(planned.properties))
+        reach = self._reach()
+        spark = reach.spark  # the format's commit runs through its JVM API
+        schema = reach.schema(f"select * from {relation}")
+        view = f"zspark_rewritten_{uuid.uuid4().hex}"
+        layout: dict[str, str] | None = None
+
+        def keyed(rows: Any) -> Any:
+            # The rewritten files' rows, as the format's commit reads them: sampled, keyed
+            # and sorted anew (a full one: with a new layout).
+            nonlocal layout
+            rows.createOrReplaceTempView(view)
+            select_sql = self._rewrite_select(relation, planned.plan, planned.stored,
+                                              rewrite, "", None, runs, schema,
+                                              planned.file_format, rows_view=view)
+            layout = self._rewrites.pop(str(relation).lower()).layout
+            file_rows = self._file_rows.pop(model, None)
+            if file_rows:
+                settings.enter_context(_session_settings(
+                    spark, {FILE_ROWS_SETTING: str(file_rows)}))
+            return spark.sql(select_sql)
+
+        def new_base(paths: list[str]) -> dict[str, str]:
+            # A full re-clustering: its files, with the clustered files of partitions it
+            # left alone, are the new base, keyed by the new layout.
+            return {**(layout or {}), **clustered_writes_after(planned.properties, kept, paths)}
+
+        try:
+            with ExitStack() as settings:
+                settings.enter_context(_session_settings(
+                    spark, written_as.recorded_write_settings(planned.properties)))
+                settings.callback(spark.catalog.dropTempView, view)
+                version = written_as.replace_files(
+                    spark, str(relation), rewritten, keyed,
+                    new_base if decision.action == FULL else None)
+        except Exception as error:
+            if not any(mark in str(error) for mark in CONFLICTS):
+                raise
+            logger.warning(f"zspark: {model}: {decision.action} re-clustering deferred to "
+                           f"{later}: another writer committed to {relation} meanwhile and "
+                           f"nothing of it was committed "
+                           f"({str(error).splitlines()[0][:300]})")
+            self.zspark_log_format_stats(model, relation, planned.file_format, just_built=False)
+            return {"action": "deferred", "rewritten_rows": 0}
+        logger.info(f"zspark: {model}: {decision.action}: {len(rewritten)} files "
+                    f"({rewrite.rewritten_rows} rows) replaced in one commit "
+                    f"({planned.file_format} version {version})")
+        self.zspark_log_format_stats(model, relation, planned.file_format, just_built=False)
+        return {"action": decision.action, "rewritten_rows": rewrite.rewritten_rows}
+
+
+@contextmanager
+def _session_settings(spark: Any, settings: dict[str, str]) -> Iterator[None]:
+    """Session ``settings`` for the statements inside, restored after."""
+    previous = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in previous.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
