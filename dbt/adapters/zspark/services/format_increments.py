@@ -20,7 +20,6 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from typing import Any
 
-from dbt.adapters.base import available
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
@@ -31,9 +30,16 @@ from dbt.adapters.zspark.core.layout_state import (
 )
 from dbt.adapters.zspark.core.stop_points import stop_point
 from dbt.adapters.zspark.formats import committing_table
-from dbt.adapters.zspark.services.context import FILE_ROWS_SETTING, ZSparkAdapterBase, _FormatPlan
+from dbt.adapters.zspark.services.context import FormatPlan, RunContext
 from dbt.adapters.zspark.services.increments import stored_table_plan
-from dbt.adapters.zspark.versions.recluster import FULL, plan_increment, plan_on_demand
+from dbt.adapters.zspark.services.indexing import FileIndex
+from dbt.adapters.zspark.services.tables import TableFiles
+from dbt.adapters.zspark.services.writes import FILE_ROWS_SETTING, KeyedWrites
+from dbt.adapters.zspark.versions.recluster import (
+    FULL,
+    plan_increment,
+    plan_on_demand,
+)
 from dbt.adapters.zspark.versions.rewrite import (
     file_partition,
     in_partitions,
@@ -47,30 +53,35 @@ CONFLICTS = ("io.delta.exceptions.Concurrent", "ValidationException",
              "CommitFailedException")
 
 
-class FormatIncrementMethods(ZSparkAdapterBase):
-    """@available methods of clustered Delta and Iceberg incremental runs."""
+class FormatIncrements:
+    """Clustered incremental runs of Delta and Iceberg tables, re-clustering in their commits."""
 
-    @available
-    def zspark_record_base(self, model: str, relation: Any, file_format: str) -> None:
+    def __init__(self, ctx: RunContext, tables: TableFiles, index: FileIndex,
+                 writes: KeyedWrites) -> None:
+        self.ctx = ctx
+        self.tables = tables
+        self.index = index
+        self.writes = writes
+
+    def record_base(self, model: str, relation: Any, file_format: str) -> None:
         """After a clustered incremental model's full build of a Delta or Iceberg table:
         its files are the clustered base the policy counts pending rows against (a
         property set in a commit of its own; should this run die before it, the next one
         finds no base and re-clusters the table in full)."""
 
-        properties = self._table_properties(relation)
-        files = self._format_file_list(relation, file_format, properties)
+        properties = self.ctx.table_properties(relation)
+        files = self.tables.format_file_list(relation, file_format, properties)
         stop_point("format:base")
-        self.execute(set_properties_sql(str(relation), clustered_writes_property(
+        self.ctx.execute(set_properties_sql(str(relation), clustered_writes_property(
             [path for path, _, _ in files])))
 
-    @available
-    def zspark_finish_format_increment(self, model: str, relation: Any) -> dict[str, Any]:
+    def finish(self, model: str, relation: Any) -> dict[str, Any]:
         """After the new rows' commit: the re-clustering the policy chose, in a commit of
         its own, then the layout line from the format's statistics."""
 
         key = str(relation).lower()
-        planned = self._format_plans.pop(key)
-        before = self._files_before.pop(key, set())
+        planned = self.ctx.run.format_plans.pop(key)
+        before = self.ctx.run.files_before.pop(key, set())
         stop_point("format:appended")
         decision = planned.decision
         # Rows that opened partitions of their own (the policy's "no rows yet where the
@@ -80,8 +91,8 @@ class FormatIncrementMethods(ZSparkAdapterBase):
         # The live files, listed once (a Delta snapshot or Iceberg metadata read), when
         # the policy judges them after a merge, a re-clustering rewrites some, or a base
         # is recorded.
-        files = (self._format_file_list(relation, planned.file_format,
-                                        planned.properties)
+        files = (self.tables.format_file_list(relation, planned.file_format,
+                                              planned.properties)
                  if planned.plan_after or decision.rewrites or opened else [])
         if planned.plan_after:
             # A MERGE replaced the files it matched: the policy judges the live files,
@@ -92,7 +103,7 @@ class FormatIncrementMethods(ZSparkAdapterBase):
                 judged = in_partitions(files, planned.plan.partition_by, {
                     file_partition(path, planned.plan.partition_by)
                     for path, _, _ in files if path not in before})
-            decision = self._session_reclusters(
+            decision = self.writes.session_reclusters(
                 plan_increment(table_runs(judged, clustered_writes(planned.properties)),
                                0, planned.stored.rows_per_file, planned.automatic),
                 planned.file_format)
@@ -102,13 +113,13 @@ class FormatIncrementMethods(ZSparkAdapterBase):
             if opened:
                 self._record_opened_partitions(model, relation, planned.properties, files,
                                                before)
-            self.zspark_log_format_stats(model, relation, planned.file_format, just_built=False)
+            self.index.log_format_stats(model, relation, planned.file_format, just_built=False)
             return {"action": decision.action, "rewritten_rows": 0}
         # The files the policy chose (a full one: those of the partitions it judged,
         # every file of an unpartitioned table) and the run just committed.
         new_run = [path for path, _, _ in files if path not in before]
         rewritten = tuple(dict.fromkeys([*decision.rewritten_paths, *new_run]))
-        return self._replace_format_files(
+        return self._replace_files(
             model, relation, planned, replace(decision, rewritten_paths=rewritten), files,
             later="the next run")
 
@@ -122,7 +133,7 @@ class FormatIncrementMethods(ZSparkAdapterBase):
         new_run = [path for path, _, _ in files if path not in before]
         stop_point("format:opened")
         try:
-            self.execute(set_properties_sql(str(relation), clustered_writes_after(
+            self.ctx.execute(set_properties_sql(str(relation), clustered_writes_after(
                 properties, [path for path, _, _ in files], new_run)))
         except Exception as error:
             if not any(mark in str(error) for mark in CONFLICTS):
@@ -134,34 +145,34 @@ class FormatIncrementMethods(ZSparkAdapterBase):
         logger.info(f"zspark: {model}: {len(new_run)} files of whole partitions recorded as "
                     f"their clustered base")
 
-    def _recluster_format_table(self, model: str, relation: Any, file_format: str,
-                                properties: dict[str, str], full: bool) -> dict[str, Any]:
+    def recluster(self, model: str, relation: Any, file_format: str,
+                  properties: dict[str, str], full: bool) -> dict[str, Any]:
         """``zspark_recluster`` on a Delta or Iceberg table: the pending runs merged (or,
         ``full``, the whole table re-clustered) in one commit that changes no data."""
 
-        reach = self._reach()
+        reach = self.ctx.reach()
         if not reach.runs_python:
             raise DbtRuntimeError(
                 f"zspark_recluster: {relation}: re-clustering a {file_format} table needs "
                 f"`method: session`: its commit that changes no data is made through the "
-                f"format's JVM API, which `method: {self.config.credentials.method}` cannot "
+                f"format's JVM API, which `method: {self.ctx.method}` cannot "
                 f"reach. Run it with a session profile, or rebuild the table with `dbt run "
                 f"--full-refresh --select {model}` over this one.")
-        stored = self._stored_layout(model, relation, properties)
-        files = self._format_file_list(relation, file_format, properties)
+        stored = self.tables.stored_layout(model, relation, properties)
+        files = self.tables.format_file_list(relation, file_format, properties)
         decision = plan_on_demand(table_runs(files, clustered_writes(properties)),
                                   stored.rows_per_file, full)
         logger.info(f"zspark: {model}: {decision.action} ({decision.reason})")
         if not decision.rewrites:
             return {"action": decision.action, "rewritten_rows": 0}
         plan = stored_table_plan(model, stored, reach.schema(f"select * from {relation}"))
-        planned = _FormatPlan(decision, plan, stored, file_format, properties)
-        return self._replace_format_files(model, relation, planned, decision, files,
-                                          later="a later zspark_recluster")
+        planned = FormatPlan(decision, plan, stored, file_format, properties)
+        return self._replace_files(model, relation, planned, decision, files,
+                                   later="a later zspark_recluster")
 
-    def _replace_format_files(self, model: str, relation: Any, planned: Any,
-                              decision: Any, files: list[tuple[str, int, int]],
-                              later: str) -> dict[str, Any]:
+    def _replace_files(self, model: str, relation: Any, planned: Any,
+                       decision: Any, files: list[tuple[str, int, int]],
+                       later: str) -> dict[str, Any]:
         """The files ``decision`` rewrites, keyed with the table's layout (a full one: with a
         new one) and sorted anew, replaced in one commit of the format that changes no
         data; a full one sets the new layout and base in the same commit. Another
@@ -173,7 +184,7 @@ class FormatIncrementMethods(ZSparkAdapterBase):
         kept = [path for path in live if path not in set(rewritten)]
         rewrite = replace(decision, rewritten_rows=sum(live.get(p, 0) for p in rewritten))
         runs = table_runs(files, clustered_writes(planned.properties))
-        reach = self._reach()
+        reach = self.ctx.reach()
         spark = reach.spark  # the format's commit runs through its JVM API
         schema = reach.schema(f"select * from {relation}")
         view = f"zspark_rewritten_{uuid.uuid4().hex}"
@@ -184,11 +195,11 @@ class FormatIncrementMethods(ZSparkAdapterBase):
             # and sorted anew (a full one: with a new layout).
             nonlocal layout
             rows.createOrReplaceTempView(view)
-            select_sql = self._rewrite_select(relation, planned.plan, planned.stored,
-                                              rewrite, "", None, runs, schema,
-                                              planned.file_format, rows_view=view)
-            layout = self._rewrites.pop(str(relation).lower()).layout
-            file_rows = self._file_rows.pop(model, None)
+            select_sql = self.writes.rewrite_select(relation, planned.plan, planned.stored,
+                                                    rewrite, "", None, runs, schema,
+                                                    planned.file_format, rows_view=view)
+            layout = self.ctx.run.rewrites.pop(str(relation).lower()).layout
+            file_rows = self.ctx.run.file_rows.pop(model, None)
             if file_rows:
                 settings.enter_context(_session_settings(
                     spark, {FILE_ROWS_SETTING: str(file_rows)}))
@@ -214,12 +225,12 @@ class FormatIncrementMethods(ZSparkAdapterBase):
                            f"{later}: another writer committed to {relation} meanwhile and "
                            f"nothing of it was committed "
                            f"({str(error).splitlines()[0][:300]})")
-            self.zspark_log_format_stats(model, relation, planned.file_format, just_built=False)
+            self.index.log_format_stats(model, relation, planned.file_format, just_built=False)
             return {"action": "deferred", "rewritten_rows": 0}
         logger.info(f"zspark: {model}: {decision.action}: {len(rewritten)} files "
                     f"({rewrite.rewritten_rows} rows) replaced in one commit "
                     f"({planned.file_format} version {version})")
-        self.zspark_log_format_stats(model, relation, planned.file_format, just_built=False)
+        self.index.log_format_stats(model, relation, planned.file_format, just_built=False)
         return {"action": decision.action, "rewritten_rows": rewrite.rewritten_rows}
 
 

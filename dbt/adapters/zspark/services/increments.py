@@ -11,30 +11,25 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from dbt.adapters.base import available
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.zspark.core.layout_state import (
-    CLUSTERED_WRITES_KEY,
     StoredLayout,
     clustered_writes,
     clustered_writes_after,
-    write_id,
 )
 from dbt.adapters.zspark.core.planning import ClusteringConfigError, ClusteringPlan, plan_clustering
-from dbt.adapters.zspark.core.sql_text import quote, sql_string
+from dbt.adapters.zspark.core.sql_text import sql_string
 from dbt.adapters.zspark.core.stop_points import stop_point
-from dbt.adapters.zspark.formats import format_table
-from dbt.adapters.zspark.reach.session.clustering import key_input_sql, key_input_type, part_column
-from dbt.adapters.zspark.services.context import ZSparkAdapterBase, _FormatPlan
-from dbt.adapters.zspark.skipping.health import LayoutSample
-from dbt.adapters.zspark.skipping.layout_report import (
-    ReportAxis,
-    draw_layout,
-    health_table,
-    probe_value,
+from dbt.adapters.zspark.formats import (
+    format_table,
 )
+from dbt.adapters.zspark.services.context import FormatPlan, RunContext
+from dbt.adapters.zspark.services.indexing import FileIndex
+from dbt.adapters.zspark.services.tables import TableFiles
+from dbt.adapters.zspark.services.versioning import TableVersioning
+from dbt.adapters.zspark.services.writes import KeyedWrites
 from dbt.adapters.zspark.versions.recluster import (
     APPEND,
     FULL,
@@ -109,14 +104,20 @@ def stored_table_plan(model: str, stored: StoredLayout,
     return plan
 
 
-class IncrementalMethods(ZSparkAdapterBase):
-    """@available methods of clustered incremental runs, re-clustering and the layout
-    report."""
+class ParquetIncrements:
+    """Clustered incremental runs of Parquet tables, re-clustering on demand."""
 
-    @available
-    def zspark_check_incremental(self, model: str, strategy: str,
-                                 file_format: str = "parquet",
-                                 partition_by: Any = None) -> None:
+    def __init__(self, ctx: RunContext, tables: TableFiles, index: FileIndex,
+                 writes: KeyedWrites, versions: TableVersioning) -> None:
+        self.ctx = ctx
+        self.tables = tables
+        self.index = index
+        self.writes = writes
+        self.versions = versions
+
+    def check_incremental(self, model: str, strategy: str,
+                          file_format: str = "parquet",
+                          partition_by: Any = None) -> None:
         check_incremental_strategy(model, strategy, file_format, partition_by)
 
     def _checked_plan(self, model: str, relation: Any, stored: StoredLayout,
@@ -134,16 +135,15 @@ class IncrementalMethods(ZSparkAdapterBase):
                 f"Model '{model}': the clustering config no longer matches the layout stored "
                 f"with {relation}: {drift}. Run `dbt run --full-refresh --select {model}` to "
                 f"rebuild the table with the new layout.")
-        self._refuse_keys_in_python(
-            self._reach(), model,
+        self.ctx.refuse_keys_in_python(
+            self.ctx.reach(), model,
             stored.curve_method, f"{relation} is keyed with curve_method "
             f"'{stored.curve_method}', computed in Python",
             " (rebuild the table with it, or run it in a session)")
         return plan
 
-    @available
-    def zspark_increment(self, model: str, relation: Any, config: dict[str, Any], sql: str,
-                         strategy: str, file_format: str) -> dict[str, Any]:
+    def plan(self, model: str, relation: Any, config: dict[str, Any], sql: str,
+             strategy: str, file_format: str) -> dict[str, Any]:
         """Plan an incremental run of a clustered model, before anything is written.
 
         New rows are keyed with the layout stored with the table. With ``append`` the
@@ -155,10 +155,10 @@ class IncrementalMethods(ZSparkAdapterBase):
 
         # The format is read from the table itself: a relation cached by this run's
         # earlier build (a microbatch model's first batch) does not carry it.
-        table_format, properties = self._format_of(relation)
+        table_format, properties = self.tables.format_of(relation)
         check_table_format(model, str(relation), file_format, table_format)
-        stored = self._stored_layout(model, relation, properties)
-        reach = self._reach()
+        stored = self.tables.stored_layout(model, relation, properties)
+        reach = self.ctx.reach()
         schema = reach.schema(sql)
         plan = replace(self._checked_plan(model, relation, stored, config, schema),
                        file_count=None)
@@ -169,8 +169,8 @@ class IncrementalMethods(ZSparkAdapterBase):
                         f"index unchanged")
             return {"rows": 0, "rewrite": False, "sql": ""}
         written_as = format_table(table_format)
-        files = self._live_files(relation, table_format, properties,
-                                 create=config.get("zspark_index") is not False)
+        files = self.index.live_files(relation, table_format, properties,
+                                      create=config.get("zspark_index") is not False)
         clustered = clustered_writes(properties)
         runs = None if files is None else table_runs(files, clustered)
         table_sized = files_for(sampled.rows, stored.rows_per_file)
@@ -195,146 +195,88 @@ class IncrementalMethods(ZSparkAdapterBase):
             decision = plan_increment(touched or [], sampled.rows, stored.rows_per_file,
                                       automatic)
             if written_as.commits_on_its_own:
-                decision = self._session_reclusters(decision, written_as.name)
+                decision = self.writes.session_reclusters(decision, written_as.name)
         logger.info(f"zspark: {model}: {decision.action} ({decision.reason})")
         if written_as.commits_on_its_own:
             # Committed as a run of its own first; a re-clustering follows in a commit of
             # its own (zspark_finish_format_increment).
-            self._format_plans[str(relation).lower()] = _FormatPlan(
+            self.ctx.run.format_plans[str(relation).lower()] = FormatPlan(
                 decision, plan, stored, written_as.name, properties,
                 plan_after=strategy == "merge", automatic=automatic)
             if strategy in ("append", "merge"):
                 # insert_overwrite keeps its table-sized files.
                 decision = new_run(sampled.rows, stored.rows_per_file, "the new rows' own run")
             # The new rows' statistics cut as the build's (zspark_execute_write).
-            self._write_settings[model] = written_as.recorded_write_settings(properties)
-        select_sql = self._rewrite_select(relation, plan, stored, decision, sql,
-                                          sampled, runs, schema, table_format)
+            self.ctx.run.write_settings[model] = written_as.recorded_write_settings(properties)
+        select_sql = self.writes.rewrite_select(relation, plan, stored, decision, sql,
+                                                sampled, runs, schema, table_format)
         if not decision.rewrites:
-            self._files_before[str(relation).lower()] = \
+            self.ctx.run.files_before[str(relation).lower()] = \
                 {path for path, _, _ in files} if files is not None \
                 else reach.table_files(relation)
-        self._clustered_inserts[str(relation).lower()] = \
+        self.ctx.run.clustered_inserts[str(relation).lower()] = \
             strategy in OVERWRITING_STRATEGIES or decision.clustered_write
         return {"rows": sampled.rows, "rewrite": decision.rewrites, "sql": select_sql}
 
-    def _recluster_parquet_table(self, model: str, relation: Any,
-                                 full: bool) -> dict[str, Any]:
+    def recluster(self, model: str, relation: Any,
+                  full: bool) -> dict[str, Any]:
         """``zspark_recluster`` on a Parquet table: the pending runs merged (or, ``full``,
         the whole table re-clustered) into its next version, swapped in."""
 
-        stored = self._stored_layout(model, relation)
-        files = self._indexed_files(relation)
+        stored = self.tables.stored_layout(model, relation)
+        files = self.index.indexed_files(relation)
         if files is None:
             raise DbtRuntimeError(
                 f"zspark_recluster: {relation}: its index does not list exactly its files; "
                 f"run zspark_build_index on it first")
-        runs = table_runs(files, clustered_writes(self._table_properties(relation)))
+        runs = table_runs(files, clustered_writes(self.ctx.table_properties(relation)))
         decision = plan_on_demand(runs, stored.rows_per_file, bool(full))
         logger.info(f"zspark: {model}: {decision.action} ({decision.reason})")
         if not decision.rewrites:
             return {"action": decision.action, "rewritten_rows": 0}
-        schema = self._reach().schema(f"select * from {relation}")
+        schema = self.ctx.reach().schema(f"select * from {relation}")
         plan = stored_table_plan(model, stored, schema)
-        select_sql = self._rewrite_select(relation, plan, stored, decision, "", None,
-                                          runs, schema)
-        staging = self.zspark_begin_rewrite(model, relation)
-        self.zspark_execute_write(model, f"insert into {staging} {select_sql}")
-        self.zspark_finish_rewrite(model, relation, staging)
+        select_sql = self.writes.rewrite_select(relation, plan, stored, decision, "", None,
+                                                runs, schema)
+        staging = self.begin_rewrite(model, relation)
+        self.writes.execute_write(model, f"insert into {staging} {select_sql}")
+        self.finish_rewrite(model, relation, staging)
         return {"action": decision.action, "rewritten_rows": decision.rewritten_rows}
 
-    @available
-    def zspark_layout_report(self, relation: Any, x: str | None = None, y: str | None = None,
-                             path: str | None = None) -> dict[str, Any]:
-        """``zspark_layout_report``: the layout figures of a clustered table as a table,
-        and a picture of its files' boxes over two clustering columns."""
-        from pathlib import Path
-
-        model = relation.identifier
-        properties = self._table_properties(relation)
-        stored = self._stored_layout(model, relation, properties)
-        columns, types = stored.columns, stored.column_types
-        x, y = x or columns[0], y or columns[min(1, len(columns) - 1)]
-        for name in (x, y):
-            if name not in columns:
-                raise DbtRuntimeError(f"zspark_layout_report: {relation}: '{name}' is not a "
-                                      f"clustering column. Allowed: {', '.join(columns)}")
-        inputs = [f"{key_input_sql(quote(c), t)} as {quote(c)}"
-                  for c, t in zip(columns, types, strict=True)]
-        declared = {c.name.lower(): c.data_type for c in self.get_columns_in_relation(relation)}
-        partition_types = [(p, declared[p.lower()]) for p in stored.partition_by]
-        parts = [f"{quote(p)} as {quote(part_column(i))}"
-                 for i, p in enumerate(stored.partition_by)]
-        index = self._file_stats(relation, properties)
-        rows = int(self._fetch(f"select sum(row_count) from {index} where row_group is null")
-                   [0][0] or 0)
-        fraction = min(1.0, 100_000 / max(rows, 1))
-        sample = self._reach().frame(
-            f"select {', '.join([*inputs, *parts])} from {relation} "
-            f"where rand(17) < {fraction!r}",
-            {**{c: key_input_type(t) for c, t in zip(columns, types, strict=True)},
-             **{part_column(i): t for i, (_, t) in enumerate(partition_types)}})
-        keys = stored.key_function(types)(*(sample[c] for c in columns))
-        # A table whose clustered writes are not recorded (a Delta or Iceberg table model)
-        # is replaced whole by each clustered build: none pending.
-        recorded = CLUSTERED_WRITES_KEY in properties
-        health, files = self._layout_health(relation, index, LayoutSample(
-            columns, types, sample, keys.tolist(), [part_column(i) for i in range(len(parts))]),
-            just_built=not recorded)
-        logger.info(f"zspark_layout_report {relation}:\n{health_table(health)}")
-        clustered = clustered_writes(properties)
-        target = Path(path) if path else Path(getattr(self.config, "project_root", ".")) \
-            / "target" / f"zspark_layout_{model}.png"
-        paths = [str(p) for p in files["file_path"]]
-        axes = [ReportAxis(c, types[columns.index(c)],
-                           files[[f"{c}.min", f"{c}.max"]].set_axis(["min", "max"], axis=1),
-                           probe_value(sample[c])) for c in (x, y)]
-        subtitle = "; ".join(f"{c.column}: {c.skip_share:.1%} of files skipped per point "
-                             f"query" for c in health.columns if c.column in (x, y))
-        probes = draw_layout(target, axes[0], axes[1],
-                             [recorded and write_id(p) not in clustered for p in paths],
-                             f"{relation}: {len(files)} files, {health.rows} rows", subtitle)
-        logger.info(f"zspark_layout_report {relation}: files' boxes over {x} and {y} in "
-                    f"{target}; "
-                    + "; ".join(p.describe() for p in probes))
-        return {"columns": health.table(), "picture": str(target)}
-
-    @available
-    def zspark_begin_rewrite(self, model: str, relation: Any) -> Any:
+    def begin_rewrite(self, model: str, relation: Any) -> Any:
         """The staging table of a re-clustering, created like the table (columns,
         partitioning, writer options) with its properties (what a killed run left was
         repaired when this run began): in a session, when files stay, a batch published
         in place of the files rewritten; else the table's next version."""
 
-        rewrite = self._rewrites[str(relation).lower()]
-        rewrite.in_place = self._reach().journals_batches and not rewrite.whole_table
+        rewrite = self.ctx.run.rewrites[str(relation).lower()]
+        rewrite.in_place = self.ctx.reach().journals_batches and not rewrite.whole_table
         if rewrite.in_place:
-            staging = self._version(relation, BATCH)
-            self.execute(f"create table {staging} like {relation}")
+            staging = self.ctx.version_of(relation, BATCH)
+            self.ctx.execute(f"create table {staging} like {relation}")
             return staging
-        staging = self.zspark_next_version(relation)
-        location = self.zspark_next_location(relation)
-        self.execute(f"create table {staging} like {relation} location {sql_string(location)}")
-        properties = carried_properties(self._table_properties(relation), rewrite.layout, None)
+        staging = self.versions.next_version(relation)
+        location = self.versions.next_location(relation)
+        self.ctx.execute(f"create table {staging} like {relation} location {sql_string(location)}")
+        properties = carried_properties(self.ctx.table_properties(relation), rewrite.layout, None)
         if properties:
-            self.execute(set_properties_sql(str(staging), properties))
+            self.ctx.execute(set_properties_sql(str(staging), properties))
         return staging
 
-    @available
-    def zspark_finish_rewrite(self, model: str, relation: Any, staging: Any) -> None:
+    def finish_rewrite(self, model: str, relation: Any, staging: Any) -> None:
         """Check the rows written into ``staging`` (with the files that stay, they must be
         the table's and the new rows), then bring them into the table: published in place
         of the files rewritten, or swapped in as its next version; the index follows."""
 
-        rewrite = self._rewrites.pop(str(relation).lower())
+        rewrite = self.ctx.run.rewrites.pop(str(relation).lower())
         stop_point("rewrite:written")
-        self._lap(relation, "write")
-        index = self._index_relation(relation)
-        next_version = self._reach().next_version(relation, staging, index, rewrite.in_place)
+        self.ctx.lap(relation, "write")
+        index = self.ctx.index_of(relation)
+        next_version = self.ctx.reach().next_version(relation, staging, index, rewrite.in_place)
         rewritten = rewrite.decision.rewritten_paths
         carried = next_version.carry(rewritten, rewrite.partition_by,
                                      rewrite.decision.action == FULL,
-                                     self._table_properties(relation))
+                                     self.ctx.table_properties(relation))
         expected = rewrite.table_rows + rewrite.new_rows
         if carried.rows != expected or not carried.files_match:
             raise DbtRuntimeError(
@@ -342,61 +284,59 @@ class IncrementalMethods(ZSparkAdapterBase):
                 f"rows would be {carried.rows}, the table's and the new rows {expected}; "
                 f"the table and its index are unchanged")
         stop_point("rewrite:checked")
-        self._lap(relation, "write")
+        self.ctx.lap(relation, "write")
         if next_version.in_place:
-            versions = self._versions(relation)
+            versions = self.ctx.versions_of(relation)
             versions.journal_replaced(list(rewritten))
-            before = self._table_properties(relation)
+            before = self.ctx.table_properties(relation)
             # The journal, the new layout and the clustered writes in one statement: from
             # here the next run finishes the publication.
-            self.execute(set_properties_sql(str(relation), {
+            self.ctx.execute(set_properties_sql(str(relation), {
                 **(rewrite.layout or {}), **carried.properties, BATCH_KEY: RECLUSTER}))
             versions.publish_batch(RECLUSTER)
-            self.cache_dropped(staging)
+            self.ctx.cache_dropped(staging)
             stale = stale_layout_keys(before, rewrite.layout)
             if stale:
-                self.execute(f"alter table {relation} unset tblproperties if exists "
-                             f"({', '.join(map(sql_string, stale))})")
+                self.ctx.execute(f"alter table {relation} unset tblproperties if exists "
+                                 f"({', '.join(map(sql_string, stale))})")
         else:
             if carried.properties:
-                self.execute(set_properties_sql(str(staging), carried.properties))
-            self.zspark_swap_in(model, relation, relation)
-        self._lap(relation, "write")
+                self.ctx.execute(set_properties_sql(str(staging), carried.properties))
+            self.versions.swap_in(model, relation, relation)
+        self.ctx.lap(relation, "write")
         summary = next_version.publish(rewritten)
         stop_point("index:published")
-        self._lap(relation, "index")
-        self._log_index(relation, index, summary)
+        self.ctx.lap(relation, "index")
+        self.index.log_index(relation, index, summary)
 
-    @available
-    def zspark_finish_increment(self, model: str, relation: Any, want_index: bool,
-                                clustering: list[str] | None = None,
-                                configured: list[str] | None = None) -> dict[str, Any]:
+    def finish(self, model: str, relation: Any, want_index: bool,
+               clustering: list[str] | None = None,
+               configured: list[str] | None = None) -> dict[str, Any]:
         """After the insert: add the new files' footers to the index (and drop the rows of
         files an overwrite replaced), then log the layout."""
 
-        before = self._files_before.pop(str(relation).lower(), set())
+        before = self.ctx.run.files_before.pop(str(relation).lower(), set())
         stop_point("append:inserted")
-        self._lap(relation, "write")
-        after = self._reach().table_files(relation)
+        self.ctx.lap(relation, "write")
+        after = self.ctx.reach().table_files(relation)
         added, removed = sorted(after - before), sorted(before - after)
-        if self._clustered_inserts.pop(str(relation).lower(), False):
+        if self.ctx.run.clustered_inserts.pop(str(relation).lower(), False):
             # Whole partitions (an overwrite, or a partition's first rows) written sorted
             # by the key in table-sized files: clustered like a full build's files.
-            self.execute(set_properties_sql(str(relation), clustered_writes_after(
-                self._table_properties(relation), sorted(after), added)))
+            self.ctx.execute(set_properties_sql(str(relation), clustered_writes_after(
+                self.ctx.table_properties(relation), sorted(after), added)))
         if not want_index:
             return {"added": len(added), "removed": len(removed)}
-        index = self._index_relation(relation)
-        reach = self._reach()
+        index = self.ctx.index_of(relation)
+        reach = self.ctx.reach()
         summary = reach.update_index(relation, index, added, removed, clustering, configured)
         if summary is None:
             logger.warning(f"zspark: {relation.identifier}: no index matching the configured "
                            f"columns; indexing every file")
             summary = reach.build_index(relation, index, clustering, configured)
         stop_point("append:indexed")
-        self._lap(relation, "index")
+        self.ctx.lap(relation, "index")
         logger.info(f"zspark: {relation.identifier}: {len(added)} files added, "
                     f"{len(removed)} replaced; their footers indexed")
-        self._log_index(relation, index, summary)
+        self.index.log_index(relation, index, summary)
         return {"added": len(added), "removed": len(removed)}
-

@@ -1,0 +1,160 @@
+"""Table builds: config and format checks before anything is written, the clustered
+SELECT of a build, the layout it stores, seeds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.zspark.core.layout_state import (
+    StoredLayout,
+    StoredLayoutError,
+)
+from dbt.adapters.zspark.core.planning import ClusteringConfigError, plan_clustering
+from dbt.adapters.zspark.formats import (
+    CLUSTERED_FORMATS,
+    format_table,
+    longest_string,
+    stats_columns,
+    string_stats_length,
+)
+from dbt.adapters.zspark.formats.settings import (
+    TABLE_FORMATS,
+    commits_on_its_own,
+    unwritable_format_error,
+)
+from dbt.adapters.zspark.reach.session.clustering import spread_sql
+from dbt.adapters.zspark.reach.session.seeds import load_seed
+from dbt.adapters.zspark.services.context import RunContext
+from dbt.adapters.zspark.services.writes import KeyedWrites
+
+logger = AdapterLogger("zspark")
+
+
+class TableBuilds:
+    """Table builds: config and format checks before anything is written, the clustered"""
+
+    def __init__(self, ctx: RunContext, writes: KeyedWrites) -> None:
+        self.ctx = ctx
+        self.writes = writes
+
+    def load_seed(self, relation: Any, agate_table: Any) -> int | None:
+        """Insert a seed's rows in one Spark write (``seeds.py``); the rows, or None over
+        a server (dbt-spark's statements load it)."""
+        reach = self.ctx.reach()
+        if not reach.runs_python:
+            return None
+        rows = load_seed(reach.spark, str(relation), agate_table)
+        logger.info(f"zspark: {relation}: {rows} seed rows inserted by one Spark write")
+        return rows
+
+    def check_file_format(self, model: str, file_format: str, clustered: bool,
+                          materialized: str) -> bool:
+        """Refuse, before anything is written, a ``file_format`` this Spark cannot write or
+        zspark cannot cluster. True when the format commits on its own (Delta, Iceberg,
+        Hudi): dbt-spark's own build then replaces the table in one commit of the format,
+        keeping its history, where a rename would leave its files behind."""
+
+        if file_format.lower() in TABLE_FORMATS:  # Parquet and the rest need no extension
+            # Spark answers SET for a static setting too, in a session and over thrift.
+            value = next((str(row[1]) for row in self.ctx.fetch("set spark.sql.extensions")
+                          if row[1] is not None), "")
+            problem = unwritable_format_error(
+                model, file_format, None if value.startswith("<undefined") else value)
+            if problem is not None:
+                raise DbtRuntimeError(problem)
+        if clustered:
+            self._check_clustered_format(model, file_format.lower(), materialized)
+        return commits_on_its_own(file_format)
+
+    def _check_clustered_format(self, model: str, file_format: str, materialized: str) -> None:
+        allowed = CLUSTERED_FORMATS if materialized in ("table", "incremental") \
+            else ("parquet",)
+        if file_format not in allowed:
+            raise DbtRuntimeError(
+                f"Model '{model}': config 'file_format' is '{file_format}' on a clustered "
+                f"{materialized} model. Allowed: {', '.join(repr(f) for f in allowed)}. zspark "
+                f"does not cluster {materialized} models of {file_format} tables yet; without "
+                f"zorder_by, hilbert_by, linear_by and balanced_by the model builds "
+                f"unclustered.")
+
+    def check_config(self, model: str, config: dict[str, Any],
+                     materialized: str) -> bool:
+        """Check config values that need no schema; True when the model asks for clustering."""
+        try:
+            return plan_clustering(model, config, None, materialized) is not None
+        except ClusteringConfigError as error:
+            raise DbtRuntimeError(str(error)) from error
+
+    def build_sql(self, model: str, relation: Any, config: dict[str, Any],
+                  sql: str, previous: Any = None, file_format: str = "parquet") -> str:
+        """The SELECT a table build writes: clustered, spread into files, or ``sql`` as is.
+        ``previous`` is the table the build replaces, if any; a Delta or Iceberg table
+        (``file_format``) gets the table properties that keep statistics on its columns.
+
+        Every check happens here, before the materialization writes anything.
+        """
+        if not self.check_config(model, config, "table"):
+            file_count = config.get("file_count")
+            if file_count is None:
+                return sql
+
+            return spread_sql(sql, int(file_count))
+
+        reach = self.ctx.reach()
+        schema = reach.schema(sql)
+        try:
+            plan = plan_clustering(model, config, schema, "table")
+        except ClusteringConfigError as error:
+            raise DbtRuntimeError(str(error)) from error
+        assert plan is not None
+        self.ctx.refuse_keys_in_python(reach, model, plan.curve_method,
+                                       f"config 'curve_method' is '{plan.curve_method}', "
+                                       f"which computes keys in Python")
+        last_rows = self._rows_last_built(previous)
+        logger.info(
+            f"zspark: {model}: {plan.layout.name} layout on {', '.join(plan.columns)} "
+            f"({plan.curve_method}, boundary_count={plan.boundary_count}); sampling input"
+            + ("" if last_rows is None else f" ({last_rows} rows at its last build)")
+            + ("" if reach.runs_python else " (keys in Spark SQL: no Python on the server)")
+        )
+        # Two passes (a session) or three (thrift): sample and count, then the write.
+        sampled = reach.sample(plan, sql, schema, last_rows)
+        written_as = format_table(file_format)
+        prepared = reach.keyed(plan, sql, sampled, None,
+                               plan.resolve_file_count(sampled.input_bytes), schema,
+                               pieces=False,
+                               file_per_partition=not written_as.cuts_files_by_rows)
+        self.writes.keep(relation, plan, prepared, new_layout=True)
+        assert prepared.layout is not None
+        self.ctx.run.layout_properties[plan.model] = prepared.layout.to_properties()
+        # The format's statistics on the clustering and indexed columns (Parquet's are
+        # the index's: none). A partition column's value is in the table's metadata
+        # (Delta refuses stats on one).
+        partitions = {c.lower() for c in plan.partition_by}
+        columns = [c for c in stats_columns(schema, plan.columns, config.get("index_columns"))
+                   if c[0].lower() not in partitions]
+        length = string_stats_length(longest_string(sampled.sample, plan.columns))
+        self.ctx.run.layout_properties[plan.model].update(
+            written_as.stats_properties(columns, length))
+        self.ctx.run.write_settings[plan.model] = written_as.write_settings(length)
+        return prepared.select_sql
+
+    def _rows_last_built(self, previous: Any) -> int | None:
+        """Rows of the clustered table a build replaces, from its stored layout (None: no
+        such table, not one a clustered build wrote, or properties it cannot read: a hint
+        for the sample, never a reason to fail the build)."""
+        if previous is None or previous.is_view:
+            return None
+        try:
+            stored = StoredLayout.from_properties(self.ctx.table_properties(previous))
+        except (StoredLayoutError, DbtRuntimeError):
+            return None
+        return None if stored is None else stored.rows
+
+    def layout_properties(self, model: str) -> dict[str, str]:
+        """Table properties that store the layout of this run's full build of ``model``."""
+        return self.ctx.run.layout_properties.pop(model, {})
