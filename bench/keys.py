@@ -61,7 +61,7 @@ def measure(rows: int, repeat: int, log: Progress) -> dict[str, Any]:
         sample: Any = spark.sql("select * from key_input").sample(
             fraction=min(1.0, 100_000 / rows), seed=17).toPandas()
         specs = [ColumnSpec(name, "string", value_ranks.sample_boundaries(sample[name],
-                                                                    BOUNDARY_COUNT))
+                                                                          BOUNDARY_COUNT))
                  for name in COLUMNS]
         names = list(COLUMNS)
         plain = best_seconds(spark, "select max(concat(s_city, c_city, p_brand)) "

@@ -49,7 +49,7 @@ def stretch_ranks(ranks: np.ndarray, levels: int, bits: int) -> np.ndarray:
 def boundary_ranks(columns: Sequence[ColumnSpec], values: Sequence[pd.Series]) -> list[np.ndarray]:
     """Each column's values as ranks among its boundaries (``value_ranks.rank_values``)."""
     return [value_ranks.rank_values(v, spec.boundaries if spec.boundaries is not None
-                               else np.array([]))
+                                    else np.array([]))
             for v, spec in zip(values, columns, strict=True)]
 
 

@@ -129,4 +129,4 @@ class KeyedWrites:
         if self.ctx.reach().runs_python:
             return decision
         return deferred(decision, f"a {file_format} re-clustering needs `method: session` "
-                        f"(run zspark_recluster there, or `dbt run --full-refresh`)")
+                                  f"(run zspark_recluster there, or `dbt run --full-refresh`)")
