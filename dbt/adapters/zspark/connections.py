@@ -5,7 +5,7 @@ embedded Spark gets sensible defaults before it starts: warehouse, metastore and
 files live under ``session_dir`` instead of the working directory, Python UDF workers run
 the interpreter that runs dbt (or the profile's ``spark.pyspark.python``), and timestamps
 are written with usable Parquet statistics. ``table_format: delta`` (or ``iceberg``) adds
-what the session needs to write that format (``table_formats.py``).
+what the session needs to write that format (``formats/settings.py``).
 """
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ class ZSparkConfig(SparkConfig):
     hilbert_by: list[str] | str | None = None
     linear_by: list[str] | str | None = None
     balanced_by: list[str] | str | None = None
+    gray_by: list[str] | str | None = None
     cluster_weights: dict[str, float] | str | None = None
     workload: list[Any] | None = None
     boundary_count: int | None = None

@@ -21,11 +21,13 @@ from dbt.adapters.zspark.layouts.base import (
     rank_grid_bits,
     stretch_ranks,
 )
+from dbt.adapters.zspark.layouts.gray import GrayLayout
 from dbt.adapters.zspark.layouts.hilbert import HilbertLayout
 from dbt.adapters.zspark.layouts.linear import LinearLayout
 from dbt.adapters.zspark.layouts.zorder import ZOrderLayout, zorder_schedule
 
-_CURVES: tuple[CurveLayout, ...] = (LinearLayout(), ZOrderLayout(), HilbertLayout())
+_CURVES: tuple[CurveLayout, ...] = (LinearLayout(), ZOrderLayout(), HilbertLayout(),
+                                    GrayLayout())
 
 #: Every layout by the model config that selects it (``zorder_by``, ...).
 LAYOUTS: dict[str, Layout] = {

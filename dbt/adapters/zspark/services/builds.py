@@ -26,6 +26,7 @@ from dbt.adapters.zspark.formats.settings import (
     commits_on_its_own,
     unwritable_format_error,
 )
+from dbt.adapters.zspark.layouts import CONFIG_KEYS
 from dbt.adapters.zspark.reach.session.clustering import spread_sql
 from dbt.adapters.zspark.reach.session.seeds import load_seed
 from dbt.adapters.zspark.services.context import RunContext
@@ -78,7 +79,7 @@ class TableBuilds:
                 f"Model '{model}': config 'file_format' is '{file_format}' on a clustered "
                 f"{materialized} model. Allowed: {', '.join(repr(f) for f in allowed)}. zspark "
                 f"does not cluster {materialized} models of {file_format} tables yet; without "
-                f"zorder_by, hilbert_by, linear_by and balanced_by the model builds "
+                f"{', '.join(CONFIG_KEYS[:-1])} and {CONFIG_KEYS[-1]} the model builds "
                 f"unclustered.")
 
     def check_config(self, model: str, config: dict[str, Any],

@@ -1,7 +1,6 @@
-"""The adapter's methods for clustered incremental runs of Delta and Iceberg tables.
+"""Clustered incremental runs of Delta and Iceberg tables (a service).
 
-A mixin of :class:`~dbt.adapters.zspark.impl.ZSparkAdapter`. An incremental run of such a
-table is planned as a Parquet one (``zspark_increment``: the stored layout keys the new
+An incremental run of such a table is planned as a Parquet one (``zspark_increment``: the stored layout keys the new
 rows, the re-clustering policy of ``recluster.py`` decides), but written in commits of
 the format: the new rows first, in one commit (a reader sees them or not): a run of
 pieces (append), the format's MERGE, or whole partitions replaced (insert_overwrite, then

@@ -1,8 +1,7 @@
-"""The adapter's methods for clustered incremental runs and re-clustering.
+"""Clustered incremental runs of Parquet tables and their re-clustering (a service).
 
-A mixin of :class:`~dbt.adapters.zspark.impl.ZSparkAdapter`: plan an incremental run
-(stored layout, drift check, the re-clustering policy), write the table's next version
-and swap it in, report the layout. The decisions are made by the pure modules
+Plan an incremental run (stored layout, drift check, the re-clustering policy), write
+the table's next version or a batch and bring it in, index the new files. The decisions are made by the pure modules
 (``layout_state``, ``recluster``, ``health``); this module runs them on Spark.
 """
 

@@ -1,5 +1,5 @@
 """The rows a re-clustering wrote, checked and brought into a Parquet table, in the way
-the adapter reaches Spark (``reach.py``).
+the adapter reaches Spark (``reach/``).
 
 - A session keeps every file that stays where it is. A full re-clustering's staging table
   is the whole next version, swapped in. A partial one's staging table is a batch whose
