@@ -1,14 +1,14 @@
 """Clustered incremental runs of Delta and Iceberg tables (a service).
 
-An incremental run of such a table is planned as a Parquet one (``zspark_increment``: the stored layout keys the new
-rows, the re-clustering policy of ``recluster.py`` decides), but written in commits of
-the format: the new rows first, in one commit (a reader sees them or not): a run of
-pieces (append), the format's MERGE, or whole partitions replaced (insert_overwrite, then
-recorded as clustered); then, when the policy asks for it, the re-clustering as a second
-commit that replaces exactly the files it rewrote and changes no data
-(``FormatTable.replace_files``), a full one setting the new layout and base in the same
-commit. A run killed between the two has committed its rows; the next run's policy finds
-them pending and merges them.
+An incremental run of such a table is planned as a Parquet one (``zspark_increment``:
+the stored layout keys the new rows, the re-clustering policy of ``recluster.py``
+decides), but written in commits of the format: the new rows first, in one commit (a
+reader sees them or not): a run of pieces (append), the format's MERGE, or whole
+partitions replaced (insert_overwrite, then recorded as clustered); then, when the
+policy asks for it, the re-clustering as a second commit that replaces exactly the files
+it rewrote and changes no data (``FormatTable.replace_files``), a full one setting the
+new layout and base in the same commit. A run killed between the two has committed its
+rows; the next run's policy finds them pending and merges them.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Clustered incremental runs of Parquet tables and their re-clustering (a service).
 
 Plan an incremental run (stored layout, drift check, the re-clustering policy), write
-the table's next version or a batch and bring it in, index the new files. The decisions are made by the pure modules
-(``layout_state``, ``recluster``, ``health``); this module runs them on Spark.
+the table's next version or a batch and bring it in, index the new files. The decisions
+are made by the pure modules (``layout_state``, ``recluster``, ``health``); this module
+runs them on Spark.
 """
 
 from __future__ import annotations
