@@ -47,8 +47,12 @@ class SparkReach(Protocol):
     """What a clustered build, a run's planning, the layout figures and the file-stats
     index ask of Spark."""
 
-    #: Whether Python runs inside Spark (UDF keys, footer reads, a format's JVM API).
+    #: Whether Python runs inside Spark: key UDFs, footer reads on executors.
     runs_python: bool
+    #: Whether this process holds the SparkSession and its JVM: DataFrames of the
+    #: driver's rows (a seed), a table format's API that commits (a re-clustering that
+    #: changes no data). A Spark Connect client would run Python UDFs but have no JVM.
+    reaches_jvm: bool
     #: Whether an append, an overwrite or a partial re-clustering writes a batch table
     #: first and moves its files into the table (``table_versions.py``: the folders are
     #: at hand), rather than let Spark's own commit write into the table (or, for a

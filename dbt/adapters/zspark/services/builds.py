@@ -46,7 +46,7 @@ class TableBuilds:
         """Insert a seed's rows in one Spark write (``seeds.py``); the rows, or None over
         a server (dbt-spark's statements load it)."""
         reach = self.ctx.reach()
-        if not reach.runs_python:
+        if not reach.reaches_jvm:
             return None
         rows = load_seed(reach.spark, str(relation), agate_table)
         logger.info(f"zspark: {relation}: {rows} seed rows inserted by one Spark write")

@@ -150,7 +150,7 @@ class FormatIncrements:
         ``full``, the whole table re-clustered) in one commit that changes no data."""
 
         reach = self.ctx.reach()
-        if not reach.runs_python:
+        if not reach.reaches_jvm:
             raise DbtRuntimeError(
                 f"zspark_recluster: {relation}: re-clustering a {file_format} table needs "
                 f"`method: session`: its commit that changes no data is made through the "

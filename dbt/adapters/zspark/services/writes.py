@@ -126,7 +126,7 @@ class KeyedWrites:
         """The policy's ``decision``, its re-clustering deferred over a server without
         Python: the format's commit that changes no data is made through its JVM API."""
 
-        if self.ctx.reach().runs_python:
+        if self.ctx.reach().reaches_jvm:
             return decision
         return deferred(decision, f"a {file_format} re-clustering needs `method: session` "
                                   f"(run zspark_recluster there, or `dbt run --full-refresh`)")

@@ -50,6 +50,7 @@ class ServerReach:
     """A server reached by SQL alone: every step is a statement or a query."""
 
     runs_python = False
+    reaches_jvm = False
     journals_batches = False
     spark = None
 

@@ -43,6 +43,7 @@ class SessionReach:
     dbt's connection (``execute``), in the order a server's would."""
 
     runs_python = True
+    reaches_jvm = True
     journals_batches = True
 
     def __init__(self, spark: Any, execute: Execute) -> None:
