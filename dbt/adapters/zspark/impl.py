@@ -23,7 +23,7 @@ from dbt.adapters.zspark.formats.settings import names_an_iceberg_table
 from dbt.adapters.zspark.layouts import CONFIG_KEYS
 from dbt.adapters.zspark.reach.session.python_models import SUBMISSION_METHOD, SessionPythonJob
 from dbt.adapters.zspark.services.builds import TableBuilds
-from dbt.adapters.zspark.services.context import RunContext
+from dbt.adapters.zspark.services.context import IncrementPlan, RunContext
 from dbt.adapters.zspark.services.format_increments import FormatIncrements
 from dbt.adapters.zspark.services.increments import ParquetIncrements
 from dbt.adapters.zspark.services.indexing import FileIndex
@@ -239,30 +239,33 @@ class ZSparkAdapter(SparkAdapter):
 
     @available
     def zspark_increment(self, model: str, relation: Any, config: dict[str, Any], sql: str,
-                         strategy: str, file_format: str) -> dict[str, Any]:
+                         strategy: str, file_format: str) -> IncrementPlan:
         return self.increments.plan(model, relation, config, sql, strategy, file_format)
 
     @available
-    def zspark_begin_rewrite(self, model: str, relation: Any) -> Any:
-        return self.increments.begin_rewrite(model, relation)
+    def zspark_begin_rewrite(self, model: str, relation: Any, step: IncrementPlan) -> Any:
+        return self.increments.begin_rewrite(model, relation, step)
 
     @available
-    def zspark_finish_rewrite(self, model: str, relation: Any, staging: Any) -> None:
-        self.increments.finish_rewrite(model, relation, staging)
+    def zspark_finish_rewrite(self, model: str, relation: Any, staging: Any,
+                              step: IncrementPlan) -> None:
+        self.increments.finish_rewrite(model, relation, staging, step)
 
     @available
-    def zspark_finish_increment(self, model: str, relation: Any, want_index: bool,
-                                clustering: list[str] | None = None,
+    def zspark_finish_increment(self, model: str, relation: Any, step: IncrementPlan,
+                                want_index: bool, clustering: list[str] | None = None,
                                 configured: list[str] | None = None) -> dict[str, Any]:
-        return self.increments.finish(model, relation, want_index, clustering, configured)
+        return self.increments.finish(model, relation, step, want_index, clustering,
+                                      configured)
 
     @available
     def zspark_record_base(self, model: str, relation: Any, file_format: str) -> None:
         self.format_increments.record_base(model, relation, file_format)
 
     @available
-    def zspark_finish_format_increment(self, model: str, relation: Any) -> dict[str, Any]:
-        return self.format_increments.finish(model, relation)
+    def zspark_finish_format_increment(self, model: str, relation: Any,
+                                       step: IncrementPlan) -> dict[str, Any]:
+        return self.format_increments.finish(model, relation, step)
 
     # -- re-clustering on demand and the layout report ----------------------------------
     @available

@@ -65,6 +65,28 @@ class FormatPlan:
 
 
 @dataclass
+class IncrementPlan:
+    """An incremental run of a clustered model from its plan (``zspark_increment``) to its
+    last step: the materialization reads ``rows``, ``rewrite`` and ``sql`` and hands the
+    plan back to each later step, which finds here what the plan decided."""
+
+    #: New rows (0: nothing to write).
+    rows: int
+    #: The rows go into the table's next version with the runs they are merged with.
+    rewrite: bool
+    #: The SELECT of the rows to write.
+    sql: str
+    #: The table's files before the insert, whose difference after it is the new files.
+    files_before: set[str] = field(default_factory=set)
+    #: Its files are clustered as a build's (whole partitions, a partition's first rows).
+    clustered_insert: bool = False
+    #: A re-clustering between its plan and its swap.
+    rewritten: Rewrite | None = None
+    #: A Delta or Iceberg run between its rows' commit and its re-clustering.
+    format_plan: FormatPlan | None = None
+
+
+@dataclass
 class RunState:
     """What one step of a run leaves for a later step of the same run, by table."""
 
@@ -81,13 +103,6 @@ class RunState:
     #: Session settings around this run's writes of Delta and Iceberg tables (their
     #: statistics' string cut).
     write_settings: dict[str, dict[str, str]] = field(default_factory=dict)
-    #: Re-clusterings between their plan and their swap; Delta and Iceberg runs between
-    #: their rows' commit and their re-clustering.
-    rewrites: dict[str, Rewrite] = field(default_factory=dict)
-    format_plans: dict[str, FormatPlan] = field(default_factory=dict)
-    clustered_inserts: dict[str, bool] = field(default_factory=dict)
-    #: The table's files before an incremental run's insert.
-    files_before: dict[str, set[str]] = field(default_factory=dict)
     #: Locks this process holds (lock view -> the thread that took it).
     locks: dict[str, int] = field(default_factory=dict)
 

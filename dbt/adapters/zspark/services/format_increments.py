@@ -29,7 +29,7 @@ from dbt.adapters.zspark.core.layout_state import (
 )
 from dbt.adapters.zspark.core.stop_points import stop_point
 from dbt.adapters.zspark.formats import committing_table
-from dbt.adapters.zspark.services.context import FormatPlan, RunContext
+from dbt.adapters.zspark.services.context import FormatPlan, IncrementPlan, RunContext
 from dbt.adapters.zspark.services.increments import stored_table_plan
 from dbt.adapters.zspark.services.indexing import FileIndex
 from dbt.adapters.zspark.services.tables import TableFiles
@@ -74,13 +74,15 @@ class FormatIncrements:
         self.ctx.execute(set_properties_sql(str(relation), clustered_writes_property(
             [path for path, _, _ in files])))
 
-    def finish(self, model: str, relation: Any) -> dict[str, Any]:
+    def finish(self, model: str, relation: Any, step: IncrementPlan) -> dict[str, Any]:
         """After the new rows' commit: the re-clustering the policy chose, in a commit of
         its own, then the layout line from the format's statistics."""
 
-        key = str(relation).lower()
-        planned = self.ctx.run.format_plans.pop(key)
-        before = self.ctx.run.files_before.pop(key, set())
+        planned = step.format_plan
+        if planned is None:
+            raise DbtRuntimeError(f"zspark: {model}: the step after a {relation} commit got "
+                                  f"the plan of a run that is not a Delta or Iceberg one")
+        before = step.files_before
         stop_point("format:appended")
         decision = planned.decision
         # Rows that opened partitions of their own (the policy's "no rows yet where the
@@ -194,10 +196,10 @@ class FormatIncrements:
             # and sorted anew (a full one: with a new layout).
             nonlocal layout
             rows.createOrReplaceTempView(view)
-            select_sql = self.writes.rewrite_select(relation, planned.plan, planned.stored,
-                                                    rewrite, "", None, runs, schema,
-                                                    planned.file_format, rows_view=view)
-            layout = self.ctx.run.rewrites.pop(str(relation).lower()).layout
+            select_sql, rewritten = self.writes.rewrite_select(
+                relation, planned.plan, planned.stored, rewrite, "", None, runs, schema,
+                planned.file_format, rows_view=view)
+            layout = rewritten.layout if rewritten is not None else None
             file_rows = self.ctx.run.file_rows.pop(model, None)
             if file_rows:
                 settings.enter_context(_session_settings(

@@ -25,7 +25,7 @@ from dbt.adapters.zspark.core.stop_points import stop_point
 from dbt.adapters.zspark.formats import (
     format_table,
 )
-from dbt.adapters.zspark.services.context import FormatPlan, RunContext
+from dbt.adapters.zspark.services.context import FormatPlan, IncrementPlan, Rewrite, RunContext
 from dbt.adapters.zspark.services.indexing import FileIndex
 from dbt.adapters.zspark.services.tables import TableFiles
 from dbt.adapters.zspark.services.versioning import TableVersioning
@@ -143,14 +143,14 @@ class ParquetIncrements:
         return plan
 
     def plan(self, model: str, relation: Any, config: dict[str, Any], sql: str,
-             strategy: str, file_format: str) -> dict[str, Any]:
+             strategy: str, file_format: str) -> IncrementPlan:
         """Plan an incremental run of a clustered model, before anything is written.
 
         New rows are keyed with the layout stored with the table. With ``append`` the
         re-clustering policy (``recluster.py``) decides: insert them as a run of pieces,
         or rewrite them together with some pending runs (or the whole table) into the
-        table's next version. Returns ``rows`` (0: nothing to write), ``rewrite`` and the
-        ``sql`` that selects the rows to insert.
+        table's next version. The plan's ``rows`` (0: nothing to write), ``rewrite`` and
+        ``sql`` (the rows to insert) tell the materialization what to write.
         """
 
         # The format is read from the table itself: a relation cached by this run's
@@ -167,7 +167,7 @@ class ParquetIncrements:
         if sampled.rows == 0:
             logger.info(f"zspark: {relation.identifier}: no rows written; table, layout and "
                         f"index unchanged")
-            return {"rows": 0, "rewrite": False, "sql": ""}
+            return IncrementPlan(0, False, "")
         written_as = format_table(table_format)
         files = self.index.live_files(relation, table_format, properties,
                                       create=config.get("zspark_index") is not False)
@@ -197,10 +197,11 @@ class ParquetIncrements:
             if written_as.commits_on_its_own:
                 decision = self.writes.session_reclusters(decision, written_as.name)
         logger.info(f"zspark: {model}: {decision.action} ({decision.reason})")
+        format_plan = None
         if written_as.commits_on_its_own:
             # Committed as a run of its own first; a re-clustering follows in a commit of
             # its own (zspark_finish_format_increment).
-            self.ctx.run.format_plans[str(relation).lower()] = FormatPlan(
+            format_plan = FormatPlan(
                 decision, plan, stored, written_as.name, properties,
                 plan_after=strategy == "merge", automatic=automatic)
             if strategy in ("append", "merge"):
@@ -208,15 +209,16 @@ class ParquetIncrements:
                 decision = new_run(sampled.rows, stored.rows_per_file, "the new rows' own run")
             # The new rows' statistics cut as the build's (zspark_execute_write).
             self.ctx.run.write_settings[model] = written_as.recorded_write_settings(properties)
-        select_sql = self.writes.rewrite_select(relation, plan, stored, decision, sql,
-                                                sampled, runs, schema, table_format)
+        select_sql, rewrite = self.writes.rewrite_select(relation, plan, stored, decision, sql,
+                                                         sampled, runs, schema, table_format)
+        before: set[str] = set()
         if not decision.rewrites:
-            self.ctx.run.files_before[str(relation).lower()] = \
-                {path for path, _, _ in files} if files is not None \
+            before = {path for path, _, _ in files} if files is not None \
                 else reach.table_files(relation)
-        self.ctx.run.clustered_inserts[str(relation).lower()] = \
-            strategy in OVERWRITING_STRATEGIES or decision.clustered_write
-        return {"rows": sampled.rows, "rewrite": decision.rewrites, "sql": select_sql}
+        return IncrementPlan(
+            sampled.rows, decision.rewrites, select_sql, files_before=before,
+            clustered_insert=strategy in OVERWRITING_STRATEGIES or decision.clustered_write,
+            rewritten=rewrite, format_plan=format_plan)
 
     def recluster(self, model: str, relation: Any,
                   full: bool) -> dict[str, Any]:
@@ -236,20 +238,21 @@ class ParquetIncrements:
             return {"action": decision.action, "rewritten_rows": 0}
         schema = self.ctx.reach().schema(f"select * from {relation}")
         plan = stored_table_plan(model, stored, schema)
-        select_sql = self.writes.rewrite_select(relation, plan, stored, decision, "", None,
-                                                runs, schema)
-        staging = self.begin_rewrite(model, relation)
+        select_sql, rewrite = self.writes.rewrite_select(relation, plan, stored, decision, "",
+                                                         None, runs, schema)
+        step = IncrementPlan(decision.rewritten_rows, True, select_sql, rewritten=rewrite)
+        staging = self.begin_rewrite(model, relation, step)
         self.writes.execute_write(model, f"insert into {staging} {select_sql}")
-        self.finish_rewrite(model, relation, staging)
+        self.finish_rewrite(model, relation, staging, step)
         return {"action": decision.action, "rewritten_rows": decision.rewritten_rows}
 
-    def begin_rewrite(self, model: str, relation: Any) -> Any:
+    def begin_rewrite(self, model: str, relation: Any, step: IncrementPlan) -> Any:
         """The staging table of a re-clustering, created like the table (columns,
         partitioning, writer options) with its properties (what a killed run left was
         repaired when this run began): in a session, when files stay, a batch published
         in place of the files rewritten; else the table's next version."""
 
-        rewrite = self.ctx.run.rewrites[str(relation).lower()]
+        rewrite = _rewrite_of(step)
         rewrite.in_place = self.ctx.reach().journals_batches and not rewrite.whole_table
         if rewrite.in_place:
             staging = self.ctx.version_of(relation, BATCH)
@@ -263,12 +266,13 @@ class ParquetIncrements:
             self.ctx.execute(set_properties_sql(str(staging), properties))
         return staging
 
-    def finish_rewrite(self, model: str, relation: Any, staging: Any) -> None:
+    def finish_rewrite(self, model: str, relation: Any, staging: Any,
+                       step: IncrementPlan) -> None:
         """Check the rows written into ``staging`` (with the files that stay, they must be
         the table's and the new rows), then bring them into the table: published in place
         of the files rewritten, or swapped in as its next version; the index follows."""
 
-        rewrite = self.ctx.run.rewrites.pop(str(relation).lower())
+        rewrite = _rewrite_of(step)
         stop_point("rewrite:written")
         self.ctx.lap(relation, "write")
         index = self.ctx.index_of(relation)
@@ -309,18 +313,18 @@ class ParquetIncrements:
         self.ctx.lap(relation, "index")
         self.index.log_index(relation, index, summary)
 
-    def finish(self, model: str, relation: Any, want_index: bool,
+    def finish(self, model: str, relation: Any, step: IncrementPlan, want_index: bool,
                clustering: list[str] | None = None,
                configured: list[str] | None = None) -> dict[str, Any]:
         """After the insert: add the new files' footers to the index (and drop the rows of
         files an overwrite replaced), then log the layout."""
 
-        before = self.ctx.run.files_before.pop(str(relation).lower(), set())
+        before = step.files_before
         stop_point("append:inserted")
         self.ctx.lap(relation, "write")
         after = self.ctx.reach().table_files(relation)
         added, removed = sorted(after - before), sorted(before - after)
-        if self.ctx.run.clustered_inserts.pop(str(relation).lower(), False):
+        if step.clustered_insert:
             # Whole partitions (an overwrite, or a partition's first rows) written sorted
             # by the key in table-sized files: clustered like a full build's files.
             self.ctx.execute(set_properties_sql(str(relation), clustered_writes_after(
@@ -340,3 +344,10 @@ class ParquetIncrements:
                     f"{len(removed)} replaced; their footers indexed")
         self.index.log_index(relation, index, summary)
         return {"added": len(added), "removed": len(removed)}
+
+
+def _rewrite_of(step: IncrementPlan) -> Rewrite:
+    """The re-clustering a plan that rewrites files carries."""
+    if step.rewritten is None:
+        raise DbtRuntimeError("zspark: a re-clustering step got a plan that rewrites nothing")
+    return step.rewritten

@@ -77,11 +77,12 @@ class KeyedWrites:
     def rewrite_select(self, relation: Any, plan: ClusteringPlan,
                        stored: StoredLayout, decision: Any, sql: str, sampled: Any,
                        runs: list[Any] | None, schema: dict[str, str],
-                       file_format: str | None = None, rows_view: str | None = None) -> str:
+                       file_format: str | None = None, rows_view: str | None = None,
+                       ) -> tuple[str, Rewrite | None]:
         """The keyed SELECT an incremental run or a re-clustering writes (``schema``: the
         columns of ``sql``; ``file_format``: the table's, None for Parquet; ``rows_view``:
         a view of exactly the rewritten files' rows, where the table's own scan would open
-        every file)."""
+        every file), and the re-clustering it is, if it rewrites files."""
 
         model = plan.model
         reach = self.ctx.reach()
@@ -94,7 +95,7 @@ class KeyedWrites:
             prepared = reach.keyed(plan, sql, sampled, stored, decision.pieces, schema,
                                    pieces=True, file_per_partition=file_per_partition)
             self.keep(relation, plan, prepared, new_layout=False)
-            return str(prepared.select_sql)
+            return str(prepared.select_sql), None
         table_schema = self.ctx.columns(relation)
         columns = list(table_schema)
         everything = decision.action == FULL
@@ -113,14 +114,14 @@ class KeyedWrites:
                                decision.pieces, table_schema, pieces=not everything,
                                file_per_partition=file_per_partition)
         self.keep(relation, plan, prepared, new_layout=everything)
-        self.ctx.run.rewrites[str(relation).lower()] = Rewrite(
+        rewrite = Rewrite(
             decision=decision, new_rows=sampled.rows if sql else 0,
             table_rows=sum(r.rows for r in runs or []),
             layout=prepared.layout.to_properties() if everything and prepared.layout else None,
             partition_by=list(plan.partition_by), whole_table=whole_table)
         logger.info(f"zspark: {model}: rewriting {decision.rewritten_rows} rows of "
                     f"{len(decision.rewritten_paths)} files into the table's next version")
-        return str(prepared.select_sql)
+        return str(prepared.select_sql), rewrite
 
     def session_reclusters(self, decision: Any, file_format: str) -> Any:
         """The policy's ``decision``, its re-clustering deferred over a server without

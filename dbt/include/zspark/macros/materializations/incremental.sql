@@ -46,9 +46,9 @@
     {%- elif step.rewrite -%}
       {#- The new rows and the runs they are merged with go into the table's next
           version, swapped in once whole. -#}
-      {%- set staging = adapter.zspark_begin_rewrite(model['name'], target_relation) -%}
+      {%- set staging = adapter.zspark_begin_rewrite(model['name'], target_relation, step) -%}
       {%- do zspark_write_statement('insert into ' ~ staging ~ ' ' ~ step.sql) -%}
-      {%- do adapter.zspark_finish_rewrite(model['name'], target_relation, staging) -%}
+      {%- do adapter.zspark_finish_rewrite(model['name'], target_relation, staging, step) -%}
     {%- else -%}
       {%- set tmp_relation = this.incorporate(path={"identifier": this.identifier ~ '__dbt_tmp'}).include(database=false, schema=false) -%}
       {%- call statement('create_tmp_relation') -%}
@@ -69,7 +69,7 @@
         {%- do zspark_write_statement(dbt_spark_get_incremental_sql(strategy, tmp_relation, target_relation, existing_relation, none, none)) -%}
       {%- endif -%}
       {%- set want_index = zconfig.zspark_index is none or zconfig.zspark_index -%}
-      {%- do adapter.zspark_finish_increment(model['name'], target_relation, want_index, index_args.clustering, index_args.index_columns) -%}
+      {%- do adapter.zspark_finish_increment(model['name'], target_relation, step, want_index, index_args.clustering, index_args.index_columns) -%}
     {%- endif -%}
   {%- endif -%}
 
@@ -121,7 +121,7 @@
     {%- else -%}
       {%- do zspark_write_statement('insert into ' ~ existing_relation ~ ' ' ~ step.sql) -%}
     {%- endif -%}
-    {%- do adapter.zspark_finish_format_increment(model['name'], existing_relation) -%}
+    {%- do adapter.zspark_finish_format_increment(model['name'], existing_relation, step) -%}
   {%- endif -%}
   {% do apply_grants(existing_relation, config.get('grants'), should_revoke(existing_relation, False)) %}
   {% do persist_docs(existing_relation, model) %}
