@@ -17,6 +17,7 @@ EXECUTOR_MODULES = (
     "dbt.adapters.zspark.layouts",  # and its modules
     "dbt.adapters.zspark.core.planning",
     "dbt.adapters.zspark.core.sql_text",
+    "dbt.adapters.zspark.core.value_ranks",
     "dbt.adapters.zspark.skipping.stats",
     "dbt.adapters.zspark.reach.session.udfs",
 )
