@@ -18,8 +18,10 @@ from dbt.adapters.zspark.core import curves
 from dbt.adapters.zspark.core.sql_text import quote
 from dbt.adapters.zspark.layouts.base import CurveLayout
 from dbt.adapters.zspark.layouts.ranks_sql import with_columns
-from dbt.adapters.zspark.layouts.zorder import zorder_schedule
+from dbt.adapters.zspark.layouts.zorder import ZOrderLayout, zorder_schedule
 
+#: Z-order's interleaving, whose word the Gray code's rank is taken of.
+_ZORDER = ZOrderLayout()
 #: Shifts that xor every higher bit of a 64-bit word into each bit (the Gray code's rank).
 _PREFIX_SHIFTS = (1, 2, 4, 8, 16, 32)
 
@@ -51,9 +53,7 @@ class GrayLayout(CurveLayout):
 
     def curve_sql(self, sql: str, grid: Sequence[str], bits: int,
                   weights: Sequence[float] = ()) -> tuple[str, str]:
-        schedule = zorder_schedule(weights, bits)
-        word = " | ".join(f"shiftleft(shiftright({grid[j]}, {bit}) & 1L, {slot})"
-                          for j, bit, slot in curves.bit_positions(len(grid), bits, schedule))
+        sql, word = _ZORDER.curve_sql(sql, grid, bits, weights)
         # Each step a column of its own: nested, the word would be written 2**6 times.
         # The key is at most 63 bits, so every value is non-negative and shiftright is the
         # unsigned shift of numpy's.
