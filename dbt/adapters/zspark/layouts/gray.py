@@ -14,11 +14,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dbt.adapters.zspark.core import curves
 from dbt.adapters.zspark.core.sql_text import quote
 from dbt.adapters.zspark.layouts.base import CurveLayout
 from dbt.adapters.zspark.layouts.ranks_sql import with_columns
-from dbt.adapters.zspark.layouts.zorder import ZOrderLayout, zorder_schedule
+from dbt.adapters.zspark.layouts.zorder import ZOrderLayout
 
 #: Z-order's interleaving, whose word the Gray code's rank is taken of.
 _ZORDER = ZOrderLayout()
@@ -49,7 +48,7 @@ class GrayLayout(CurveLayout):
     @staticmethod
     def curve(ranks: Sequence[np.ndarray], bits: int,
               weights: Sequence[float] = ()) -> np.ndarray:
-        return gray_rank(curves.interleave_bits(ranks, bits, zorder_schedule(weights, bits)))
+        return gray_rank(ZOrderLayout.curve(ranks, bits, weights))
 
     def curve_sql(self, sql: str, grid: Sequence[str], bits: int,
                   weights: Sequence[float] = ()) -> tuple[str, str]:
