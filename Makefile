@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup demo test test-slow test-bench bench bench-object-store bench-formats bench-formats-bar bench-keys bench-scale bench-pipeline bench-thrift bench-balanced bench-kills bench-seeds bench-quick bench-report lint
+.PHONY: setup demo test test-slow test-bench bench bench-object-store bench-formats bench-formats-bar bench-keys bench-scale bench-pipeline bench-thrift bench-balanced bench-kills bench-seeds bench-jvm-start bench-quick bench-report lint
 
 # Scale of `make bench` (seed 002: 1000 files).
 ROWS ?= 2000000
@@ -115,6 +115,10 @@ bench-seeds: setup
 # 2 M, 8 M and 20 M rows at 1000 files: build time per M rows, driver memory, queries.
 bench-scale: setup
 	$(PY) -m bench.scale
+
+# An embedded session's start without zspark's class archive, recording it, mapping it.
+bench-jvm-start: setup
+	$(PY) -m bench.jvm_start
 
 bench-quick: setup
 	$(PY) -m bench.run --quick

@@ -18,6 +18,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+from dbt.adapters.zspark.connections import with_class_archive
+
 BIN = Path(sys.executable).parent
 REPO = Path(__file__).resolve().parent.parent
 #: What an executor needs to run the keys and the footer reader, and what they import.
@@ -51,8 +53,9 @@ def thrift_server(home: Path, conf: Mapping[str, str], env: Mapping[str, str],
     home.mkdir(parents=True, exist_ok=True)
     port = free_port()
     log_path = home / "server.log"
-    settings = [part for key, value in {"spark.ui.enabled": "false", **conf}.items()
-                for part in ("--conf", f"{key}={value}")]
+    # Its JVM maps the class archive of its class path too (a start in half the time).
+    own = with_class_archive({"spark.ui.enabled": "false", **conf})
+    settings = [part for key, value in own.items() for part in ("--conf", f"{key}={value}")]
     with log_path.open("w") as log:
         server = subprocess.Popen(
             [str(BIN / "spark-submit"), "--class",

@@ -197,12 +197,25 @@ def release(session_dir: Path) -> None:
         worker.process.stdin.close()
     with contextlib.suppress(subprocess.TimeoutExpired):
         worker.process.wait(timeout=60)
+    _wait_for_group(worker.process.pid, timeout=60)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(worker.process.pid, signal.SIGKILL)
     worker.process.wait()
     worker.reader.join(timeout=60)
     assert worker.process.stdout is not None
     worker.process.stdout.close()
+
+
+def _wait_for_group(group: int, timeout: float) -> None:
+    """Until the process group has ended: its Spark exits after dbt does, and may be
+    writing its class archive (``class_archive.py``) meanwhile."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
 
 
 def release_all() -> None:

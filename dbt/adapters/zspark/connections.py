@@ -32,7 +32,7 @@ from dbt.adapters.zspark.formats.settings import (
     with_embedded_metastore,
     with_table_format,
 )
-from dbt.adapters.zspark.reach.session import jvm_jar, spark_log
+from dbt.adapters.zspark.reach.session import class_archive, jvm_jar, spark_log
 from dbt.adapters.zspark.reach.session.object_stores import unreachable_warehouse_error
 
 logger = AdapterLogger("zspark")
@@ -54,7 +54,19 @@ FILE_SYSTEM = "spark.hadoop.fs.file.impl"
 
 def session_defaults(session_dir: str, master: str | None = None) -> dict[str, str]:
     """Spark settings an embedded session gets unless the profile sets them itself;
-    ``master`` is the profile's ``spark.master`` (none: Spark in this process)."""
+    ``master`` is the profile's ``spark.master`` (none: Spark in this process). Its JVM
+    maps the class archive of its class path (``class_archive.py``)."""
+    return with_class_archive(_own_defaults(session_dir, master))
+
+
+def with_class_archive(settings: dict[str, Any]) -> dict[str, Any]:
+    """``settings`` whose driver maps (or records) the class archive of its class path."""
+    options = class_archive.with_class_archive(str(settings.get(DRIVER_OPTIONS, "")),
+                                               str(settings.get(CLASS_PATH, "")))
+    return {**settings, DRIVER_OPTIONS: options}
+
+
+def _own_defaults(session_dir: str, master: str | None) -> dict[str, str]:
     root = Path(session_dir).resolve()
     return {
         "spark.sql.warehouse.dir": str(root / "warehouse"),
@@ -103,12 +115,12 @@ def with_session_defaults(settings: dict[str, Any], session_dir: str) -> dict[st
     (``table_formats.with_embedded_metastore``). A local session takes its local jars on
     the class path (:func:`local_jars_on_class_path`)."""
     master = settings.get("spark.master")
-    defaults = session_defaults(session_dir, master)
+    defaults = _own_defaults(session_dir, master)
     jar = defaults.pop(CLASS_PATH, None)
     merged = with_embedded_metastore({**defaults, **settings})
     if jar is not None:
         merged[CLASS_PATH] = os.pathsep.join(filter(None, [settings.get(CLASS_PATH), jar]))
-    return local_jars_on_class_path(merged) if is_local(master) else merged
+    return with_class_archive(local_jars_on_class_path(merged) if is_local(master) else merged)
 
 
 def is_local(master: str | None) -> bool:
