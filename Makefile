@@ -61,45 +61,50 @@ bench: setup
 	$(PY) -m bench.run --rows $(ROWS) --files $(FILES)
 	$(PY) -m bench.keys
 	$(PY) -m bench.pipeline
+	$(PY) -m bench.report
 
 # Tables in an object store (moto's S3 server on loopback): write requests of builds beside
 # Spark's own write, and the files and requests of point queries (about 25 minutes).
 bench-object-store: setup
 	$(PY) -m bench.object_store --rows 200000 --files 100
 	$(PY) -m bench.object_store --rows 200000 --files 100 --latency-ms 30 \
-	  --out BENCHMARKS-object-store-latency.json
+	  --out bench/results/object-store-latency.json
 
 # Keys per second per core: the curve-key UDFs against the same keys in Spark SQL.
 bench-keys: setup
 	$(PY) -m bench.keys
+	$(PY) -m bench.report
 
 # Clustered incremental runs: base of 50%, ten appends of 5%, three re-clustering policies.
 bench-pipeline: setup
 	$(PY) -m bench.pipeline
+	$(PY) -m bench.report
 
 # The Hilbert build over a Spark Thrift Server (SQL keys and index) beside the session build.
 bench-thrift: setup
 	$(PY) -m bench.thrift
+	$(PY) -m bench.report
 
 # zspark's Delta and Iceberg tables beside the formats' own clustering (about 20 minutes),
 # then the pipeline (a base, ten appends) on each format beside OPTIMIZE after every run.
 bench-formats: setup
 	$(PY) -m bench.formats --rows $(ROWS) --files $(FILES)
 	$(PY) -m bench.format_pipeline --rows $(ROWS) --files $(FILES)
-	$(PY) -m bench.report BENCHMARKS.json --out BENCHMARKS.md
+	$(PY) -m bench.report
 
 # The pipeline at the bar's scale, one format at a time (each run 25 min; --add keeps the
 # other format's figures; --no-peers: zspark and the rebuild only).
 bench-formats-bar: setup
 	$(PY) -m bench.format_pipeline --rows $(ROWS) --files $(FILES) --formats delta \
-		--out BENCHMARKS-format-pipeline-bar.json
+		--out bench/results/format-pipeline-bar.json
 	$(PY) -m bench.format_pipeline --rows $(ROWS) --files $(FILES) --formats iceberg \
-		--out BENCHMARKS-format-pipeline-bar.json --add
-	$(PY) -m bench.report BENCHMARKS.json --out BENCHMARKS.md
+		--out bench/results/format-pipeline-bar.json --add
+	$(PY) -m bench.report
 
 # Hilbert beside the balanced layout (equal and weighted) on uniform, Zipf and correlated data.
 bench-balanced: setup
 	$(PY) -m bench.balanced --repeats 3
+	$(PY) -m bench.report
 
 # Random SIGKILLs of a clustered incremental model's runs, in a session, over thrift and
 # with the warehouse on a local S3 server.
@@ -115,6 +120,7 @@ bench-seeds: setup
 # 2 M, 8 M and 20 M rows at 1000 files: build time per M rows, driver memory, queries.
 bench-scale: setup
 	$(PY) -m bench.scale
+	$(PY) -m bench.report
 
 # An embedded session's start without zspark's class archive, recording it, mapping it.
 bench-jvm-start: setup
@@ -123,6 +129,7 @@ bench-jvm-start: setup
 bench-quick: setup
 	$(PY) -m bench.run --quick
 
-# Redraw BENCHMARKS.md and docs/img/ from the last full run's raw figures.
+# Redraw BENCHMARKS.md and docs/img/ from the figures in bench/results/ (each benchmark
+# above ends by it).
 bench-report: setup
-	$(PY) -m bench.report BENCHMARKS.json --out BENCHMARKS.md
+	$(PY) -m bench.report

@@ -4,7 +4,7 @@ declared workload (the `workload` config) of 80% `s_city` and 20% `c_city` point
 queries, on uniform, Zipf-skewed, correlated and heavy-hitter data (a few values holding
 most rows among many rare ones).
 
-    python -m bench.balanced --rows 2000000 --files 1000   # writes BENCHMARKS-balanced.json
+    python -m bench.balanced --rows 2000000 --files 1000   # writes bench/results/balanced.json
 
 Per layout and data: build seconds (dbt's execution time, the median of ``--repeats``
 builds), files, rows max/mean, the share of files a point query skips per column under
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import sys
@@ -30,6 +31,7 @@ from bench.common import (
     CLUSTER_COLUMNS,
     DEFAULT_SESSION_DIR,
     REPO,
+    RESULTS,
     SEED_LITERALS,
     TARGET_SCHEMA,
     Progress,
@@ -41,6 +43,7 @@ from bench.common import (
     table_dir,
 )
 from bench.footers import distinct_sorted, distinct_values, sample_values
+from bench.markdown import md_table
 from bench.measure import Ranks, footer_report
 from bench.plots import boxes_chart
 
@@ -105,7 +108,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--variants", nargs="+",
                         default=["uniform", "zipf", "correlated", "heavy"])
     parser.add_argument("--session-dir", type=Path, default=DEFAULT_SESSION_DIR / "balanced")
-    parser.add_argument("--out", type=Path, default=REPO / "BENCHMARKS-balanced.json")
+    parser.add_argument("--out", type=Path, default=RESULTS / "balanced.json")
     parser.add_argument("--img-dir", type=Path, default=REPO / "docs" / "img")
     parser.add_argument("--one-process", action="store_true",
                         help="build every layout in one dbt process: checks the benchmark "
@@ -183,6 +186,73 @@ def main(argv: list[str] | None = None) -> None:
         results["variants"][variant] = layouts
         args.out.write_text(json.dumps(results, indent=1))
     log(f"wrote {args.out}")
+
+
+def balanced_section(results: dict[str, Any], report_dir: Path) -> list[str]:
+    """The "Balanced layout" section from ``python -m bench.balanced``'s JSON, with its
+    file-boxes picture per data shape."""
+    config = results["config"]
+    workload = ", ".join(f"{100 * share:.0f}% `{c}`" for c, share in config["workload"].items())
+    first = next(iter(next(iter(results["variants"].values())).values()))
+    columns = list(first["skip"])
+    queried = list(config["workload"])
+
+    def read(r: dict[str, Any], what: str) -> str:
+        expected = r.get("expected_files_read") or {}
+        guess = f"{expected[what]:.1f} / " if what in expected else ""
+        return guess + f"{r['files_read'][what]:.1f}"
+
+    rows = []
+    for variant, layouts in results["variants"].items():
+        for layout, r in layouts.items():
+            expected = r.get("expected_skip") or {}
+            uniform = r.get("expected_skip_value_uniform") or {}
+            runs = r.get("seconds_runs", [])
+            rows.append([variant, layout, r.get("chosen", "-"), f"{r['seconds']:.1f}" + (
+                         f" ({' / '.join(f'{t:.1f}' for t in runs)})" if len(runs) > 1 else ""),
+                         f"{r['seconds'] / layouts['hilbert']['seconds']:.2f}"
+                         if "hilbert" in layouts else "-",
+                         str(r["files"]),
+                         f"{r['rows_max_over_mean']:.2f}",
+                         *(f"{100 * s:.2f}" + (f" ({100 * expected[c]:.1f})"
+                                               if c in expected else "")
+                           for c, s in r["skip"].items()),
+                         *(f"{100 * s:.2f}" + (f" ({100 * uniform[c]:.1f})"
+                                               if c in uniform else "")
+                           for c, s in r.get("skip_value_uniform", {}).items()),
+                         *(read(r, c) for c in queried), read(r, "workload")])
+    pictures = []
+    for variant, path in results.get("pictures", {}).items():
+        if Path(path).exists():
+            pictures += [f"![file boxes, {variant} data]"
+                         f"({os.path.relpath(path, report_dir)})", ""]
+    return ["## Balanced layout and column weights", "",
+            f"Produced by `make bench-balanced` (`{results['command'].strip()}`): seed 002's "
+            f"model on {config['rows']:,} rows and {config['files']} files per data shape, "
+            "built by `dbt run` as Hilbert, as Z-order and as balanced, the last two also "
+            f"weighted by a declared workload (the `workload` config) of {workload} point "
+            + ("queries; every layout is built by one dbt process (`--one-process`: its "
+               "times share a warm JVM)" if config.get("one_process") else
+               "queries; each layout is built by a dbt process of its own after the warm-up "
+               "model, so each pays the same start-up")
+            + (f", {config['repeats']} times in turn (*seconds*: the median, then every "
+               "build's)" if config.get("repeats", 1) > 1 else "")
+            + ". *Skip* is the share of files a point "
+            "query skips, from the footers, under two query models: *rows* over values "
+            "sampled from the rows (a value as often as it occurs), *values* over values "
+            "drawn from each column's distinct values (every value alike); in parentheses "
+            "the share the build's log expected from its sample; *files read* are per "
+            "point query on that column and on average over the workload, expected / "
+            "measured. *Chosen* is what a balanced build kept: its tree (groups of files) "
+            "or, where its sample showed no tree skipping as much as the curve on every "
+            "column under both query models, the Hilbert curve.", "",
+            *md_table(["data", "layout", "chosen", "seconds", "vs Hilbert", "files",
+                     "rows max/mean",
+                     *(f"{c} skip % rows" for c in columns),
+                     *(f"{c} skip % values" for c in columns
+                       if "skip_value_uniform" in first),
+                     *(f"`{c}` files read" for c in queried), "workload files read"], rows),
+            "", *pictures]
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 REPO = Path(__file__).resolve().parent.parent
+#: Where each benchmark writes its figures (BENCHMARKS.md is drawn from them).
+RESULTS = REPO / "bench" / "results"
 PROJECT_DIR = REPO / "integration_tests"
 DEFAULT_SESSION_DIR = PROJECT_DIR / ".zspark"
 SOURCE_SCHEMA = "ssb"

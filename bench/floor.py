@@ -143,5 +143,36 @@ def main(argv: list[str] | None = None) -> None:
     print(json.dumps(floor_writes(args.session_dir.resolve(), args.files)))
 
 
+def floor_lines(floor: dict[str, Any], layouts: dict[str, Any]) -> list[str]:
+    """Spark's own write of the same rows (bench.floor) beside the Hilbert build and delta-rs."""
+    write, hashed = floor["write"], floor["hash_sort"]
+    lines = [
+        f"Spark's floor (`python -m bench.floor`, a fresh process after a warm-up scan, "
+        f"best of {len(write.get('rounds', [0]))} rounds, "
+        f"{floor['partitions']} shuffle partitions, files cut by row count, no index): "
+        f"round-robin rows with no key or sort {write['seconds']:.1f} s ({write['files']} "
+        f"files); a key Spark computes itself (`xxhash64` of the clustering columns), "
+        f"range-partitioned and sorted, {hashed['seconds']:.1f} s ({hashed['files']} files)."]
+    curve = floor.get("curve_sort")
+    if curve:
+        lines[0] += (f" The same with the Hilbert key in SQL: {curve['seconds']:.1f} s "
+                     f"({curve['files']} files); its first round, which compiles the key's "
+                     f"generated code, {curve['rounds'][0]:.1f} s (the `xxhash64` write's "
+                     f"{hashed['rounds'][0]:.1f} s).")
+    hilbert = layouts.get("hilbert", {}).get("build", {})
+    delta = layouts.get("delta", {}).get("build", {}).get("seconds")
+    if hilbert and delta:
+        first = write.get("rounds", [write["seconds"]])[0]
+        lines[0] += (f" Against delta-rs's {delta:.1f} s: Spark's bare write is "
+                     f"{first / delta:.1f}x in its first round (a fresh JVM) "
+                     f"and {write['seconds'] / delta:.1f}x at best, the keyed and sorted "
+                     f"write {hashed['seconds'] / delta:.1f}x at best; the Hilbert build "
+                     f"{hilbert['seconds'] / delta:.1f}x in a fresh JVM")
+        warm = hilbert.get("warm")
+        lines[0] += (f", {warm['seconds'] / delta:.1f}x rebuilt in a warm one." if warm
+                     else ".")
+    return lines
+
+
 if __name__ == "__main__":
     main()

@@ -23,7 +23,7 @@ clustering column, from the format's own per-file statistics; the gap to the reb
 by time travel (each key once, the rows before or after the run).
 
     python -m bench.format_pipeline --rows 2000000 --files 1000 --runs 10 \\
-        --formats delta iceberg                       # BENCHMARKS-format-pipeline.json
+        --formats delta iceberg                       # bench/results/format-pipeline.json
 
 Each format runs in a process of its own (a JVM with that format's jars): dbt runs in it
 through ``dbtRunner``, and the peers and the measurements use the same Spark session (the
@@ -46,6 +46,7 @@ from bench.common import (
     BASE_SHARE,
     CLUSTER_COLUMNS,
     REPO,
+    RESULTS,
     RUNS,
     SOURCE_SCHEMA,
     SOURCE_TABLE,
@@ -57,6 +58,7 @@ from bench.common import (
     write_format_project,
 )
 from bench.formats import peer_statements
+from bench.markdown import md_table, number, pct
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -70,7 +72,7 @@ MODELS = {ZSPARK: "fp_zspark", REBUILD: "fp_rebuild"}
 PEERS = {"delta": {"delta zorder": "fp_delta_zorder", "delta liquid": "fp_delta_liquid"},
          "iceberg": {"iceberg zorder": "fp_iceberg_zorder"}}
 SOURCE = f"{SOURCE_SCHEMA}.{SOURCE_TABLE}"
-DEFAULT_OUT = REPO / "BENCHMARKS-format-pipeline.json"
+DEFAULT_OUT = RESULTS / "format-pipeline.json"
 DEFAULT_SESSION_DIR = REPO / ".bench-format-pipeline"
 IMG_DIR = REPO / "docs" / "img"
 # The issue's bar for a clustered incremental model, and the scale it is set at.
@@ -289,8 +291,8 @@ def run_format(table_format: str, session_dir: Path, rows: int, files: int, runs
 
 def picture_name(out: Path, table_format: str) -> str:
     """The picture of a format's pipeline whose figures are in ``out``
-    (BENCHMARKS-format-pipeline.json: format-pipeline-delta.png, ...)."""
-    return f"{out.stem.removeprefix('BENCHMARKS-')}-{table_format}.png"
+    (bench/results/format-pipeline.json: format-pipeline-delta.png, ...)."""
+    return f"{out.stem}-{table_format}.png"
 
 
 def summarize(steps: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
@@ -475,6 +477,138 @@ def main(argv: list[str] | None = None) -> None:
         # Written after each format, so a long run that stops keeps what it measured.
         args.out.write_text(json.dumps(report, indent=1) + "\n")
         log(f"wrote {args.out} ({table_format}) and {picture}")
+
+
+def format_pipeline_section(results: dict[str, Any], img_dir: Path, report_dir: Path,
+                            heading: str = "Pipeline on Delta Lake and Iceberg",
+                            source: Path = Path("format-pipeline.json")
+                            ) -> list[str]:
+    """A section (``heading``) from ``python -m bench.format_pipeline``'s JSON
+    (``source``), with its picture per format; a run without the peers (``--no-peers``)
+    has zspark and the rebuild only."""
+    config, formats = results["config"], results["formats"]
+    if not formats:
+        return []
+    base = (f"python -m bench.format_pipeline --rows {config['rows']} "
+            f"--files {config['files']} --runs {config['runs']}")
+    peers = config.get("peers", True)
+    if not peers:
+        base += " --no-peers"
+    target = "bench-formats"
+    out = ""
+    if source.name != "format-pipeline.json":
+        out = f" --out bench/results/{source.name}"
+        target = "bench-formats-bar"
+    dates = [found.get("date") for found in formats.values()]
+    if len(formats) > 1 and all(dates) and len(set(dates)) > 1:
+        # Measured one format at a time (--add), each run with its date.
+        produced = "; ".join(
+            f"`{base} --formats {name}{out}{' --add' if i else ''}`, {found['date']}"
+            for i, (name, found) in enumerate(formats.items()))
+    else:
+        command = base + ("" if list(formats) == list(FORMATS)
+                          else " --formats " + " ".join(formats)) + out
+        produced = f"`{command}`, {config['date']}"
+    own = {"delta": "Delta `OPTIMIZE ... ZORDER BY`, Delta liquid `CLUSTER BY` + `OPTIMIZE`",
+           "iceberg": "Iceberg `rewrite_data_files` zorder"}
+    by_peers = ("and by the format's own clustering run after every append ("
+                + ", ".join(own[f] for f in formats if f in own) + ")" if peers else
+                "(without the peers: their figures at this scale are in the section above "
+                "or in a run without `--no-peers`)")
+    lines = [f"## {heading}", "",
+             f"Produced by `make {target}` ({produced}): seed 002's "
+             f"rows, a base of the first {config['base_share']:.0%} of the orders, then "
+             f"{config['runs']} appends of {config['step_share']:.0%} each, into each format "
+             "by a clustered incremental zspark model (Hilbert on s_city, c_city, p_brand, "
+             f"`append`, zspark's default re-clustering policy) {by_peers}. The reference "
+             "at every run is the rebuild: zspark's clustered `table` model of the same rows, "
+             f"a file asked for every {config['rows'] // config['files']:,} rows. *Skip* is "
+             f"the share of files a point query skips, over {config['probes']} values drawn "
+             "from the rows, from the format's own statistics; *gap* is the rebuild's skip "
+             "minus the table's, in points, on the worst column (negative: the table skips "
+             "more), *worst* over the appends; *gap by rows* is the same by the share of rows "
+             "skipped, where a small file counts for its rows rather than as a whole one (as the"
+             " Parquet pipeline above measures). *Rows rewritten*: the rows of files live before"
+             " a run and gone after it, summed over the appends. *Seconds*: the base, then the "
+             "appends together (zspark and the rebuild: dbt's execution time; peers: the insert "
+             "and the clustering statements). *Exact*: every run's rows (each key once) and "
+             "every version it committed, read back by time travel.", ""]
+
+    def final_skip(runs: list[dict[str, Any]]) -> str:
+        return " / ".join(pct(runs[-1]["skip"][c]) for c in CLUSTER_COLUMNS)
+
+    for table_format, found in formats.items():
+        steps, totals = found["steps"], found["totals"]
+        rows = [[label, f"{t['worst_gap_points']:.2f}", number(t.get("worst_rows_gap_points")),
+                 f"{t['final_gap_points']:.2f}",
+                 f"{t['rewritten_over_final']:.2f}x",
+                 f"{t['base_seconds']:.1f} / {t['run_seconds']:.1f}", str(t["final_files"]),
+                 final_skip(steps[label]),
+                 "yes" if t["rows_exact"] and t["versions_exact"] else "**NO**"]
+                for label, t in totals.items()]
+        rebuilt = steps[REBUILD]
+        rows.append([f"{REBUILD} (reference)", "-", "-", "-", "-",
+                     f"{rebuilt[0]['seconds']:.1f} / "
+                     f"{sum(s['seconds'] for s in rebuilt[1:]):.1f}",
+                     str(rebuilt[-1]["files"]), final_skip(rebuilt),
+                     ("yes" if all(s["rows_exact"] for s in rebuilt) else "**NO**")
+                     + " (rows; not time-travelled)"])
+        lines += [f"### {table_format} pipeline", ""]
+        lines += md_table(["table", "worst gap", "worst gap by rows", "final gap",
+                         "rows rewritten / final rows",
+                         f"seconds, base / {config['runs']} appends", "final files",
+                         f"final skip % ({' / '.join(CLUSTER_COLUMNS)})",
+                         "exact rows and versions"], rows)
+        per_run = [[str(s["run"]), f"{s['rows']:,}", f"{s['files']} / {r['files']}",
+                    f"{s['rewritten_rows']:,}", f"{s['gap_points']:.2f}",
+                    number(s.get("rows_gap_points")), f"{s['seconds']:.1f}"]
+                   for s, r in zip(steps[ZSPARK], rebuilt, strict=True)]
+        lines += ["", "The zspark model run by run (run 0: the base):", ""]
+        lines += md_table(["run", "rows", "files (zspark / rebuild)", "rows rewritten",
+                         "gap (points)", "gap by rows (points)", "seconds"], per_run)
+        lines.append("")
+        picture = img_dir / picture_name(source, table_format)
+        if picture.exists():
+            lines += [f"![gap to the rebuild and rows rewritten per run, {table_format}]"
+                      f"({os.path.relpath(picture, report_dir)})", ""]
+
+    zspark = {f: found["totals"][ZSPARK] for f, found in formats.items()}
+
+    def verdict(value: str, met: bool) -> str:
+        return f"{value}: {'met' if met else '**missed**'}"
+
+    lines += ["### The bar", "",
+              "The issue's bar for a clustered incremental model (set for Delta; checked "
+              "here on each format's zspark model):", ""]
+    lines += md_table(["", *zspark], [
+        [f"gap to the rebuild <= {BAR_GAP_POINTS:.0f} points through the appends (worst)",
+         *(verdict(f"{t['worst_gap_points']:.2f}", t["worst_gap_points"] <= BAR_GAP_POINTS)
+           for t in zspark.values())],
+        [f"rows rewritten <= {BAR_REWRITTEN:.0f}x the final rows",
+         *(verdict(f"{t['rewritten_over_final']:.2f}x",
+                   t["rewritten_over_final"] <= BAR_REWRITTEN) for t in zspark.values())],
+        ["every version time-travels to exactly its rows",
+         *(verdict("exact" if t["rows_exact"] and t["versions_exact"] else "not exact",
+                   t["rows_exact"] and t["versions_exact"]) for t in zspark.values())]])
+    rebuilt_files = ", ".join(f"{found['steps'][REBUILD][-1]['files']} ({f})"
+                              for f, found in formats.items())
+    zspark_files = ", ".join(f"{t['final_files']} ({f})" for f, t in zspark.items())
+    most = max(s["files"] / r["files"] for found in formats.values()
+               for s, r in zip(found["steps"][ZSPARK], found["steps"][REBUILD], strict=True))
+    peer_files = [t["final_files"] for found in formats.values()
+                  for label, t in found["totals"].items() if label != ZSPARK]
+    lines += ["", "File counts differ between the tables, so the gaps are not like for like "
+              "(more, smaller files skip more): after the last run the rebuild has "
+              f"{rebuilt_files} files, the zspark model {zspark_files}, as it writes each "
+              f"append as pieces of its own until a merge (up to {most:.1f}x the rebuild's "
+              "files over the runs)"
+              + (f", and the peers {min(peer_files)} to {max(peer_files)}, as they follow "
+                 "their byte targets." if peer_files else ".")]
+    if (config["rows"], config["files"]) != (BAR_ROWS, BAR_FILES):
+        lines[-1] += (f" This is a {config['rows']:,}-row run at {config['files']} files, "
+                      f"not the {BAR_ROWS:,}-row, {BAR_FILES}-file one the bar names.")
+    lines.append("")
+    return lines
 
 
 if __name__ == "__main__":

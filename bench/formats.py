@@ -13,7 +13,7 @@
   rows), and the files Spark opens for the seed's three queries as a plain ``where``
   (its scan metrics), with the rows checked against the source.
 
-    python -m bench.formats --rows 2000000 --files 1000     # BENCHMARKS-formats.json
+    python -m bench.formats --rows 2000000 --files 1000     # bench/results/formats.json
 
 With ``--hadoop-file-system`` every session writes through Hadoop's own local file system,
 as one without zspark's JVM classes (no JDK to compile them) does; with
@@ -40,6 +40,7 @@ from typing import Any
 from bench.common import (
     CLUSTER_COLUMNS,
     REPO,
+    RESULTS,
     SEED_LITERALS,
     SOURCE_SCHEMA,
     SOURCE_TABLE,
@@ -50,6 +51,7 @@ from bench.common import (
     source_files,
     write_format_project,
 )
+from bench.markdown import md_table
 from bench.plots import skip_chart
 
 SCHEMA = "bench_formats"
@@ -57,7 +59,7 @@ FORMATS = ("delta", "iceberg")
 ZSPARK_MODELS = {"zspark hilbert": "zs_hilbert", "zspark balanced": "zs_balanced"}
 PEERS = {"delta": {"delta zorder": "delta_zorder", "delta liquid": "delta_liquid"},
          "iceberg": {"iceberg zorder": "iceberg_zorder", "iceberg sort": "iceberg_sort"}}
-DEFAULT_OUT = REPO / "BENCHMARKS-formats.json"
+DEFAULT_OUT = RESULTS / "formats.json"
 IMG_DIR = REPO / "docs" / "img"
 
 
@@ -311,6 +313,53 @@ def main(argv: list[str] | None = None) -> None:
             log(f"{table_format}: {line}")
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     log(f"wrote {args.out}")
+
+
+def formats_section(results: dict[str, Any], report_dir: Path) -> list[str]:
+    """The "Delta Lake and Iceberg tables" section from ``python -m bench.formats``."""
+    lines = ["## Delta Lake and Iceberg tables", "",
+             f"Produced by `make bench-formats` (`python -m bench.formats --rows "
+             f"{results['rows']} --files {results['files']}`, {results.get('date', '')}): "
+             "seed 002's table written as each format by zspark (`dbt run`, Hilbert and "
+             "balanced on s_city, c_city, p_brand, `file_count` as below) and by the "
+             "format's own clustering (a plain write of the same rows into as many files, "
+             "then Delta's `OPTIMIZE ... ZORDER BY` or liquid `CLUSTER BY` + `OPTIMIZE`, "
+             "Iceberg's `rewrite_data_files` with `zorder(...)` or a sort order, each at the "
+             "file size of the source bytes over the file count). Skip: the share of files a "
+             f"point query skips, over {results['probes']} values drawn from the rows, "
+             "counted from the format's own statistics. Files read: Spark's files-read "
+             "metric for the seed's three queries as a plain `where` (Iceberg's "
+             "`resultDataFiles`), rows checked against the source. Seconds: to a clustered "
+             "table (zspark: dbt's execution time, sampling, write and reading the "
+             "statistics back, after a warm-up model; peers: the write plus the rewrite in "
+             "a warmed-up Spark).", ""]
+    for table_format, found in results["formats"].items():
+        rows = []
+        for label, m in found["tables"].items():
+            queries = m["seed_queries"].values()
+            rows.append([label, str(m["files"]), f"{m['size_max_over_mean']:.2f}",
+                         f"{m['rows_max_over_mean']:.2f}",
+                         *(f"{100 * v:.1f}" for v in m["skip"].values()),
+                         " / ".join(str(q["files_read"]) for q in queries),
+                         "yes" if all(q["exact_rows"] for q in queries) else "NO",
+                         f"{m['seconds']:.1f}"])
+        columns = list(next(iter(found["tables"].values()))["skip"])
+        lines += [f"### {table_format}", ""]
+        lines += md_table(["table", "files", "size max/mean", "rows max/mean",
+                         *(f"skip {c} %" for c in columns), "files read (seed queries)",
+                         "exact rows", "seconds"], rows)
+        asked = results["files"]
+        more = [f"{label} {m['files']}" for label, m in found["tables"].items()
+                if m["files"] > 1.1 * asked]
+        if more:
+            lines += ["", f"Files beyond the {asked} asked for ({', '.join(more)}): the "
+                      "format's rewrite cuts files by bytes, and its files come out smaller "
+                      "than the source's; more, smaller files favour its skip shares."]
+        lines += ["", "The bar:", ""] + [f"- {line}" for line in found["bar"]] + [""]
+        picture = results.get("pictures", {}).get(table_format)  # relative to the report
+        if picture and (report_dir / picture).exists():
+            lines += [f"![skip per column, {table_format}]({picture})", ""]
+    return lines
 
 
 if __name__ == "__main__":

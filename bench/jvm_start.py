@@ -6,7 +6,7 @@ the profile's defaults, writes and reads a small Parquet table, and lists a Hive
 database; the same Java options in every run but the archive's (the first opts out with
 ``-Xshare:auto``), and a class-archive cache of the benchmark's own, empty at the start.
 
-    python -m bench.jvm_start            # bench/results/jvm_start.json
+    python -m bench.jvm_start            # bench/results/jvm-start.json
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import REPO
+from bench.common import REPO, RESULTS
 
-RESULTS = REPO / "bench" / "results" / "jvm_start.json"
+OUT = RESULTS / "jvm-start.json"
 #: The driver options every run shares (a profile's own: zspark's defaults keep them).
 OPTIONS = "-XX:+UseParallelGC -XX:-DontCompileHugeMethods"
 RUNS = (("no archive (-Xshare:auto)", " -Xshare:auto"), ("recording the archive", ""),
@@ -78,8 +78,8 @@ def main() -> int:
               f"{row['total_s']:6.1f}s")
     ratio = results[0]["total_s"] / results[2]["total_s"]
     print(f"\nmapping the archive: {ratio:.2f}x faster than no archive")
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({"runs": results, "speedup": round(ratio, 2),
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps({"runs": results, "speedup": round(ratio, 2),
                                    "cores": os.cpu_count()}, indent=2) + "\n")
     return 0
 

@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO, Progress
+from bench.common import RESULTS, Progress
 from bench.servers import BUCKET, S3_KEYS, own_metastore, s3_server, thrift_server
 from dbt.adapters.zspark.core.stop_points import WRITE_GATE
 from dbt.adapters.zspark.reach.session import jvm_jar
@@ -425,7 +425,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="instead of random kills, one run killed at each named step "
                              "of the protocols its runs go through, each followed by a "
                              "checking build")
-    parser.add_argument("--out", type=Path, default=REPO / "BENCHMARKS-kills.json")
+    parser.add_argument("--out", type=Path, default=RESULTS / "kills.json")
     args = parser.parse_args(argv)
     if args.every_step and (args.format or args.strategy not in WALK):
         parser.error(f"--every-step walks Parquet models: --strategy {' or '.join(WALK)}")

@@ -21,11 +21,11 @@ session's catalog), on the same generated rows:
   through a plain ``where`` (Spark reads every Parquet footer; Delta and Iceberg skip by
   their own statistics). Rows are checked against a full scan.
 
-    python -m bench.object_store --rows 200000 --files 100   # BENCHMARKS-object-store.json
+    python -m bench.object_store --rows 200000 --files 100   # bench/results/object-store.json
     python -m bench.object_store --rows 200000 --files 100 --formats parquet \
-        --committer file --out BENCHMARKS-object-store-file-committer.json
+        --committer file --out bench/results/object-store-file-committer.json
     python -m bench.object_store --rows 200000 --files 100 --latency-ms 30 \
-        --out BENCHMARKS-object-store-latency.json
+        --out bench/results/object-store-latency.json
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO, Progress
+from bench.common import REPO, RESULTS, Progress
 from bench.servers import BUCKET, S3_KEYS, is_data_file_of, s3_requests, s3_server
 from dbt.adapters.zspark.reach.session.object_stores import (
     s3a_jars,
@@ -54,7 +54,7 @@ FORMATS = ("parquet", "delta", "iceberg")
 COLUMNS = ("a", "b", "c")
 #: Point-query values per column (spread over each column's domain).
 PROBES = 3
-DEFAULT_OUT = REPO / "BENCHMARKS-object-store.json"
+DEFAULT_OUT = RESULTS / "object-store.json"
 ROWS_SQL = """
     select id, cast(id % 97 as int) as a,
            concat('b', lpad(cast((id * 7) % 89 as string), 3, '0')) as b,

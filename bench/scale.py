@@ -8,7 +8,7 @@ in its own ``dbt run`` (time = dbt's ``execution_time``, the build's own step sp
 resident memory of the dbt process tree and of its JVM, the driver); Z-order the same rows
 with delta-rs; run the seed's three point queries in a Python Spark session: plain on the
 random layout, plain on Hilbert, ``zspark_scan`` on Hilbert, and ``zspark_scan`` on the
-linear layout for its second column. Results go to ``BENCHMARKS-scale.json``; the report
+linear layout for its second column. Results go to ``bench/results/scale.json``; the report
 (BENCHMARKS.md, section "Scale series") and ``docs/img/scale.png`` are redrawn from it.
 """
 
@@ -25,7 +25,7 @@ from bench.common import (
     CLUSTER_COLUMNS,
     DEFAULT_SESSION_DIR,
     LAYOUTS,
-    REPO,
+    RESULTS,
     TARGET_SCHEMA,
     PeakMemory,
     Progress,
@@ -40,9 +40,11 @@ from bench.common import (
 )
 from bench.delta import zorder_build
 from bench.footers import read_bounds
+from bench.markdown import md_table, ms
+from bench.plots import LABELS, scale_chart
 
 SIZES = (2_000_000, 8_000_000, 20_000_000)
-SCALE_JSON = REPO / "BENCHMARKS-scale.json"
+SCALE_JSON = RESULTS / "scale.json"
 #: (label, layout, through zspark_scan, columns) of the queries measured at every size.
 QUERIES = (
     ("random, plain", "random", False, CLUSTER_COLUMNS),
@@ -55,7 +57,7 @@ QUERIES = (
 def build_series_point(rows: int, files: int, layouts: tuple[str, ...], session_dir: Path,
                        log: Progress, reps: int, with_delta: bool) -> dict[str, Any]:
     """Every measurement at one size."""
-    from bench.run import build_layout
+    from bench.builds import build_layout
 
     generate_in_subprocess(rows, "uniform", session_dir, log)
     variables = {"file_count": files, "min_skip_ratio": 0.8}
@@ -99,8 +101,8 @@ def measure_in_subprocess(session_dir: Path, reps: int, log: Progress) -> dict[s
 
 def measure_queries(session_dir: Path, reps: int) -> dict[str, Any]:
     """Files read, result rows and median seconds of every query in QUERIES."""
+    from bench.builds import compiled_queries
     from bench.measure import run_query, time_interleaved
-    from bench.run import compiled_queries
 
     compiled = compiled_queries(session_dir)
     found: dict[str, Any] = {}
@@ -141,7 +143,7 @@ def main(argv: list[str] | None = None) -> None:
     needed = {layout for _, layout, _, _ in QUERIES}
     layouts = tuple(dict.fromkeys([*args.layouts, *sorted(needed - set(args.layouts))]))
 
-    from bench.run import machine_info
+    from bench.builds import machine_info
 
     log = Progress()
     results: dict[str, Any] = {"machine": machine_info(), "files": args.files, "points": []}
@@ -155,8 +157,6 @@ def main(argv: list[str] | None = None) -> None:
     results["machine"]["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
     results["problems"] = check(results)
     args.out.write_text(json.dumps(results, indent=1, default=str))
-    if args.out.resolve() == SCALE_JSON:
-        _rerender(log)
     for problem in results["problems"]:
         print(f"PROBLEM: {problem}", file=sys.stderr)
     if results["problems"]:
@@ -182,14 +182,66 @@ def check(results: dict[str, Any]) -> list[str]:
     return problems
 
 
-def _rerender(log: Progress) -> None:
-    """Redraw BENCHMARKS.md (which carries the scale section) from the saved JSON files."""
-    from bench.report import render
-
-    main_json = REPO / "BENCHMARKS.json"
-    if main_json.exists():
-        render(json.loads(main_json.read_text()), REPO / "BENCHMARKS.md", REPO / "docs" / "img")
-        log("BENCHMARKS.md redrawn with the scale series")
+def scale_section(scale: dict[str, Any], img_dir: Path, report_dir: Path) -> list[str]:
+    """The "Scale series" section from ``python -m bench.scale``'s JSON, with its plot."""
+    points = scale["points"]
+    if not points:
+        return []
+    sizes = " ".join(str(p["rows"]) for p in points)
+    built = [n for n in LAYOUTS if n in points[-1]["builds"]]
+    if len(built) < len(LAYOUTS):
+        sizes += " --layouts " + " ".join(built)
+    names = [n for n in (*LAYOUTS, "delta") if n in points[-1]["builds"] or
+             (n == "delta" and "delta" in points[-1])]
+    series = {n: [(p["rows"], (p["builds"].get(n) or p.get(n, {}))["seconds"]) for p in points
+                  if n in p["builds"] or n in p] for n in names}
+    picture = img_dir / "scale.png"
+    scale_chart(picture, series, f"Build time against rows ({scale['files']} files; "
+                                 "delta-rs: optimize.z_order alone)")
+    machine = scale["machine"]
+    lines = ["## Scale series", "",
+             f"Produced by `make bench-scale` (`python -m bench.scale --sizes {sizes}`), "
+             f"{machine['date']}, {machine['cores']} cores, load average at start "
+             f"{', '.join(f'{x:.1f}' for x in machine['load_average'])}. Each layout built "
+             f"by its own `dbt run` at {scale['files']} files; *driver peak GiB* is the peak "
+             "resident memory of the Spark driver JVM (local[2]: the executors run in it), "
+             "polled from /proc every 0.25 s; delta-rs's figure is the peak of the "
+             "benchmark process holding the rows in Arrow plus its Rust work.", ""]
+    rows = []
+    for point in points:
+        for name in names:
+            build = point["builds"].get(name) or point.get(name)
+            if not build:
+                continue
+            steps = build.get("steps") or {}
+            split = " / ".join(f"{steps[s]:.1f}" for s in ("sample", "write", "index", "log")
+                               if s in steps) or "-"
+            memory = f"{(build.get('jvm_bytes') or build['tree_bytes']) / 2**30:.2f}"
+            rows.append([f"{point['rows']:,}" if name == names[0] else "", LABELS[name],
+                         f"{build['seconds']:.1f}", f"{build['seconds_per_m_rows']:.2f}",
+                         split, memory, str(build["files"])])
+    lines += md_table(["rows", "layout", "seconds", "s per M rows",
+                     "sample / write / index / log s", "driver peak GiB", "files"], rows)
+    lines += ["", f"![build time against rows]({os.path.relpath(picture, report_dir)})", "",
+              "Seed 002's point queries at each size: files read (Spark's \"number of files "
+              "read\", of the layout's files) and median ms; every query returned the same "
+              "rows on every layout.", ""]
+    labels = list(dict.fromkeys(q["label"] for q in points[0]["queries"].values()))
+    rows = []
+    for point in points:
+        for column in CLUSTER_COLUMNS:
+            cells = []
+            for label in labels:
+                query = point["queries"].get(f"{label}|{column}")
+                cells.append("-" if query is None else
+                             f"{query['files_read']} / {ms(query['median_s'])}")
+            rows.append([f"{point['rows']:,}" if column == CLUSTER_COLUMNS[0] else "",
+                         f"`{column}`", *cells])
+    lines += md_table(["rows", "column", *[f"{label}: files / ms" for label in labels]], rows)
+    lines += [""]
+    if scale.get("problems"):
+        lines += [f"- problem: {p}" for p in scale["problems"]] + [""]
+    return lines
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ date, a timestamp, a boolean, some empty values), and one of ``--sql-rows`` rows
 dbt-spark's loader finishes in minutes). Each ``dbt seed`` runs as its own process;
 the time is dbt's own for the seed node (run_results.json), rows are counted after.
 
-    python -m bench.seeds --rows 1000000 --sql-rows 5000   # BENCHMARKS-seeds.json
+    python -m bench.seeds --rows 1000000 --sql-rows 5000   # bench/results/seeds.json
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO, Progress
+from bench.common import RESULTS, Progress
 
 BIN = Path(sys.executable).parent
 #: A project macro beats the adapter's: this one puts dbt-spark's loader back.
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--sql-rows", type=int, default=5_000,
                         help="rows of the seed both loaders load")
-    parser.add_argument("--out", type=Path, default=REPO / "BENCHMARKS-seeds.json")
+    parser.add_argument("--out", type=Path, default=RESULTS / "seeds.json")
     args = parser.parse_args(argv)
     progress = Progress()
     root = Path(tempfile.mkdtemp(prefix="zspark_seeds_"))

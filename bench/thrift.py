@@ -3,7 +3,7 @@ embedded session (SQL keys, footer index), through a Spark Thrift Server (keys a
 Spark SQL, no Python on the server) and on a standalone cluster on loopback whose executors'
 Python has no dbt and no plugin, on the same generated rows.
 
-    python -m bench.thrift --rows 2000000 --files 1000      # writes BENCHMARKS-thrift.json
+    python -m bench.thrift --rows 2000000 --files 1000      # writes bench/results/thrift.json
 
 The builds share one warehouse and metastore, one process at a time (derby lets one
 in). Skip shares per clustering column come from each table's Parquet footers (values
@@ -23,10 +23,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.builds import compiled_queries
 from bench.common import (
     CLUSTER_COLUMNS,
     DEFAULT_SESSION_DIR,
-    REPO,
+    RESULTS,
     SEED_LITERALS,
     TARGET_SCHEMA,
     Progress,
@@ -42,8 +43,8 @@ from bench.common import (
     table_dir,
 )
 from bench.footers import sample_values
+from bench.markdown import md_table
 from bench.measure import footer_report, run_query
-from bench.run import compiled_queries
 from bench.servers import executor_python, standalone_cluster, thrift_server
 
 THRIFT_SCHEMA = "zspark_thrift"
@@ -78,7 +79,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--files", type=int, default=1000)
     parser.add_argument("--probes", type=int, default=200)
     parser.add_argument("--session-dir", type=Path, default=DEFAULT_SESSION_DIR)
-    parser.add_argument("--out", type=Path, default=REPO / "BENCHMARKS-thrift.json")
+    parser.add_argument("--out", type=Path, default=RESULTS / "thrift.json")
     parser.add_argument("--no-cluster", action="store_true",
                         help="skip the build on a standalone cluster")
     args = parser.parse_args(argv)
@@ -164,6 +165,39 @@ def main(argv: list[str] | None = None) -> None:
             + ", ".join(f"{c} {g:+.2f}" for c, g in gaps.items()))
     args.out.write_text(json.dumps(results, indent=1))
     log(f"wrote {args.out}")
+
+
+def thrift_section(thrift: dict[str, Any]) -> list[str]:
+    """The "Over thrift and on a cluster" section from ``python -m bench.thrift``'s JSON."""
+    builds, queries = thrift["builds"], thrift["queries"]
+    if "thrift" not in queries:  # written before the cluster build was measured
+        queries = {"thrift": queries}
+    columns = list(queries["thrift"])
+
+    def steps(build: dict[str, Any]) -> str:
+        return ", ".join(f"{k} {v:.1f}" for k, v in build.get("steps", {}).items())
+
+    rows = [[method, f"{b['seconds']:.1f}", steps(b), str(b["files"]),
+             *(f"{100 * b['skip'][c]:.2f}" for c in columns)] for method, b in builds.items()]
+    scans = [[method, c, str(q["files"]), str(q["scan_files_read"]),
+              f"{100 * q['scan_files_read'] / q['files']:.1f}", str(q["plain_files_read"]),
+              "yes" if q["same_result"] else "NO"]
+             for method, per_column in queries.items() for c, q in per_column.items()]
+    return ["## Over thrift and on a cluster", "",
+            f"Produced by `make bench-thrift` (`{thrift['command'].strip()}`): seed 002's "
+            f"Hilbert model on {thrift['config']['rows']:,} rows and "
+            f"{thrift['config']['files']} files, built by `dbt run` in an embedded session "
+            "(SQL keys, footer index), through a Spark Thrift Server on the same warehouse "
+            "(no Python on the server: keys in SQL, index by one SQL aggregation) and, where "
+            "listed, on a standalone cluster on loopback (two one-core workers whose Python "
+            "has no dbt and no plugin). Skip is the share of files a point query skips, over "
+            "values sampled per column, from each table's footers.", "",
+            *md_table(["build", "seconds", "steps (s)", "files",
+                     *(f"{c} skip %" for c in columns)], rows), "",
+            "Seed 002's point queries through `zspark_scan` (compiled with that build's "
+            "target, run in a session that counts the files Spark opened):", "",
+            *md_table(["build", "column", "files", "zspark_scan opened", "% opened",
+                     "plain opened", "rows equal"], scans), ""]
 
 
 if __name__ == "__main__":

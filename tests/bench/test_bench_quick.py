@@ -139,7 +139,7 @@ def test_the_balanced_benchmark_reports_expected_and_measured_reads_per_declared
             layouts[twin]["workload_files_read"]
 
     assert (out.parent / "img" / "balanced_boxes_uniform.png").stat().st_size > 10_000
-    from bench.report import balanced_section
+    from bench.balanced import balanced_section
 
     lines = balanced_section(raw, out.parent)
     assert "## Balanced layout and column weights" in lines
