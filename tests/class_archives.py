@@ -11,13 +11,19 @@ is one of those sessions."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
+#: Seconds a recording session may take (2 cores shared with the suite's other worker);
+#: one killed records nothing, and its class path's first JVM in the suite records.
+SESSION_SECONDS = 300
 #: The profiles whose class paths the suite's sessions run on.
 PROFILES: tuple[tuple[str, bool], ...] = (("parquet", False), ("delta", False),
                                           ("iceberg", False), ("parquet", True),
@@ -51,7 +57,17 @@ def thrift_settings(home: Path) -> dict[str, Any]:
 
 
 def record_all() -> None:
-    """Record the archives the suite's class paths lack, two sessions at a time."""
+    """Record the archives the suite's class paths lack, two sessions at a time, holding
+    a lock on the archives' folder: a second worker waits, then finds them recorded."""
+    from dbt.adapters.zspark.reach.session.class_archive import archive_dir
+
+    archive_dir().mkdir(parents=True, exist_ok=True)
+    with (archive_dir() / ".suite.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _record_missing()
+
+
+def _record_missing() -> None:
     from dbt.adapters.zspark.connections import DRIVER_OPTIONS
 
     with tempfile.TemporaryDirectory(prefix="zspark-class-archives-") as work:
@@ -61,7 +77,7 @@ def record_all() -> None:
         runs.append((thrift_settings(root / "thrift"), "parquet"))
         pending = [run for run in runs if "ArchiveClassesAtExit" in run[0][DRIVER_OPTIONS]]
         keys: set[str] = set()
-        started: list[subprocess.Popen[bytes]] = []
+        started: list[tuple[subprocess.Popen[bytes], Path]] = []
         for settings, fmt in pending:
             recording = settings[DRIVER_OPTIONS].split("ArchiveClassesAtExit=")[1].split()[0]
             key = Path(recording).name.split(".")[0]
@@ -69,13 +85,32 @@ def record_all() -> None:
                 continue  # two profiles of one class path: one recording
             keys.add(key)
             if len(started) == 2:
-                started.pop(0).wait()
-            started.append(subprocess.Popen(
+                _wait(*started.pop(0))
+            started.append((subprocess.Popen(
                 [sys.executable, "-m", "tests.class_archives", json.dumps(settings), fmt],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                cwd=Path(__file__).parents[1]))
-        for process in started:
-            process.wait()
+                cwd=Path(__file__).parents[1]), Path(recording)))
+        for process, recording in started:
+            _wait(process, recording)
+
+
+def _wait(process: subprocess.Popen[bytes], recording: Path) -> None:
+    """Until the session has ended and its JVM, which exits after it, wrote the archive
+    whole (its header, written last, in place)."""
+    from dbt.adapters.zspark.reach.session.class_archive import ARCHIVE_MAGIC
+
+    deadline = time.monotonic() + SESSION_SECONDS
+    try:
+        process.wait(timeout=SESSION_SECONDS)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        return
+    while process.returncode == 0 and time.monotonic() < deadline:
+        with contextlib.suppress(FileNotFoundError), recording.open("rb") as file:
+            if file.read(len(ARCHIVE_MAGIC)) == ARCHIVE_MAGIC:
+                return
+        time.sleep(0.5)
 
 
 def _session(settings: dict[str, Any], file_format: str) -> None:

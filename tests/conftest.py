@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from tests.bench.runs import BENCH_PROCESSES, BENCH_ROOT, start_bench_runs
-from tests.class_archives import record_all
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -45,14 +44,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """The folder of the suite's benchmark runs: the controller's, handed to each worker;
-    the class archives of the suite's JVMs recorded first (``tests/class_archives.py``)."""
+    """The folder of the suite's benchmark runs: the controller's, handed to each worker."""
     if hasattr(config, "workerinput"):
         config.stash[BENCH_ROOT] = Path(config.workerinput["zspark_bench_root"])
     else:
         config.stash[BENCH_ROOT] = Path(tempfile.mkdtemp(prefix="zspark-benches-"))
-        if not config.option.collectonly:
-            record_all()  # before any worker starts a JVM
 
 
 @pytest.hookimpl(optionalhook=True)

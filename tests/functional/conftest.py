@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.class_archives import record_all
 from tests.functional.dbt_project import SCHEMA, DbtProject
 from tests.functional.format_project import release_all
 
@@ -36,6 +37,13 @@ def project(tmp_path_factory: pytest.TempPathFactory, session_dir: Path, spark: 
     """)
     result.write("models/.keep", "")
     return result
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _class_archives() -> None:
+    """The class archives of the suite's JVMs, recorded before its first functional test
+    by whichever worker comes first (the other waits, then finds them)."""
+    record_all()
 
 
 @pytest.fixture(autouse=True)
