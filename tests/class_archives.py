@@ -97,7 +97,7 @@ def _record_missing() -> None:
 def _wait(process: subprocess.Popen[bytes], recording: Path) -> None:
     """Until the session has ended and its JVM, which exits after it, wrote the archive
     whole (its header, written last, in place)."""
-    from dbt.adapters.zspark.reach.session.class_archive import ARCHIVE_MAGIC
+    from dbt.adapters.zspark.reach.session.class_archive import is_complete
 
     deadline = time.monotonic() + SESSION_SECONDS
     try:
@@ -107,8 +107,8 @@ def _wait(process: subprocess.Popen[bytes], recording: Path) -> None:
         process.wait()
         return
     while process.returncode == 0 and time.monotonic() < deadline:
-        with contextlib.suppress(FileNotFoundError), recording.open("rb") as file:
-            if file.read(len(ARCHIVE_MAGIC)) == ARCHIVE_MAGIC:
+        with contextlib.suppress(FileNotFoundError):
+            if is_complete(recording):
                 return
         time.sleep(0.5)
 

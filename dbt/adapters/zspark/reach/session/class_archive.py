@@ -91,11 +91,15 @@ def promote_recordings(key: str) -> None:
     maps a whole file or none); recordings abandoned by a killed JVM are deleted."""
     for recording in archive_dir().glob(f"{key}.*.rec"):
         try:
-            with recording.open("rb") as file:
-                complete = file.read(len(ARCHIVE_MAGIC)) == ARCHIVE_MAGIC
-            if complete:
+            if is_complete(recording):
                 os.replace(recording, recording.with_name(f"{key}.jsa"))
             elif time.time() - recording.stat().st_mtime > ABANDONED_SECONDS:
                 recording.unlink()
         except FileNotFoundError:
             continue  # promoted or deleted by another session meanwhile
+
+
+def is_complete(recording: Path) -> bool:
+    """Whether the JVM wrote ``recording`` whole: its header, written last, in place."""
+    with recording.open("rb") as file:
+        return file.read(len(ARCHIVE_MAGIC)) == ARCHIVE_MAGIC
