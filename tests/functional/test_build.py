@@ -429,7 +429,7 @@ def test_a_partitioned_build_runs_twice_and_cuts_each_partition_into_full_files(
 def test_staged_index_moves_with_the_table_or_is_refused(project: DbtProject) -> None:
     """Index rows read before a rename are written for the renamed table only when their
     moved paths are exactly its files; otherwise nothing is written."""
-    from dbt.adapters.zspark.skipping.index import (
+    from dbt.adapters.zspark.reach.session.index_tables import (
         build_index,
         read_index,
         relocate_index,

@@ -59,7 +59,7 @@ def layout_properties(project: DbtProject, table: str, writes: bool = True) -> d
 
 def assert_index_equals_full_reindex(project: DbtProject, table: str,
                                      clustering: tuple[str, ...] = ("city", "brand")) -> None:
-    from dbt.adapters.zspark.skipping.index import build_index
+    from dbt.adapters.zspark.reach.session.index_tables import build_index
 
     spark = project.spark
     build_index(spark, table, f"{table}__fresh", clustering=list(clustering))
@@ -452,7 +452,7 @@ def snapshot(project: DbtProject, table: str) -> tuple[Any, ...]:
 @pytest.mark.parametrize("where", ["writing", "checking"])
 def test_a_failed_rewrite_leaves_the_table_and_its_index_as_they_were(
         project: DbtProject, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
-    from dbt.adapters.zspark.versions.next_version import SessionVersion
+    from dbt.adapters.zspark.reach.session.next_version import SessionVersion
 
     name = f"inc_broken_{where}"
     table = project.table(name)

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dbt.adapters.zspark.skipping.index import build_index
+from dbt.adapters.zspark.reach.session.index_tables import build_index
 from dbt.adapters.zspark.skipping.pruning import index_column_types, may_match_sql
 from dbt.adapters.zspark.skipping.scan import scan_sql, skippable_files_sql
 from tests.functional.dbt_project import DbtProject

@@ -42,6 +42,7 @@ def test_a_seed_is_one_spark_write_with_dbts_seed_semantics(project: DbtProject)
     """)
     project.dbt("seed", "--select", "people")
     assert "3 seed rows inserted by one Spark write" in project.log_text()
+    assert "the CSV read by zspark" in project.log_text()
     table = project.table("people")
     types = {row.col_name: row.data_type
              for row in project.spark.sql(f"describe table {table}").collect()}
@@ -58,3 +59,20 @@ def test_a_seed_is_one_spark_write_with_dbts_seed_semantics(project: DbtProject)
     assert [tuple(row) for row in project.spark.table(table).collect()] == [
         ("7", "Zoe", 9.25, True, datetime.date(2026, 5, 5),
          datetime.datetime(2026, 5, 5, 5, 5, 5), "z")]
+
+
+def test_a_seed_whose_rows_dbt_mends_is_read_by_dbt_and_loaded_the_same(
+        project: DbtProject) -> None:
+    """A row short of its last values (dbt's reader pads it with nulls) leaves the CSV to
+    dbt's reader; its rows are loaded by the same one write, equal to the file's."""
+    (project.root / "seeds").mkdir(exist_ok=True)
+    (project.root / "seeds" / "short_rows.csv").write_text(CSV + "4,Bo\n")
+    project.dbt("seed", "--select", "short_rows")
+    loaded = [line for line in project.log_text().splitlines()
+              if "short_rows" in line and "seed rows inserted by one Spark write" in line]
+    assert loaded
+    assert not any("read by zspark" in line for line in loaded)
+    rows = sorted(tuple(row) for row in project.spark.table(project.table("short_rows"))
+                  .collect())
+    assert rows == [(int(row[0]), *row[1:]) for row in EXPECTED] + [
+        (4, "Bo", None, None, None, None, None)]

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from dbt.adapters.zspark.reach.session import index_tables as index_module
 from dbt.adapters.zspark.reach.session import reach as reach_module
-from dbt.adapters.zspark.skipping import index as index_module
 from tests.functional.dbt_project import SCHEMA, DbtProject, files_read
 from tests.functional.test_scan import compile_scan
 

@@ -43,7 +43,7 @@ def write_indexed_parquet(root: Path) -> None:
     from pyspark.sql import SparkSession
 
     from dbt.adapters.zspark.connections import session_defaults
-    from dbt.adapters.zspark.skipping.index import build_index
+    from dbt.adapters.zspark.reach.session.index_tables import build_index
 
     # In-memory catalog: nothing here outlives the process but the Parquet files.
     builder = SparkSession.builder.master("local[1]")

@@ -11,6 +11,7 @@ import pytest
 
 from dbt.adapters.zspark.connections import (
     CLASS_PATH,
+    DRIVER_OPTIONS,
     FILE_SYSTEM,
     LOCAL_FS_CLASS,
     with_session_defaults,
@@ -64,3 +65,22 @@ def test_a_session_without_a_jdk_keeps_hadoops_file_system_and_says_so(
     assert FILE_SYSTEM not in settings
     assert CLASS_PATH not in settings
     assert "Install a JDK 17 or later" in jvm_jar.MISSING
+
+
+def test_a_cache_folder_that_cannot_be_written_leaves_the_session_as_it_would_start(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A home whose cache cannot be written (here a file where the folder would be: root
+    writes through permissions) costs the jar and the class archive, not the session."""
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    jvm_jar.jar_path.cache_clear()
+    try:
+        assert jvm_jar.ensure_jar() is None
+        settings = with_session_defaults({}, str(tmp_path / "s"))
+        assert FILE_SYSTEM not in settings
+        assert CLASS_PATH not in settings
+        assert "ArchiveClassesAtExit" not in settings.get(DRIVER_OPTIONS, "")
+        assert "SharedArchiveFile" not in settings.get(DRIVER_OPTIONS, "")
+    finally:
+        jvm_jar.jar_path.cache_clear()

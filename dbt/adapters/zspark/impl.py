@@ -22,10 +22,11 @@ from dbt.adapters.zspark.core.sql_text import property_list, sql_string
 from dbt.adapters.zspark.formats.settings import names_an_iceberg_table
 from dbt.adapters.zspark.layouts import CONFIG_KEYS
 from dbt.adapters.zspark.reach.session.python_models import SUBMISSION_METHOD, SessionPythonJob
-from dbt.adapters.zspark.services.builds import TableBuilds
+from dbt.adapters.zspark.services.builds import SeedRead, TableBuilds
 from dbt.adapters.zspark.services.context import IncrementPlan, RunContext
+from dbt.adapters.zspark.services.families import ModelFlow, TableFamilies
 from dbt.adapters.zspark.services.format_increments import FormatIncrements
-from dbt.adapters.zspark.services.increments import ParquetIncrements
+from dbt.adapters.zspark.services.increments import IncrementPlanner, ParquetIncrements
 from dbt.adapters.zspark.services.indexing import FileIndex
 from dbt.adapters.zspark.services.report import LayoutReport
 from dbt.adapters.zspark.services.scans import SkipScans
@@ -72,9 +73,13 @@ class ZSparkAdapter(SparkAdapter):
         self.index = FileIndex(ctx, self.tables)
         self.versions = TableVersioning(ctx, self.index)
         self.builds = TableBuilds(ctx, self.writes)
+        planner = IncrementPlanner(ctx, self.tables, self.index, self.writes)
         self.increments = ParquetIncrements(ctx, self.tables, self.index, self.writes,
-                                            self.versions)
-        self.format_increments = FormatIncrements(ctx, self.tables, self.index, self.writes)
+                                            self.versions, planner)
+        self.format_increments = FormatIncrements(ctx, self.tables, self.index, self.writes,
+                                                  planner)
+        self.families = TableFamilies(self.builds, self.tables, self.increments,
+                                      self.format_increments)
         self.scans = SkipScans(ctx, self.tables)
         self.report = LayoutReport(ctx, self.tables, self.index)
 
@@ -140,9 +145,18 @@ class ZSparkAdapter(SparkAdapter):
         return self.builds.load_seed(relation, agate_table)
 
     @available
-    def zspark_check_file_format(self, model: str, file_format: str, clustered: bool,
-                                 materialized: str) -> bool:
-        return self.builds.check_file_format(model, file_format, clustered, materialized)
+    def zspark_read_seed(self, model: dict[str, Any]) -> SeedRead | None:
+        return self.builds.read_seed(model)
+
+    @available
+    def zspark_load_seed_file(self, relation: Any, seed: SeedRead) -> int:
+        return self.builds.load_seed_file(relation, seed)
+
+    @available
+    def zspark_flow(self, model: str, config: dict[str, Any], file_format: str,
+                    language: str, materialized: str) -> ModelFlow:
+        """The path a table or incremental materialization takes (services/families.py)."""
+        return self.families.flow(model, config, file_format, language, materialized)
 
     @available
     def zspark_check_config(self, model: str, config: dict[str, Any],
@@ -243,6 +257,12 @@ class ZSparkAdapter(SparkAdapter):
         return self.increments.plan(model, relation, config, sql, strategy, file_format)
 
     @available
+    def zspark_format_increment(self, model: str, relation: Any, config: dict[str, Any],
+                                sql: str, strategy: str, file_format: str) -> IncrementPlan:
+        return self.format_increments.plan(model, relation, config, sql, strategy,
+                                           file_format)
+
+    @available
     def zspark_begin_rewrite(self, model: str, relation: Any, step: IncrementPlan) -> Any:
         return self.increments.begin_rewrite(model, relation, step)
 
@@ -272,11 +292,7 @@ class ZSparkAdapter(SparkAdapter):
     def zspark_recluster(self, relation: Any, full: bool = False) -> dict[str, Any]:
         """Merge the pending runs (or, ``full``, re-cluster the whole table); a Delta or
         Iceberg table in a commit of its format, a Parquet table into its next version."""
-        file_format, properties = self.tables.format_of(relation)
-        if file_format is not None:
-            return self.format_increments.recluster(relation.identifier, relation,
-                                                    file_format, properties, bool(full))
-        return self.increments.recluster(relation.identifier, relation, bool(full))
+        return self.families.recluster(relation, bool(full))
 
     @available
     def zspark_layout_report(self, relation: Any, x: str | None = None, y: str | None = None,

@@ -20,6 +20,10 @@ TypedColumn = tuple[str, str]
 MIN_STRING_STATS = 32
 #: ... and at most this many, however long the sampled values: stats live in the log.
 MAX_STRING_STATS = 256
+#: The strategies of a clustered incremental model of a format that commits on its own:
+#: insert rows, merge them on ``unique_key``, or overwrite partitions (a whole run, or
+#: each batch of a microbatch model).
+COMMIT_STRATEGIES: tuple[str, ...] = ("append", "merge", "insert_overwrite", "microbatch")
 
 
 class FormatTable(Protocol):
@@ -40,6 +44,14 @@ class FormatTable(Protocol):
     #: Whether the writer cuts a shuffle partition into files of ``maxRecordsPerFile``
     #: rows; a format whose writer does not gets a shuffle partition per file.
     cuts_files_by_rows: bool
+    #: The ``incremental_strategy`` values a clustered incremental model of it allows.
+    incremental_strategies: tuple[str, ...]
+    #: Whether a DataFrame replaces a table of it through the V2 writer
+    #: (``createOrReplace``, one commit): its V1 ``saveAsTable`` refuses to replace one.
+    replaced_by_v2_writer: bool
+    #: dbt-spark's flag on a relation of this format (``is_delta``; '' for Parquet),
+    #: which its statements read to write the format's SQL.
+    relation_flag: str
 
     def stats_properties(self, columns: Sequence[TypedColumn],
                          string_length: int) -> dict[str, str]:

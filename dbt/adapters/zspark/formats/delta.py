@@ -16,15 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from dbt.adapters.zspark.core.sql_text import quote, sql_string
 from dbt.adapters.zspark.core.stop_points import stop_point
-from dbt.adapters.zspark.formats.base import TypedColumn, require_live
-from dbt.adapters.zspark.formats.jvm import (
-    call_static,
-    python_list,
-    scala_list,
-    scala_map,
-    scala_object,
-)
+from dbt.adapters.zspark.formats.base import COMMIT_STRATEGIES, TypedColumn, require_live
 from dbt.adapters.zspark.reach.server.sql_index import index_sql
+from dbt.adapters.zspark.reach.session.jvm import SessionJvm
 from dbt.adapters.zspark.skipping.pruning import stat_column
 from dbt.adapters.zspark.skipping.stats import ColumnRef
 
@@ -50,6 +44,9 @@ class DeltaTable:
     engines_skip_files = True
     stats_table_suffix = ""
     cuts_files_by_rows = True
+    incremental_strategies: tuple[str, ...] = COMMIT_STRATEGIES
+    relation_flag = "is_delta"
+    replaced_by_v2_writer = False
 
     def stats_properties(self, columns: Sequence[TypedColumn],
                          string_length: int) -> dict[str, str]:
@@ -66,16 +63,15 @@ class DeltaTable:
 
     def active_files(self, spark: SparkSession, table: str,
                      columns: Sequence[TypedColumn]) -> DataFrame:
-        from pyspark.sql.classic.dataframe import DataFrame
-
         detail = spark.sql(f"describe detail {table}").collect()[0]
         properties = {str(k): str(v) for k, v in (detail["properties"] or {}).items()}
         cut = int(properties.get(STRING_STATS_PROPERTY, DEFAULT_STRING_PREFIX))
         partitioned = {str(c).lower(): str(c) for c in detail["partitionColumns"] or []}
         location = str(detail["location"])
         # The snapshot a transaction reads is the table's latest version; nothing commits.
-        log = call_static(spark, DELTA_LOG, "forTable", spark._jsparkSession, location)
-        added = DataFrame(log.startTransaction().snapshot().allFiles().toDF(), spark)
+        jvm = SessionJvm(spark)
+        log = jvm.call_static(DELTA_LOG, "forTable", jvm.session, location)
+        added = jvm.dataframe(log.startTransaction().snapshot().allFiles().toDF())
         # Held once read: every query of the view would otherwise read the log again.
         return added.selectExpr(*live_file_columns(location, columns, partitioned, cut)) \
             .localCheckpoint(eager=True)
@@ -96,43 +92,39 @@ class DeltaTable:
         # properties in the same commit (a metadata action) Delta checks it against every
         # concurrent commit, and an append meanwhile fails it before anything is visible.
 
-        jvm = spark._jvm
-        assert jvm is not None
+        jvm = SessionJvm(spark)
         location = str(spark.sql(f"describe detail {table}").collect()[0]["location"])
-        log = call_static(spark, DELTA_LOG, "forTable", spark._jsparkSession, location)
+        log = jvm.call_static(DELTA_LOG, "forTable", jvm.session, location)
         transaction = log.startTransaction()
         base = location.rstrip("/")
-        live = {f"{base}/{add.path()}": add for add in python_list(jvm, transaction.filterFiles())}
+        live = {f"{base}/{add.path()}": add for add in jvm.python_list(transaction.filterFiles())}
         require_live(table, rewritten, live)
         # Exactly those files at the version the transaction read, opening only them (a
         # filter on `_metadata.file_name` prunes no file of a Delta table: every one is
         # opened); deletion vectors and column mapping applied as in any read.
-        from pyspark.sql.classic.dataframe import DataFrame
-
-        adds = scala_list(jvm, [live[path] for path in dict.fromkeys(rewritten)])
-        rows = DataFrame(log.createDataFrame(transaction.snapshot(), adds, False,
-                                             jvm.scala.Option.empty()), spark)
+        adds = jvm.scala_list([live[path] for path in dict.fromkeys(rewritten)])
+        rows = jvm.dataframe(log.createDataFrame(transaction.snapshot(), adds, False,
+                                                 jvm.jvm.scala.Option.empty()))
         added = [_no_data_change(add) for add in
-                 python_list(jvm, transaction.writeFiles(rewrite(rows)._jdf))]
+                 jvm.python_list(transaction.writeFiles(jvm.dataset(rewrite(rows))))]
         now = int(time.time() * 1000)
         removed = [live[path].removeWithTimestamp(now, False) for path in rewritten]
         changed = properties([f"{base}/{add.path()}" for add in added]) if properties else {}
         if changed:  # a metadata action of the same commit (the files are written)
             removed.append(_with_configuration(jvm, transaction.metadata(), changed))
-        optimize = scala_object(spark, "org.apache.spark.sql.delta.DeltaOperations$Optimize")
-        operation = optimize.apply(scala_list(jvm, []), scala_list(jvm, []), False,
-                                   jvm.scala.Option.empty(), False)
+        optimize = jvm.scala_object("org.apache.spark.sql.delta.DeltaOperations$Optimize")
+        operation = optimize.apply(jvm.scala_list([]), jvm.scala_list([]), False,
+                                   jvm.jvm.scala.Option.empty(), False)
         stop_point("format:rewritten")  # written, not committed
-        return str(transaction.commit(scala_list(jvm, added + removed), operation))
+        return str(transaction.commit(jvm.scala_list(added + removed), operation))
 
 
-def _with_configuration(jvm: Any, metadata: Any, changed: dict[str, str]) -> Any:
+def _with_configuration(jvm: SessionJvm, metadata: Any, changed: dict[str, str]) -> Any:
     """A copy of a table's ``Metadata`` with ``changed`` table properties."""
 
-    converters = jvm.scala.jdk.javaapi.CollectionConverters
-    configuration = dict(converters.asJava(metadata.configuration()))
+    configuration = jvm.java_map(metadata.configuration())
     fields = [getattr(metadata, f"copy$default${i}")() for i in range(1, METADATA_FIELDS + 1)]
-    fields[METADATA_CONFIGURATION] = scala_map(jvm, {**configuration, **changed})
+    fields[METADATA_CONFIGURATION] = jvm.scala_map({**configuration, **changed})
     return metadata.copy(*fields)
 
 

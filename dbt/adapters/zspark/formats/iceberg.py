@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 from dbt.adapters.zspark.core.sql_text import quote
 from dbt.adapters.zspark.core.stop_points import stop_point
-from dbt.adapters.zspark.formats.base import TypedColumn, require_live
-from dbt.adapters.zspark.formats.jvm import call_static, java_iterable, java_list
+from dbt.adapters.zspark.formats.base import COMMIT_STRATEGIES, TypedColumn, require_live
+from dbt.adapters.zspark.reach.session.jvm import SessionJvm, java_iterable
 from dbt.adapters.zspark.skipping.pruning import stat_column
 
 if TYPE_CHECKING:
@@ -33,6 +33,9 @@ class IcebergTable:
     engines_skip_files = True
     stats_table_suffix = ""
     cuts_files_by_rows = False
+    incremental_strategies: tuple[str, ...] = COMMIT_STRATEGIES
+    relation_flag = "is_iceberg"
+    replaced_by_v2_writer = True
 
     def stats_properties(self, columns: Sequence[TypedColumn],
                          string_length: int) -> dict[str, str]:
@@ -63,14 +66,11 @@ class IcebergTable:
         # validates against the snapshot read.
         import uuid
 
-        jvm = spark._jvm
-        assert jvm is not None
+        jvm = SessionJvm(spark)
         name = table if table.startswith("spark_catalog.") else f"spark_catalog.{table}"
-        # Outside a query the catalog manager reads the settings of the thread's active
-        # session; a dbt worker thread has none, and would get Spark's own session catalog.
-        jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
-        loaded = call_static(spark, f"{SPARK_PACKAGE}.Spark3Util", "loadIcebergTable",
-                             spark._jsparkSession, name)
+        jvm.set_active()  # the catalog is read outside a query
+        loaded = jvm.call_static(f"{SPARK_PACKAGE}.Spark3Util", "loadIcebergTable",
+                                 jvm.session, name)
         snapshot = loaded.currentSnapshot().snapshotId()
         live = {str(task.file().location()): task for task in java_iterable(
             loaded.newScan().useSnapshot(snapshot).planFiles(), closeable=True)}
@@ -79,11 +79,11 @@ class IcebergTable:
         # As Iceberg's own rewrite runners (1.12): the table cached under an id, the
         # tasks staged under it, read and written by that id, the written files fetched.
         group = str(uuid.uuid4())
-        cache = call_static(spark, f"{SPARK_PACKAGE}.SparkTableCache", "get")
-        staged = call_static(spark, f"{SPARK_PACKAGE}.ScanTaskSetManager", "get")
-        coordinator = call_static(spark, f"{SPARK_PACKAGE}.FileRewriteCoordinator", "get")
+        cache = jvm.call_static(f"{SPARK_PACKAGE}.SparkTableCache", "get")
+        staged = jvm.call_static(f"{SPARK_PACKAGE}.ScanTaskSetManager", "get")
+        coordinator = jvm.call_static(f"{SPARK_PACKAGE}.FileRewriteCoordinator", "get")
         cache.add(group, loaded)
-        staged.stageTasks(loaded, group, java_list(jvm, tasks))
+        staged.stageTasks(loaded, group, jvm.java_list(tasks))
         try:
             # Exactly those files' rows (a filter on `_file` prunes no file: every one is
             # opened), split as any read of the table, for the tasks of every core.

@@ -22,6 +22,9 @@ class ParquetTable:
     engines_skip_files = False
     stats_table_suffix = INDEX_SUFFIX
     cuts_files_by_rows = True
+    incremental_strategies: tuple[str, ...] = ("append", "insert_overwrite")
+    relation_flag = ""
+    replaced_by_v2_writer = False
 
     def stats_properties(self, columns: Sequence[TypedColumn],
                          string_length: int) -> dict[str, str]:

@@ -4,8 +4,11 @@ SELECT of a build, the layout it stores, seeds.
 
 from __future__ import annotations
 
+import os
+import time
 from typing import Any
 
+import agate
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
@@ -14,6 +17,7 @@ from dbt.adapters.zspark.core.layout_state import (
     StoredLayoutError,
 )
 from dbt.adapters.zspark.core.planning import ClusteringConfigError, plan_clustering
+from dbt.adapters.zspark.core.seed_csv import SeedFile, agate_type, read_seed_csv
 from dbt.adapters.zspark.formats import (
     CLUSTERED_FORMATS,
     format_table,
@@ -28,11 +32,34 @@ from dbt.adapters.zspark.formats.settings import (
 )
 from dbt.adapters.zspark.layouts import CONFIG_KEYS
 from dbt.adapters.zspark.reach.session.clustering import spread_sql
-from dbt.adapters.zspark.reach.session.seeds import load_seed
+from dbt.adapters.zspark.reach.session.seeds import agate_texts, load_seed
 from dbt.adapters.zspark.services.context import RunContext
 from dbt.adapters.zspark.services.writes import KeyedWrites
 
 logger = AdapterLogger("zspark")
+
+
+class SeedRead:
+    """A seed read by zspark for the seed materialization: its rows, and the small agate
+    tables dbt's own macros are handed (the table's DDL, ``dbt seed --show``)."""
+
+    def __init__(self, file: SeedFile) -> None:
+        self.file = file
+        self.rows = file.rows
+
+    def table_types(self) -> agate.Table:
+        """An agate table of one row whose columns have the seed's types and decimal
+        places: dbt-spark's ``create_csv_table`` makes the seed's table from it as from
+        the whole seed (``convert_type`` reads only those)."""
+        sample = ["0.1" if fractional else None for fractional in self.file.fractional]
+        return agate.Table([sample], self.file.names, self._agate_types())
+
+    def preview(self) -> agate.Table:
+        """The seed's first rows, as dbt's reader's table holds them."""
+        return agate.Table(self.file.head, self.file.names, self._agate_types())
+
+    def _agate_types(self) -> list[Any]:
+        return [agate_type(name) for name in self.file.types]
 
 
 class TableBuilds:
@@ -43,13 +70,35 @@ class TableBuilds:
         self.writes = writes
 
     def load_seed(self, relation: Any, agate_table: Any) -> int | None:
-        """Insert a seed's rows in one Spark write (``seeds.py``); the rows, or None over
-        a server (dbt-spark's statements load it)."""
+        """Insert a seed's rows dbt read in one Spark write (``seeds.py``); the rows, or
+        None over a server (dbt-spark's statements load it)."""
         reach = self.ctx.reach()
         if not reach.reaches_jvm:
             return None
-        rows = load_seed(reach.spark, str(relation), agate_table)
+        rows = load_seed(reach.spark, str(relation), agate_table.column_names,
+                         agate_texts(agate_table))
         logger.info(f"zspark: {relation}: {rows} seed rows inserted by one Spark write")
+        return rows
+
+    def read_seed(self, model: dict[str, Any]) -> SeedRead | None:
+        """A seed's CSV read as dbt reads it, without agate's casts (``seed_csv.py``), for
+        the session to load in one write; None over a server, or for a CSV dbt's own
+        reader should read."""
+        if not self.ctx.reach().reaches_jvm:
+            return None
+        config = model.get("config") or {}
+        path = os.path.join(model["root_path"], model["original_file_path"])
+        seed = read_seed_csv(path, config.get("delimiter") or ",",
+                             list((config.get("column_types") or {}).keys()))
+        return None if seed is None else SeedRead(seed)
+
+    def load_seed_file(self, relation: Any, seed: SeedRead) -> int:
+        """Insert a seed read by :meth:`read_seed` in one Spark write; its rows."""
+        started = time.monotonic()
+        rows = load_seed(self.ctx.reach().spark, str(relation), seed.file.names,
+                         seed.file.texts)
+        logger.info(f"zspark: {relation}: {rows} seed rows inserted by one Spark write "
+                    f"({time.monotonic() - started:.1f} s; the CSV read by zspark)")
         return rows
 
     def check_file_format(self, model: str, file_format: str, clustered: bool,

@@ -30,12 +30,13 @@ from dbt.adapters.zspark.core.layout_state import (
 from dbt.adapters.zspark.core.stop_points import stop_point
 from dbt.adapters.zspark.formats import committing_table
 from dbt.adapters.zspark.services.context import FormatPlan, IncrementPlan, RunContext
-from dbt.adapters.zspark.services.increments import stored_table_plan
+from dbt.adapters.zspark.services.increments import IncrementPlanner, stored_table_plan
 from dbt.adapters.zspark.services.indexing import FileIndex
 from dbt.adapters.zspark.services.tables import TableFiles
 from dbt.adapters.zspark.services.writes import FILE_ROWS_SETTING, KeyedWrites
 from dbt.adapters.zspark.versions.recluster import (
     FULL,
+    new_run,
     plan_increment,
     plan_on_demand,
 )
@@ -56,11 +57,39 @@ class FormatIncrements:
     """Clustered incremental runs of Delta and Iceberg tables, re-clustering in their commits."""
 
     def __init__(self, ctx: RunContext, tables: TableFiles, index: FileIndex,
-                 writes: KeyedWrites) -> None:
+                 writes: KeyedWrites, planner: IncrementPlanner) -> None:
         self.ctx = ctx
         self.tables = tables
         self.index = index
         self.writes = writes
+        self.planner = planner
+
+    def plan(self, model: str, relation: Any, config: dict[str, Any], sql: str,
+             strategy: str, file_format: str) -> IncrementPlan:
+        """Plan an incremental run of a clustered Delta or Iceberg model, before anything
+        is written: the new rows are committed as a run of their own first (append,
+        merge) or as whole partitions (insert_overwrite, microbatch); the re-clustering
+        the policy chose follows in a commit of its own (``finish``)."""
+        start = self.planner.sample(model, relation, config, sql, strategy, file_format)
+        if start is None:
+            return IncrementPlan(0, False, "")
+        written_as = committing_table(file_format)
+        decision = start.decision
+        if strategy == "append":
+            decision = self.writes.session_reclusters(decision, written_as.name)
+        logger.info(f"zspark: {model}: {decision.action} ({decision.reason})")
+        format_plan = FormatPlan(decision, start.plan, start.stored, written_as.name,
+                                 start.properties, plan_after=strategy == "merge",
+                                 automatic=start.automatic)
+        if strategy in ("append", "merge"):
+            # insert_overwrite keeps its table-sized files.
+            decision = new_run(start.sampled.rows, start.stored.rows_per_file,
+                               "the new rows' own run")
+        # The new rows' statistics cut as the build's (zspark_execute_write).
+        self.ctx.run.write_settings[model] = written_as.recorded_write_settings(
+            start.properties)
+        return self.planner.increment_plan(start, relation, sql, strategy, decision,
+                                           format_plan)
 
     def record_base(self, model: str, relation: Any, file_format: str) -> None:
         """After a clustered incremental model's full build of a Delta or Iceberg table:

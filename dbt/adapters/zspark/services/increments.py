@@ -8,7 +8,7 @@ runs them on Spark.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dbt.adapters.events.logging import AdapterLogger
@@ -34,7 +34,6 @@ from dbt.adapters.zspark.versions.recluster import (
     APPEND,
     FULL,
     ReclusterPlan,
-    new_run,
     plan_increment,
     plan_on_demand,
 )
@@ -50,11 +49,6 @@ from dbt.adapters.zspark.versions.table_versions import BATCH, BATCH_KEY, RECLUS
 
 logger = AdapterLogger("zspark")
 
-#: dbt-spark's strategies for Parquet tables: insert rows, or overwrite partitions / all.
-INCREMENTAL_STRATEGIES = ("append", "insert_overwrite")
-#: ... and for Delta and Iceberg tables: insert rows, merge them on ``unique_key``, or
-#: overwrite partitions (a whole run, or each batch of a microbatch model).
-FORMAT_INCREMENTAL_STRATEGIES = ("append", "merge", "insert_overwrite", "microbatch")
 #: Strategies whose rows replace the partitions they fall in: written whole, clustered.
 OVERWRITING_STRATEGIES = ("insert_overwrite", "microbatch")
 
@@ -64,10 +58,10 @@ def check_incremental_strategy(model: str, strategy: str, file_format: str,
     """Clustered incremental models of Parquet append or insert_overwrite; of Delta and
     Iceberg, append, merge, insert_overwrite or microbatch (partitioned: each batch
     replaces the partitions its rows fall in)."""
-    allowed = INCREMENTAL_STRATEGIES if file_format == "parquet" \
-        else FORMAT_INCREMENTAL_STRATEGIES
+    written_as = format_table(file_format)
+    allowed = written_as.incremental_strategies
     if strategy not in allowed:
-        of = "" if file_format == "parquet" else f" {file_format}"
+        of = f" {written_as.name}" if written_as.commits_on_its_own else ""
         raise DbtRuntimeError(
             f"Model '{model}': config 'incremental_strategy' is '{strategy}' on a "
             f"clustered{of} incremental model. Allowed: "
@@ -104,21 +98,35 @@ def stored_table_plan(model: str, stored: StoredLayout,
     return plan
 
 
-class ParquetIncrements:
-    """Clustered incremental runs of Parquet tables, re-clustering on demand."""
+@dataclass
+class SampledIncrement:
+    """What an incremental run's plan starts from, in either family: the table's stored
+    layout, the new rows keyed and sampled, the table's live files and the policy's
+    decision on them."""
+
+    table_format: str | None
+    properties: dict[str, str]
+    stored: StoredLayout
+    plan: ClusteringPlan
+    schema: dict[str, str]
+    sampled: Any  # reach.base.Sampled
+    files: list[tuple[str, int, int]] | None
+    runs: list[Any] | None
+    decision: ReclusterPlan
+    automatic: bool
+
+
+class IncrementPlanner:
+    """The part of an incremental run's plan both table families share: the stored
+    layout, the drift check, the sample, the re-clustering policy's decision, and the
+    SELECT of the rows to write."""
 
     def __init__(self, ctx: RunContext, tables: TableFiles, index: FileIndex,
-                 writes: KeyedWrites, versions: TableVersioning) -> None:
+                 writes: KeyedWrites) -> None:
         self.ctx = ctx
         self.tables = tables
         self.index = index
         self.writes = writes
-        self.versions = versions
-
-    def check_incremental(self, model: str, strategy: str,
-                          file_format: str = "parquet",
-                          partition_by: Any = None) -> None:
-        check_incremental_strategy(model, strategy, file_format, partition_by)
 
     def _checked_plan(self, model: str, relation: Any, stored: StoredLayout,
                       config: dict[str, Any], schema: dict[str, str]) -> ClusteringPlan:
@@ -142,16 +150,10 @@ class ParquetIncrements:
             " (rebuild the table with it, or run it in a session)")
         return plan
 
-    def plan(self, model: str, relation: Any, config: dict[str, Any], sql: str,
-             strategy: str, file_format: str) -> IncrementPlan:
-        """Plan an incremental run of a clustered model, before anything is written.
-
-        New rows are keyed with the layout stored with the table. With ``append`` the
-        re-clustering policy (``recluster.py``) decides: insert them as a run of pieces,
-        or rewrite them together with some pending runs (or the whole table) into the
-        table's next version. The plan's ``rows`` (0: nothing to write), ``rewrite`` and
-        ``sql`` (the rows to insert) tell the materialization what to write.
-        """
+    def sample(self, model: str, relation: Any, config: dict[str, Any], sql: str,
+               strategy: str, file_format: str) -> SampledIncrement | None:
+        """The new rows keyed with the layout stored with the table and sampled, and the
+        policy's decision on the table's live files (None: no new rows)."""
 
         # The format is read from the table itself: a relation cached by this run's
         # earlier build (a microbatch model's first batch) does not carry it.
@@ -167,8 +169,7 @@ class ParquetIncrements:
         if sampled.rows == 0:
             logger.info(f"zspark: {relation.identifier}: no rows written; table, layout and "
                         f"index unchanged")
-            return IncrementPlan(0, False, "")
-        written_as = format_table(table_format)
+            return None
         files = self.index.live_files(relation, table_format, properties,
                                       create=config.get("zspark_index") is not False)
         clustered = clustered_writes(properties)
@@ -194,31 +195,56 @@ class ParquetIncrements:
                                  clustered) if plan.partition_by else runs
             decision = plan_increment(touched or [], sampled.rows, stored.rows_per_file,
                                       automatic)
-            if written_as.commits_on_its_own:
-                decision = self.writes.session_reclusters(decision, written_as.name)
-        logger.info(f"zspark: {model}: {decision.action} ({decision.reason})")
-        format_plan = None
-        if written_as.commits_on_its_own:
-            # Committed as a run of its own first; a re-clustering follows in a commit of
-            # its own (zspark_finish_format_increment).
-            format_plan = FormatPlan(
-                decision, plan, stored, written_as.name, properties,
-                plan_after=strategy == "merge", automatic=automatic)
-            if strategy in ("append", "merge"):
-                # insert_overwrite keeps its table-sized files.
-                decision = new_run(sampled.rows, stored.rows_per_file, "the new rows' own run")
-            # The new rows' statistics cut as the build's (zspark_execute_write).
-            self.ctx.run.write_settings[model] = written_as.recorded_write_settings(properties)
-        select_sql, rewrite = self.writes.rewrite_select(relation, plan, stored, decision, sql,
-                                                         sampled, runs, schema, table_format)
+        return SampledIncrement(table_format, properties, stored, plan, schema, sampled,
+                                files, runs, decision, automatic)
+
+    def increment_plan(self, start: SampledIncrement, relation: Any, sql: str,
+                       strategy: str, decision: ReclusterPlan,
+                       format_plan: FormatPlan | None = None) -> IncrementPlan:
+        """The plan the materialization is handed: the rows of ``decision`` to write,
+        and the table's files before them (whose difference after is the new files)."""
+        select_sql, rewrite = self.writes.rewrite_select(
+            relation, start.plan, start.stored, decision, sql, start.sampled, start.runs,
+            start.schema, start.table_format)
         before: set[str] = set()
         if not decision.rewrites:
-            before = {path for path, _, _ in files} if files is not None \
-                else reach.table_files(relation)
+            before = {path for path, _, _ in start.files} if start.files is not None \
+                else self.ctx.reach().table_files(relation)
         return IncrementPlan(
-            sampled.rows, decision.rewrites, select_sql, files_before=before,
+            start.sampled.rows, decision.rewrites, select_sql, files_before=before,
             clustered_insert=strategy in OVERWRITING_STRATEGIES or decision.clustered_write,
             rewritten=rewrite, format_plan=format_plan)
+
+
+class ParquetIncrements:
+    """Clustered incremental runs of Parquet tables, re-clustering on demand."""
+
+    def __init__(self, ctx: RunContext, tables: TableFiles, index: FileIndex,
+                 writes: KeyedWrites, versions: TableVersioning,
+                 planner: IncrementPlanner) -> None:
+        self.ctx = ctx
+        self.tables = tables
+        self.index = index
+        self.writes = writes
+        self.versions = versions
+        self.planner = planner
+
+    def check_incremental(self, model: str, strategy: str,
+                          file_format: str = "parquet",
+                          partition_by: Any = None) -> None:
+        check_incremental_strategy(model, strategy, file_format, partition_by)
+
+    def plan(self, model: str, relation: Any, config: dict[str, Any], sql: str,
+             strategy: str, file_format: str) -> IncrementPlan:
+        """Plan an incremental run of a clustered Parquet model, before anything is
+        written: with ``append`` the re-clustering policy (``recluster.py``) decides to
+        insert the new rows as a run of pieces, or to rewrite them together with some
+        pending runs (or the whole table) into the table's next version."""
+        start = self.planner.sample(model, relation, config, sql, strategy, file_format)
+        if start is None:
+            return IncrementPlan(0, False, "")
+        logger.info(f"zspark: {model}: {start.decision.action} ({start.decision.reason})")
+        return self.planner.increment_plan(start, relation, sql, strategy, start.decision)
 
     def recluster(self, model: str, relation: Any,
                   full: bool) -> dict[str, Any]:

@@ -27,11 +27,11 @@ zspark_write_result(spark, model(dbtObj(spark.table), spark), {{ adapter.zspark_
 
 {#- A Python table model of Delta or Iceberg: its result replaces the table in one
     overwrite commit of the format, which keeps the table's history. -#}
-{% macro zspark_python_format_table(file_format) %}
+{% macro zspark_python_format_table(flow) %}
   {%- set old_relation = adapter.get_relation(database=database, schema=schema, identifier=model['alias']) -%}
   {%- set target = api.Relation.create(identifier=model['alias'], schema=schema, database=database, type='table') -%}
   {{ run_hooks(pre_hooks) }}
-  {%- if old_relation is not none and not zspark_same_format(old_relation, file_format) -%}
+  {%- if old_relation is not none and not flow.same_format(old_relation) -%}
     {{ adapter.drop_relation(old_relation) }}
   {%- endif -%}
   {%- do zspark_python_statement('main', zspark_py_write_table(compiled_code, target)) -%}
@@ -42,13 +42,13 @@ zspark_write_result(spark, model(dbtObj(spark.table), spark), {{ adapter.zspark_
 {#- An unclustered Python incremental model, as dbt-spark runs one: its first run and a
     full refresh write the table; a later run writes its rows to `<model>__dbt_tmp` and
     applies the model's incremental strategy from there. -#}
-{% macro zspark_python_incremental() %}
-  {%- set file_format = dbt_spark_validate_get_file_format(config.get('file_format', default='parquet')) -%}
+{% macro zspark_python_incremental(flow) %}
+  {%- set file_format = dbt_spark_validate_get_file_format(flow.file_format) -%}
   {%- set strategy = dbt_spark_validate_get_incremental_strategy(config.get('incremental_strategy') or 'append', file_format) -%}
   {%- set existing = load_relation(this) -%}
   {{ run_hooks(pre_hooks) }}
   {%- if existing is none or existing.is_view or should_full_refresh() -%}
-    {%- if existing is not none and not zspark_same_format(existing, file_format) -%}
+    {%- if existing is not none and not flow.same_format(existing) -%}
       {% do adapter.drop_relation(existing) %}
     {%- endif -%}
     {%- do zspark_python_statement('main', zspark_py_write_table(compiled_code, this)) -%}
@@ -68,11 +68,4 @@ zspark_write_result(spark, model(dbtObj(spark.table), spark), {{ adapter.zspark_
   {% do persist_docs(this, model) %}
   {{ run_hooks(post_hooks) }}
   {{ return({'relations': [this]}) }}
-{% endmacro %}
-
-
-{#- Whether `relation` is a table of `file_format` that an overwrite of it replaces in
-    one commit (Delta, Iceberg). -#}
-{% macro zspark_same_format(relation, file_format) %}
-  {{ return((relation.is_delta and file_format == 'delta') or (relation.is_iceberg and file_format == 'iceberg')) }}
 {% endmacro %}

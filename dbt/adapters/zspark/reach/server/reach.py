@@ -10,6 +10,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.zspark.core.layout_state import clustered_writes_property
 from dbt.adapters.zspark.core.sql_text import sql_string
 from dbt.adapters.zspark.reach.folders import ServerFolders
+from dbt.adapters.zspark.reach.server.next_version import CopiedVersion
 from dbt.adapters.zspark.reach.server.sql_build import (
     keyed_sql_build,
     sample_input_sql,
@@ -28,7 +29,6 @@ from dbt.adapters.zspark.skipping.index import (
 )
 from dbt.adapters.zspark.skipping.pruning import indexed_columns
 from dbt.adapters.zspark.skipping.stats import spark_path
-from dbt.adapters.zspark.versions.next_version import CopiedVersion
 from dbt.adapters.zspark.versions.rewrite import set_properties_sql
 
 if TYPE_CHECKING:

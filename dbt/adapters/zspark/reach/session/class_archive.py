@@ -54,12 +54,16 @@ def with_class_archive(java_options: str, class_path: str) -> str:
         return java_options
     key = archive_key(class_path)
     archive = archive_dir() / f"{key}.jsa"
-    promote_recordings(key)
-    if archive.is_file():
-        chosen = f"-XX:SharedArchiveFile={archive}"
-    else:
-        archive.parent.mkdir(parents=True, exist_ok=True)
-        chosen = f"-XX:ArchiveClassesAtExit={archive.parent / f'{key}.{uuid.uuid4().hex}.rec'}"
+    try:
+        promote_recordings(key)
+        if archive.is_file():
+            chosen = f"-XX:SharedArchiveFile={archive}"
+        else:
+            archive.parent.mkdir(parents=True, exist_ok=True)
+            chosen = (f"-XX:ArchiveClassesAtExit="
+                      f"{archive.parent / f'{key}.{uuid.uuid4().hex}.rec'}")
+    except OSError:
+        return java_options  # a cache folder it cannot write: the JVM starts as it would
     return " ".join(filter(None, [java_options, chosen, QUIET]))
 
 

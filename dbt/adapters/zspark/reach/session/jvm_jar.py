@@ -98,13 +98,14 @@ def build_jar(target: Path) -> Path:
 
 
 def ensure_jar() -> Path | None:
-    """The jar, compiled now if this machine has not compiled it yet; None without a JDK."""
+    """The jar, compiled now if this machine has not compiled it yet; None without a JDK
+    or a cache folder it can write (a read-only home: Hadoop's file system then)."""
     target = jar_path()
     if target.is_file():
         return target
     try:
         return build_jar(target)
-    except JarBuildError:
+    except (JarBuildError, OSError):
         return None
 
 

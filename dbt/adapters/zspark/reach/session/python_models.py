@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from dbt.adapters.base.impl import PythonJobHelper
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.zspark.formats import CLUSTERED_FORMATS, format_table
 from dbt.adapters.zspark.reach.session.embedded import active_session
 
 if TYPE_CHECKING:
@@ -66,7 +67,12 @@ def write_result(spark: SparkSession, result: Any, table: str, file_format: str 
     """``result`` written as ``table``, replacing it: in ``file_format`` (None: the
     session's default source), its files in ``location`` when given (an external table
     there, whose name the swap can rename without moving a file)."""
-    writer = as_spark_frame(spark, result).write.mode("overwrite")
+    frame = as_spark_frame(spark, result)
+    if file_format and file_format.lower() in CLUSTERED_FORMATS \
+            and format_table(file_format).replaced_by_v2_writer:
+        frame.writeTo(table).using(file_format).createOrReplace()
+        return
+    writer = frame.write.mode("overwrite")
     if file_format:
         writer = writer.format(file_format)
     if location:

@@ -10,17 +10,16 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.zspark.core.layout_state import clustered_writes_property
 from dbt.adapters.zspark.reach.folders import SessionFolders
 from dbt.adapters.zspark.reach.session.clustering import keyed_build, model_schema, sample_input
-from dbt.adapters.zspark.skipping.index import (
-    IndexSummary,
-    StagedIndex,
+from dbt.adapters.zspark.reach.session.index_tables import (
     build_index,
     read_index,
     relocate_index,
     table_location,
     update_index,
 )
+from dbt.adapters.zspark.reach.session.next_version import SessionVersion
+from dbt.adapters.zspark.skipping.index import IndexSummary, StagedIndex
 from dbt.adapters.zspark.skipping.stats import spark_path
-from dbt.adapters.zspark.versions.next_version import SessionVersion
 from dbt.adapters.zspark.versions.rewrite import set_properties_sql
 
 if TYPE_CHECKING:

@@ -8,24 +8,30 @@
   runs (or the whole table) into the table's next version. The index follows either way.
 -#}
 {% materialization incremental, adapter='zspark', supported_languages=['sql', 'python'] -%}
-  {%- set zconfig = zspark_model_config() -%}
-  {%- set language = model['language'] -%}
-  {%- set clustered = adapter.zspark_check_config(model['name'], zconfig, 'incremental' if language == 'sql' else 'python') -%}
-  {%- do adapter.zspark_check_file_format(model['name'], config.get('file_format', default='parquet'), clustered, 'incremental') -%}
+  {#- The path is chosen once, by the adapter, from the model's configs and format: a
+      clustered table of its own versions (Parquet), a clustered table of a format that
+      commits on its own (Delta, Iceberg), or dbt-spark's run of an unclustered model
+      (through the session for a Python one). -#}
+  {%- set flow = adapter.zspark_flow(model['name'], zspark_model_config(),
+                                     config.get('file_format', default='parquet'), model['language'], 'incremental') -%}
   {%- do adapter.zspark_begin(model['name'], this) -%}
-  {%- if not clustered -%}
-    {%- if language == 'python' -%}
-      {{ return(zspark_python_incremental()) }}
-    {%- endif -%}
-    {{ return(materialization_incremental_spark()) }}
-  {%- endif -%}
+  {%- set paths = {'versions': zspark_versions_incremental, 'commits': zspark_commits_incremental,
+                   'spark': zspark_spark_incremental, 'python': zspark_python_incremental} -%}
+  {{ return(paths[flow.path](flow)) }}
+{%- endmaterialization %}
 
-  {%- set file_format = dbt_spark_validate_get_file_format(config.get('file_format', default='parquet')) -%}
-  {%- set strategy = dbt_spark_validate_get_incremental_strategy(config.get('incremental_strategy') or 'append', file_format) -%}
-  {%- do adapter.zspark_check_incremental(model['name'], strategy, file_format, config.get('partition_by')) -%}
-  {%- if file_format in ('delta', 'iceberg') -%}
-    {{ return(zspark_format_incremental(file_format, strategy)) }}
-  {%- endif -%}
+
+{#- dbt-spark's run of an unclustered incremental model. -#}
+{% macro zspark_spark_incremental(flow) %}
+  {{ return(materialization_incremental_spark()) }}
+{% endmacro %}
+
+
+{#- A clustered incremental model of a table of its own versions (Parquet). -#}
+{% macro zspark_versions_incremental(flow) %}
+  {%- set zconfig = zspark_model_config() -%}
+  {%- set file_format = flow.file_format -%}
+  {%- set strategy = zspark_clustered_strategy(flow) -%}
   {%- set grant_config = config.get('grants') -%}
   {%- set existing_relation = load_relation(this) -%}
 
@@ -80,7 +86,16 @@
   {{ run_hooks(post_hooks) }}
 
   {{ return({'relations': [target_relation]}) }}
-{%- endmaterialization %}
+{%- endmacro %}
+
+
+{#- The incremental strategy of a clustered model, checked against its format's. -#}
+{% macro zspark_clustered_strategy(flow) %}
+  {%- set file_format = dbt_spark_validate_get_file_format(flow.file_format) -%}
+  {%- set strategy = dbt_spark_validate_get_incremental_strategy(config.get('incremental_strategy') or 'append', file_format) -%}
+  {%- do adapter.zspark_check_incremental(model['name'], strategy, file_format, config.get('partition_by')) -%}
+  {{ return(strategy) }}
+{% endmacro %}
 
 
 {#- A clustered Delta or Iceberg incremental model: built like its table model on the
@@ -90,16 +105,18 @@
     partitions they fall in (insert_overwrite, and each batch of a microbatch model: their
     files then the partitions' clustered base), and the re-clustering the policy chooses
     as a commit of its own that changes no data. -#}
-{% macro zspark_format_incremental(file_format, strategy) %}
+{% macro zspark_commits_incremental(flow) %}
+  {%- set file_format = flow.file_format -%}
+  {%- set strategy = zspark_clustered_strategy(flow) -%}
   {%- set existing_relation = load_relation(this) -%}
   {%- if existing_relation is none or existing_relation.is_view or should_full_refresh() -%}
-    {{ return(zspark_build_format_table(file_format, 'incremental')) }}
+    {{ return(zspark_commits_table(flow, 'incremental')) }}
   {%- endif -%}
   {#- Planned (a table of another format refused), then known by its format: a relation
       cached by this run's earlier build, such as a microbatch model's first batch, does
       not carry it, and dbt-spark's statements differ for Iceberg. -#}
-  {%- set step = adapter.zspark_increment(model['name'], existing_relation, zspark_model_config(), compiled_code, strategy, file_format) -%}
-  {%- set existing_relation = existing_relation.incorporate(is_delta=(file_format == 'delta'), is_iceberg=(file_format == 'iceberg')) -%}
+  {%- set step = adapter.zspark_format_increment(model['name'], existing_relation, zspark_model_config(), compiled_code, strategy, file_format) -%}
+  {%- set existing_relation = existing_relation.incorporate(**flow.relation_flags()) -%}
   {{ run_hooks(pre_hooks) }}
   {%- if step.rows == 0 -%}
     {%- call statement('main') -%} select 0 as rows_inserted {%- endcall -%}

@@ -6,20 +6,21 @@
   table stores its layout in its own properties and gets its file-stats index right after.
 -#}
 {% materialization table, adapter='zspark', supported_languages=['sql', 'python'] %}
-  {%- set clustered = adapter.zspark_check_config(model['name'], zspark_model_config(),
-                                                  'table' if model['language'] == 'sql' else 'python') -%}
-  {%- set file_format = config.get('file_format', default='parquet') -%}
-  {%- if adapter.zspark_check_file_format(model['name'], file_format, clustered, 'table') -%}
-    {#- Delta, Iceberg, Hudi: replaced in one commit of the format (history kept), by
-        dbt-spark, or clustered by zspark through the format's own writer. -#}
-    {%- if not clustered -%}
-      {%- if model['language'] == 'python' -%}
-        {{ return(zspark_python_format_table(file_format)) }}
-      {%- endif -%}
-      {{ return(materialization_table_spark()) }}
-    {%- endif -%}
-    {{ return(zspark_build_format_table(file_format)) }}
-  {%- endif -%}
+  {#- The path is chosen once, by the adapter, from the model's configs and format: a
+      table of its own versions (Parquet, clustered or not), a clustered table of a format
+      that commits on its own (Delta, Iceberg), dbt-spark's build of an unclustered one,
+      or an unclustered Python model's result written as one. -#}
+  {%- set flow = adapter.zspark_flow(model['name'], zspark_model_config(),
+                                     config.get('file_format', default='parquet'), model['language'], 'table') -%}
+  {%- set paths = {'versions': zspark_versions_table, 'commits': zspark_commits_table,
+                   'spark': zspark_spark_table, 'python': zspark_python_format_table} -%}
+  {{ return(paths[flow.path](flow)) }}
+{% endmaterialization %}
+
+
+{#- A table written into a version folder of its own and swapped in (swap.py), its index
+    read before the swap. -#}
+{% macro zspark_versions_table(flow) %}
   {%- do adapter.zspark_begin(model['name'], this) -%}
   {%- set old_relation = adapter.get_relation(database=database, schema=schema, identifier=model['alias']) -%}
   {%- set build = zspark_prepare_table_build('table', old_relation) -%}
@@ -28,7 +29,14 @@
   {%- do zspark_write_table_build(build, old_relation) -%}
 
   {{ return(zspark_finish_table(build.target, old_relation)) }}
-{% endmaterialization %}
+{% endmacro %}
+
+
+{#- An unclustered table of a format that commits on its own: dbt-spark's build, which
+    replaces it in one commit of the format and keeps its history. -#}
+{% macro zspark_spark_table(flow) %}
+  {{ return(materialization_table_spark()) }}
+{% endmacro %}
 
 
 {#- The end of every table build, once its table is written: grants (revoked first, as a
@@ -95,12 +103,13 @@
 {#- A clustered Delta or Iceberg table: the clustered rows replace the table in one commit
     of the format (`create or replace`: readers see the old rows or the new, and its
     history keeps the old); the format's own statistics are its index, no `__zindex`. -#}
-{% macro zspark_build_format_table(file_format, materialized='table') %}
+{% macro zspark_commits_table(flow, materialized='table') %}
+  {%- set file_format = flow.file_format -%}
   {%- set old_relation = adapter.get_relation(database=database, schema=schema, identifier=model['alias']) -%}
   {%- set build = zspark_prepare_table_build(materialized, old_relation, file_format) -%}
 
   {{ run_hooks(pre_hooks) }}
-  {%- if old_relation is not none and not zspark_same_format(old_relation, file_format) -%}
+  {%- if old_relation is not none and not flow.same_format(old_relation) -%}
     {#- A view, or a table of another format, cannot be replaced by this one. -#}
     {{ adapter.drop_relation(old_relation) }}
   {%- endif -%}
