@@ -4,7 +4,7 @@ A session's JVM records its class path's archive (``class_archive.py``) when it 
 order; many of the suite's JVMs are killed on purpose or kept until their test ends, so
 without this the first of each class path would record for nothing, slower than a JVM
 that records none. One short session per class path the suite's profiles give (an
-embedded session, Delta's and Iceberg's, each with S3A's jars or not, and a Thrift
+embedded session, Delta's and Iceberg's, with S3A's jars or not, and a Thrift
 server's), two at a time, each exiting in order; a class path that has its archive
 already is skipped. Run as ``python -m tests.class_archives <settings JSON> <format>`` it
 is one of those sessions."""
@@ -24,10 +24,11 @@ from typing import Any
 #: Seconds a recording session may take (2 cores shared with the suite's other worker);
 #: one killed records nothing, and its class path's first JVM in the suite records.
 SESSION_SECONDS = 300
-#: The profiles whose class paths the suite's sessions run on.
+#: The profiles whose class paths the suite's sessions run on (Delta on S3 runs in
+#: `make test-slow` alone, whose first such JVM records its own).
 PROFILES: tuple[tuple[str, bool], ...] = (("parquet", False), ("delta", False),
                                           ("iceberg", False), ("parquet", True),
-                                          ("iceberg", True), ("delta", True))
+                                          ("iceberg", True))
 
 
 def session_settings(file_format: str, s3a: bool, session_dir: Path) -> dict[str, Any]:
