@@ -37,7 +37,8 @@ SOURCES = tuple(sorted(JVM_DIR.glob("*.java")))
 #: The pyspark jars the sources compile against: Hadoop's client API and SLF4J's.
 _COMPILE_JARS = ("hadoop-client-api-*.jar", "slf4j-api-*.jar")
 #: What a session says when no JDK compiled the jar (``connections.py``).
-MISSING = ("zspark: no JDK (javac and jar) was found to compile zspark's JVM classes, so "
+MISSING = ("zspark: zspark's JVM classes could not be compiled (no JDK's javac and jar on "
+           "PATH, or a cache folder it cannot write: $XDG_CACHE_HOME or ~/.cache), so "
            "this embedded session writes through Hadoop's own local file system (a .crc "
            "file and a chmod process per data file: slower builds, the same tables). "
            "Install a JDK 17 or later, or put its bin folder on PATH.")
