@@ -3,14 +3,15 @@
 dbt reads a seed into an agate table: Python's CSV reader, then for every column the
 first of Integer, Number, Date, DateTime, ISODateTime, Boolean and Text that every value
 casts to (``dbt_common.clients.agate_helper.build_type_tester``), each of the million
-cells of a big seed tried against each type in Python: 64 of the 87 s a million-row seed
-took. Here the same reader gives the columns, and the types are decided column-wise on
-Arrow arrays (RE2): each value is surely of a type, surely not, or unsure; only the
-distinct unsure values (rare: ``1,000``, ``$5``, ``NaN``, a date without its zeros, a
-time zone, unusual whitespace) are cast by agate's own types. The outcome is dbt's:
-the same column types, and per cell the text Spark casts to the value dbt's loader
-would insert. A CSV whose shape agate would mend or refuse (a short or long row, a
-blank or repeated column name, no rows) is left to dbt's own reader.
+cells of a big seed tried against each type in Python: most of the 39 s a million-row
+seed took (``python -m bench.seeds``). Here the same reader gives the columns, and the
+types are decided column-wise on Arrow arrays (RE2): each value is surely of a type,
+surely not, or unsure; only the distinct unsure values (rare: ``1,000``, ``$5``,
+``NaN``, a date without its zeros, a time zone, unusual whitespace) are cast by agate's
+own types. The outcome is dbt's: the same column types, and per cell the text Spark
+casts to the value dbt's loader would insert. A CSV whose shape agate would mend or
+refuse (a short or long row, a blank or repeated column name, no rows) is left to dbt's
+own reader.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ _REFUTED: dict[str, str] = {
     "ISODateTime": r"[!-*/;-@A-SU-VX-Y\[-`a-su-vx-y{-~]",
 }
 #: The types whose sure form starts with a day, checked against the calendar.
-_DATE_FORMATS = ("Date", "DateTime", "ISODateTime")
+_DAY_TYPES = ("Date", "DateTime", "ISODateTime")
 
 
 @dataclass
@@ -135,7 +136,7 @@ class _Cells:
         if type_name not in self._sure:
             sure = pc.and_(self.plain,
                            pc.match_substring_regex(self.stripped, _SURE[type_name]))
-            if type_name in _DATE_FORMATS and pc.any(sure).as_py():
+            if type_name in _DAY_TYPES and pc.any(sure).as_py():
                 found = np.asarray(sure).copy()
                 at = np.flatnonzero(found)
                 found[at[~_real_days(self.stripped.filter(sure))]] = False

@@ -45,7 +45,10 @@ class SeedRead:
 
     def __init__(self, file: SeedFile) -> None:
         self.file = file
-        self.rows = file.rows
+
+    @property
+    def rows(self) -> int:
+        return self.file.rows
 
     def table_types(self) -> agate.Table:
         """An agate table of one row whose columns have the seed's types and decimal
