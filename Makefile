@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup demo test test-slow test-bench bench bench-object-store bench-formats bench-formats-bar bench-keys bench-scale bench-pipeline bench-thrift bench-balanced bench-kills bench-seeds bench-jvm-start bench-quick bench-report lint
+.PHONY: setup demo test test-slow test-bench bench bench-object-store bench-formats bench-formats-bar bench-keys bench-scale bench-pipeline bench-thrift bench-balanced bench-kills bench-seeds bench-pip-user bench-jvm-start bench-quick bench-report lint
 
 # Scale of `make bench` (seed 002: 1000 files).
 ROWS ?= 2000000
@@ -116,6 +116,11 @@ bench-kills: setup
 # Seeds: zspark's loader (one Spark write) beside dbt-spark's (insert statements).
 bench-seeds: setup
 	$(PY) -m bench.seeds --rows 1000000 --sql-rows 5000
+
+# The Iceberg benchmark as a pip user runs it: HEAD installed by pip alone into a fresh
+# venv, Iceberg enabled by its own settings (bench/results/formats-pip-user.json).
+bench-pip-user: setup
+	$(PY) -m bench.pip_user --formats iceberg --rows $(ROWS) --files $(FILES)
 
 # 2 M, 8 M and 20 M rows at 1000 files: build time per M rows, driver memory, queries.
 bench-scale: setup

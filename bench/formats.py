@@ -68,15 +68,18 @@ HADOOP_FILE_SYSTEM = {"spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.LocalFi
 
 
 def standard_settings(table_format: str) -> dict[str, str]:
-    """The format's own documented settings for Spark's session catalog: its jars, its
-    SQL extension and its catalog class (Iceberg's over the Hive metastore), none of what
+    """The format's own documented settings for Spark's session catalog: its jars (the
+    fetched files, or for an install without them its Maven packages), its SQL extension
+    and its catalog class (Iceberg's over the Hive metastore), none of what
     ``table_format`` adds for an embedded Derby metastore."""
-    from dbt.adapters.zspark.formats.settings import CATALOG, EXTENSIONS, JARS
+    from dbt.adapters.zspark.formats.settings import CATALOG, EXTENSIONS, JARS, PACKAGES
     from dbt.adapters.zspark.formats.settings import table_format as format_named
 
     chosen = format_named(table_format)
-    settings = {JARS: ",".join(map(str, chosen.jar_files())),
-                EXTENSIONS: chosen.settings[EXTENSIONS], CATALOG: chosen.settings[CATALOG]}
+    jars = chosen.jar_files()
+    settings = {JARS: ",".join(map(str, jars))} if jars else \
+        {PACKAGES: ",".join(chosen.packages)}
+    settings |= {EXTENSIONS: chosen.settings[EXTENSIONS], CATALOG: chosen.settings[CATALOG]}
     if f"{CATALOG}.type" in chosen.settings:
         settings[f"{CATALOG}.type"] = chosen.settings[f"{CATALOG}.type"]
     return settings

@@ -23,11 +23,12 @@ from dbt.adapters.zspark.formats.settings import names_an_iceberg_table
 from dbt.adapters.zspark.layouts import CONFIG_KEYS
 from dbt.adapters.zspark.reach.session.python_models import SUBMISSION_METHOD, SessionPythonJob
 from dbt.adapters.zspark.services.builds import SeedRead, TableBuilds
-from dbt.adapters.zspark.services.context import IncrementPlan, RunContext
+from dbt.adapters.zspark.services.context import RunContext
 from dbt.adapters.zspark.services.families import ModelFlow, TableFamilies
 from dbt.adapters.zspark.services.format_increments import FormatIncrements
 from dbt.adapters.zspark.services.increments import IncrementPlanner, ParquetIncrements
 from dbt.adapters.zspark.services.indexing import FileIndex
+from dbt.adapters.zspark.services.plans import BuildPlan, IncrementPlan
 from dbt.adapters.zspark.services.report import LayoutReport
 from dbt.adapters.zspark.services.scans import SkipScans
 from dbt.adapters.zspark.services.tables import TableFiles
@@ -164,17 +165,16 @@ class ZSparkAdapter(SparkAdapter):
         return self.builds.check_config(model, config, materialized)
 
     @available
-    def zspark_build_sql(self, model: str, relation: Any, config: dict[str, Any],
-                         sql: str, previous: Any = None, file_format: str = "parquet") -> str:
-        return self.builds.build_sql(model, relation, config, sql, previous, file_format)
+    def zspark_build_plan(self, model: str, relation: Any, config: dict[str, Any],
+                          code: str, previous: Any, file_format: str, materialized: str,
+                          language: str) -> BuildPlan:
+        return self.builds.build_plan(model, relation, config, code, previous, file_format,
+                                      materialized, language)
 
     @available
-    def zspark_layout_properties(self, model: str) -> dict[str, str]:
-        return self.builds.layout_properties(model)
-
-    @available
-    def zspark_execute_write(self, model: str, sql: str) -> Any:
-        return self.writes.execute_write(model, sql)
+    def zspark_execute_write(self, plan: BuildPlan | IncrementPlan | None, sql: str) -> Any:
+        """Run a model's write (``plan``: its build's or increment's; None: unclustered)."""
+        return self.writes.execute_write(None if plan is None else plan.write, sql)
 
     # -- runs that survive a kill (services/versioning.py) ------------------------------
     @available
@@ -229,20 +229,19 @@ class ZSparkAdapter(SparkAdapter):
         return self.index.build_index(relation, clustering, configured)
 
     @available
-    def zspark_stage_index(self, staging: Any, target: Any,
+    def zspark_stage_index(self, build: BuildPlan, staging: Any,
                            clustering: list[str] | None = None,
                            configured: list[str] | None = None) -> None:
-        self.index.stage_index(staging, target, clustering, configured)
+        self.index.stage_index(build, staging, clustering, configured)
 
     @available
-    def zspark_publish_index(self, staging: Any, target: Any, clustering: list[str] | None = None,
+    def zspark_publish_index(self, build: BuildPlan, clustering: list[str] | None = None,
                              configured: list[str] | None = None) -> dict[str, Any]:
-        return self.index.publish_index(staging, target, clustering, configured)
+        return self.index.publish_index(build, clustering, configured)
 
     @available
-    def zspark_log_format_stats(self, model: str, relation: Any, file_format: str,
-                                just_built: bool = True) -> None:
-        self.index.log_format_stats(model, relation, file_format, just_built)
+    def zspark_log_format_stats(self, build: BuildPlan) -> None:
+        self.index.log_format_stats(build.target, build.file_format, build.write)
 
     # -- incremental runs (services/increments.py, services/format_increments.py) -------
     @available

@@ -34,6 +34,7 @@ from dbt.adapters.zspark.layouts import CONFIG_KEYS
 from dbt.adapters.zspark.reach.session.clustering import spread_sql
 from dbt.adapters.zspark.reach.session.seeds import agate_texts, load_seed
 from dbt.adapters.zspark.services.context import RunContext
+from dbt.adapters.zspark.services.plans import BuildPlan
 from dbt.adapters.zspark.services.writes import KeyedWrites
 
 logger = AdapterLogger("zspark")
@@ -66,7 +67,8 @@ class SeedRead:
 
 
 class TableBuilds:
-    """Table builds: config and format checks before anything is written, the clustered"""
+    """Table builds: config and format checks before anything is written, the plan of a
+    build (its clustered SELECT and the layout it stores), seeds."""
 
     def __init__(self, ctx: RunContext, writes: KeyedWrites) -> None:
         self.ctx = ctx
@@ -142,21 +144,30 @@ class TableBuilds:
         except ClusteringConfigError as error:
             raise DbtRuntimeError(str(error)) from error
 
-    def build_sql(self, model: str, relation: Any, config: dict[str, Any],
-                  sql: str, previous: Any = None, file_format: str = "parquet") -> str:
-        """The SELECT a table build writes: clustered, spread into files, or ``sql`` as is.
-        ``previous`` is the table the build replaces, if any; a Delta or Iceberg table
-        (``file_format``) gets the table properties that keep statistics on its columns.
-
-        Every check happens here, before the materialization writes anything.
-        """
-        if not self.check_config(model, config, "table"):
+    def build_plan(self, model: str, relation: Any, config: dict[str, Any], code: str,
+                   previous: Any, file_format: str, materialized: str,
+                   language: str) -> BuildPlan:
+        """The plan of a table build into ``relation``: every check, the clustered SELECT
+        (``previous``: the table it replaces, if any), the table properties it stores.
+        Everything here happens before the materialization writes anything."""
+        if language != "sql":
+            self.check_config(model, config, "python")
+            return BuildPlan(relation, code, language, file_format,
+                             want_index=bool(config.get("zspark_index")))
+        clustered = self.check_config(model, config, materialized)
+        want_index = clustered if config.get("zspark_index") is None \
+            else bool(config["zspark_index"])
+        if not clustered:
             file_count = config.get("file_count")
-            if file_count is None:
-                return sql
+            sql = code if file_count is None else spread_sql(code, int(file_count))
+            return BuildPlan(relation, sql, language, file_format, want_index)
+        return self._clustered_plan(model, relation, config, code, previous, file_format,
+                                    want_index)
 
-            return spread_sql(sql, int(file_count))
-
+    def _clustered_plan(self, model: str, relation: Any, config: dict[str, Any], sql: str,
+                        previous: Any, file_format: str, want_index: bool) -> BuildPlan:
+        """A clustered build: its input sampled and keyed; a Delta or Iceberg table
+        (``file_format``) gets the table properties that keep statistics on its columns."""
         reach = self.ctx.reach()
         schema = reach.schema(sql)
         try:
@@ -181,9 +192,8 @@ class TableBuilds:
                                plan.resolve_file_count(sampled.input_bytes), schema,
                                pieces=False,
                                file_per_partition=not written_as.cuts_files_by_rows)
-        self.writes.keep(relation, plan, prepared, new_layout=True)
+        write = self.writes.keyed_write(plan, prepared, new_layout=True)
         assert prepared.layout is not None
-        self.ctx.run.layout_properties[plan.model] = prepared.layout.to_properties()
         # The format's statistics on the clustering and indexed columns (Parquet's are
         # the index's: none). A partition column's value is in the table's metadata
         # (Delta refuses stats on one).
@@ -191,10 +201,10 @@ class TableBuilds:
         columns = [c for c in stats_columns(schema, plan.columns, config.get("index_columns"))
                    if c[0].lower() not in partitions]
         length = string_stats_length(longest_string(sampled.sample, plan.columns))
-        self.ctx.run.layout_properties[plan.model].update(
-            written_as.stats_properties(columns, length))
-        self.ctx.run.write_settings[plan.model] = written_as.write_settings(length)
-        return prepared.select_sql
+        write.settings = written_as.write_settings(length)
+        return BuildPlan(relation, write.sql, "sql", file_format, want_index, write,
+                         {**prepared.layout.to_properties(),
+                          **written_as.stats_properties(columns, length)})
 
     def _rows_last_built(self, previous: Any) -> int | None:
         """Rows of the clustered table a build replaces, from its stored layout (None: no
@@ -207,7 +217,3 @@ class TableBuilds:
         except (StoredLayoutError, DbtRuntimeError):
             return None
         return None if stored is None else stored.rows
-
-    def layout_properties(self, model: str) -> dict[str, str]:
-        """Table properties that store the layout of this run's full build of ``model``."""
-        return self.ctx.run.layout_properties.pop(model, {})

@@ -8,7 +8,6 @@ Spark (``reach/``), dbt's relation cache, a table's properties and this run's st
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -24,85 +23,14 @@ from dbt.adapters.zspark.versions.table_versions import TableVersions, version_n
 if TYPE_CHECKING:
     from dbt.adapters.spark.impl import SparkAdapter
 
-    from dbt.adapters.zspark.core.layout_state import StoredLayout
-    from dbt.adapters.zspark.core.planning import ClusteringPlan
     from dbt.adapters.zspark.reach.base import SparkReach
-    from dbt.adapters.zspark.skipping.health import LayoutSample
-    from dbt.adapters.zspark.skipping.index import StagedIndex
-
-
-@dataclass
-class Rewrite:
-    """A re-clustering between its plan and its swap."""
-
-    decision: Any  # recluster.ReclusterPlan
-    new_rows: int
-    table_rows: int
-    #: Table properties of a new layout (full re-clustering), else None.
-    layout: dict[str, str] | None
-    partition_by: list[str]
-    #: It rewrites every file of the table (else some stay: the other partitions' files
-    #: of a partitioned table's full re-clustering, the runs a merge leaves).
-    whole_table: bool = True
-    #: Its rows are a batch published in place of the files rewritten (in a session,
-    #: when files stay), not a next version swapped in.
-    in_place: bool = False
-
-
-@dataclass
-class FormatPlan:
-    """A Delta or Iceberg incremental run between its plan and its re-clustering."""
-
-    decision: Any  # recluster.ReclusterPlan: what the policy chose, new rows aside
-    plan: ClusteringPlan
-    stored: StoredLayout
-    file_format: str
-    properties: dict[str, str]
-    #: The policy decides once the rows are committed (a MERGE rewrites files it
-    #: matches, unknown before): with automatic re-clustering, or not.
-    plan_after: bool = False
-    automatic: bool = True
-
-
-@dataclass
-class IncrementPlan:
-    """An incremental run of a clustered model from its plan (``zspark_increment``) to its
-    last step: the materialization reads ``rows``, ``rewrite`` and ``sql`` and hands the
-    plan back to each later step, which finds here what the plan decided."""
-
-    #: New rows (0: nothing to write).
-    rows: int
-    #: The rows go into the table's next version with the runs they are merged with.
-    rewrite: bool
-    #: The SELECT of the rows to write.
-    sql: str
-    #: The table's files before the insert, whose difference after it is the new files.
-    files_before: set[str] = field(default_factory=set)
-    #: Its files are clustered as a build's (whole partitions, a partition's first rows).
-    clustered_insert: bool = False
-    #: A re-clustering between its plan and its swap.
-    rewritten: Rewrite | None = None
-    #: A Delta or Iceberg run between its rows' commit and its re-clustering.
-    format_plan: FormatPlan | None = None
 
 
 @dataclass
 class RunState:
-    """What one step of a run leaves for a later step of the same run, by table."""
+    """What this process holds across the models of a run (the plans of one model's
+    steps travel in plan objects, ``plans.py``)."""
 
-    #: Boundary samples of this run's clustered builds, reused as probes for the log.
-    samples: dict[str, LayoutSample] = field(default_factory=dict)
-    #: Indexes of staging tables, read before their swap, written once the table has
-    #: its final name.
-    staged: dict[str, StagedIndex] = field(default_factory=dict)
-    #: Rows per file and step timings of this run's clustered writes.
-    file_rows: dict[str, int | None] = field(default_factory=dict)
-    timings: dict[str, dict[str, float]] = field(default_factory=dict)
-    #: Layouts of this run's full builds, as table properties of the CREATE TABLE.
-    layout_properties: dict[str, dict[str, str]] = field(default_factory=dict)
-    #: Session settings around this run's writes of Delta and Iceberg tables (their
-    #: statistics' string cut).
-    write_settings: dict[str, dict[str, str]] = field(default_factory=dict)
     #: Locks this process holds (lock view -> the thread that took it).
     locks: dict[str, int] = field(default_factory=dict)
 
@@ -211,18 +139,6 @@ class RunContext:
         _, table = self.execute(f"describe table extended {relation}", fetch=True)
         return any(str(row[0]) == "Storage Properties" and "maxRecordsPerFile=" in str(row[1])
                    for row in table.rows)
-
-    def lap(self, relation: Any, step: str) -> None:
-        """Charge the time since the last step of a build to ``step``."""
-        timings = self.run.timings.get(str(relation).lower())
-        if timings is not None:
-            self.lap_into(timings, step)
-
-    @staticmethod
-    def lap_into(timings: dict[str, float], step: str) -> None:
-        now = time.perf_counter()
-        timings[step] = timings.get(step, 0.0) + now - timings["since"]
-        timings["since"] = now
 
     def index_of(self, relation: Any) -> Any:
         return relation.incorporate(path={"identifier": self.index_name(relation)})

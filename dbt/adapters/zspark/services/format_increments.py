@@ -29,11 +29,12 @@ from dbt.adapters.zspark.core.layout_state import (
 )
 from dbt.adapters.zspark.core.stop_points import stop_point
 from dbt.adapters.zspark.formats import committing_table
-from dbt.adapters.zspark.services.context import FormatPlan, IncrementPlan, RunContext
+from dbt.adapters.zspark.services.context import RunContext
 from dbt.adapters.zspark.services.increments import IncrementPlanner, stored_table_plan
 from dbt.adapters.zspark.services.indexing import FileIndex
+from dbt.adapters.zspark.services.plans import FormatPlan, IncrementPlan, KeyedWrite
 from dbt.adapters.zspark.services.tables import TableFiles
-from dbt.adapters.zspark.services.writes import FILE_ROWS_SETTING, KeyedWrites
+from dbt.adapters.zspark.services.writes import KeyedWrites
 from dbt.adapters.zspark.versions.recluster import (
     FULL,
     new_run,
@@ -85,11 +86,12 @@ class FormatIncrements:
             # insert_overwrite keeps its table-sized files.
             decision = new_run(start.sampled.rows, start.stored.rows_per_file,
                                "the new rows' own run")
-        # The new rows' statistics cut as the build's (zspark_execute_write).
-        self.ctx.run.write_settings[model] = written_as.recorded_write_settings(
-            start.properties)
-        return self.planner.increment_plan(start, relation, sql, strategy, decision,
+        step = self.planner.increment_plan(start, relation, sql, strategy, decision,
                                            format_plan)
+        # The new rows' statistics cut as the build's (zspark_execute_write).
+        assert step.write is not None
+        step.write.settings = written_as.recorded_write_settings(start.properties)
+        return step
 
     def record_base(self, model: str, relation: Any, file_format: str) -> None:
         """After a clustered incremental model's full build of a Delta or Iceberg table:
@@ -143,7 +145,8 @@ class FormatIncrements:
             if opened:
                 self._record_opened_partitions(model, relation, planned.properties, files,
                                                before)
-            self.index.log_format_stats(model, relation, planned.file_format, just_built=False)
+            self.index.log_format_stats(relation, planned.file_format, step.write,
+                                        just_built=False)
             return {"action": decision.action, "rewritten_rows": 0}
         # The files the policy chose (a full one: those of the partitions it judged,
         # every file of an unpartitioned table) and the run just committed.
@@ -219,21 +222,20 @@ class FormatIncrements:
         schema = reach.schema(f"select * from {relation}")
         view = f"zspark_rewritten_{uuid.uuid4().hex}"
         layout: dict[str, str] | None = None
+        write: KeyedWrite | None = None
 
         def keyed(rows: Any) -> Any:
             # The rewritten files' rows, as the format's commit reads them: sampled, keyed
             # and sorted anew (a full one: with a new layout).
-            nonlocal layout
+            nonlocal layout, write
             rows.createOrReplaceTempView(view)
-            select_sql, rewritten = self.writes.rewrite_select(
+            write, rewritten = self.writes.rewrite_select(
                 relation, planned.plan, planned.stored, rewrite, "", None, runs, schema,
                 planned.file_format, rows_view=view)
             layout = rewritten.layout if rewritten is not None else None
-            file_rows = self.ctx.run.file_rows.pop(model, None)
-            if file_rows:
-                settings.enter_context(_session_settings(
-                    spark, {FILE_ROWS_SETTING: str(file_rows)}))
-            return spark.sql(select_sql)
+            write.settings = written_as.recorded_write_settings(planned.properties)
+            settings.enter_context(_session_settings(spark, write.statement_settings()))
+            return spark.sql(write.sql)
 
         def new_base(paths: list[str]) -> dict[str, str]:
             # A full re-clustering: its files, with the clustered files of partitions it
@@ -242,8 +244,6 @@ class FormatIncrements:
 
         try:
             with ExitStack() as settings:
-                settings.enter_context(_session_settings(
-                    spark, written_as.recorded_write_settings(planned.properties)))
                 settings.callback(spark.catalog.dropTempView, view)
                 version = written_as.replace_files(
                     spark, str(relation), rewritten, keyed,
@@ -255,12 +255,12 @@ class FormatIncrements:
                            f"{later}: another writer committed to {relation} meanwhile and "
                            f"nothing of it was committed "
                            f"({str(error).splitlines()[0][:300]})")
-            self.index.log_format_stats(model, relation, planned.file_format, just_built=False)
+            self.index.log_format_stats(relation, planned.file_format, write, just_built=False)
             return {"action": "deferred", "rewritten_rows": 0}
         logger.info(f"zspark: {model}: {decision.action}: {len(rewritten)} files "
                     f"({rewrite.rewritten_rows} rows) replaced in one commit "
                     f"({planned.file_format} version {version})")
-        self.index.log_format_stats(model, relation, planned.file_format, just_built=False)
+        self.index.log_format_stats(relation, planned.file_format, write, just_built=False)
         return {"action": decision.action, "rewritten_rows": rewrite.rewritten_rows}
 
 

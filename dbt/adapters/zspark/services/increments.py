@@ -25,8 +25,9 @@ from dbt.adapters.zspark.core.stop_points import stop_point
 from dbt.adapters.zspark.formats import (
     format_table,
 )
-from dbt.adapters.zspark.services.context import FormatPlan, IncrementPlan, Rewrite, RunContext
+from dbt.adapters.zspark.services.context import RunContext
 from dbt.adapters.zspark.services.indexing import FileIndex
+from dbt.adapters.zspark.services.plans import FormatPlan, IncrementPlan, Rewrite, lap
 from dbt.adapters.zspark.services.tables import TableFiles
 from dbt.adapters.zspark.services.versioning import TableVersioning
 from dbt.adapters.zspark.services.writes import KeyedWrites
@@ -203,7 +204,7 @@ class IncrementPlanner:
                        format_plan: FormatPlan | None = None) -> IncrementPlan:
         """The plan the materialization is handed: the rows of ``decision`` to write,
         and the table's files before them (whose difference after is the new files)."""
-        select_sql, rewrite = self.writes.rewrite_select(
+        write, rewrite = self.writes.rewrite_select(
             relation, start.plan, start.stored, decision, sql, start.sampled, start.runs,
             start.schema, start.table_format)
         before: set[str] = set()
@@ -211,9 +212,9 @@ class IncrementPlanner:
             before = {path for path, _, _ in start.files} if start.files is not None \
                 else self.ctx.reach().table_files(relation)
         return IncrementPlan(
-            start.sampled.rows, decision.rewrites, select_sql, files_before=before,
+            start.sampled.rows, decision.rewrites, write.sql, files_before=before,
             clustered_insert=strategy in OVERWRITING_STRATEGIES or decision.clustered_write,
-            rewritten=rewrite, format_plan=format_plan)
+            rewritten=rewrite, format_plan=format_plan, write=write)
 
 
 class ParquetIncrements:
@@ -264,11 +265,12 @@ class ParquetIncrements:
             return {"action": decision.action, "rewritten_rows": 0}
         schema = self.ctx.reach().schema(f"select * from {relation}")
         plan = stored_table_plan(model, stored, schema)
-        select_sql, rewrite = self.writes.rewrite_select(relation, plan, stored, decision, "",
-                                                         None, runs, schema)
-        step = IncrementPlan(decision.rewritten_rows, True, select_sql, rewritten=rewrite)
+        write, rewrite = self.writes.rewrite_select(relation, plan, stored, decision, "",
+                                                    None, runs, schema)
+        step = IncrementPlan(decision.rewritten_rows, True, write.sql, rewritten=rewrite,
+                             write=write)
         staging = self.begin_rewrite(model, relation, step)
-        self.writes.execute_write(model, f"insert into {staging} {select_sql}")
+        self.writes.execute_write(write, f"insert into {staging} {write.sql}")
         self.finish_rewrite(model, relation, staging, step)
         return {"action": decision.action, "rewritten_rows": decision.rewritten_rows}
 
@@ -300,7 +302,7 @@ class ParquetIncrements:
 
         rewrite = _rewrite_of(step)
         stop_point("rewrite:written")
-        self.ctx.lap(relation, "write")
+        lap(step.write, "write")
         index = self.ctx.index_of(relation)
         next_version = self.ctx.reach().next_version(relation, staging, index, rewrite.in_place)
         rewritten = rewrite.decision.rewritten_paths
@@ -314,7 +316,7 @@ class ParquetIncrements:
                 f"rows would be {carried.rows}, the table's and the new rows {expected}; "
                 f"the table and its index are unchanged")
         stop_point("rewrite:checked")
-        self.ctx.lap(relation, "write")
+        lap(step.write, "write")
         if next_version.in_place:
             versions = self.ctx.versions_of(relation)
             versions.journal_replaced(list(rewritten))
@@ -333,11 +335,11 @@ class ParquetIncrements:
             if carried.properties:
                 self.ctx.execute(set_properties_sql(str(staging), carried.properties))
             self.versions.swap_in(model, relation, relation)
-        self.ctx.lap(relation, "write")
+        lap(step.write, "write")
         summary = next_version.publish(rewritten)
         stop_point("index:published")
-        self.ctx.lap(relation, "index")
-        self.index.log_index(relation, index, summary)
+        lap(step.write, "index")
+        self.index.log_index(relation, index, summary, step.write)
 
     def finish(self, model: str, relation: Any, step: IncrementPlan, want_index: bool,
                clustering: list[str] | None = None,
@@ -347,7 +349,7 @@ class ParquetIncrements:
 
         before = step.files_before
         stop_point("append:inserted")
-        self.ctx.lap(relation, "write")
+        lap(step.write, "write")
         after = self.ctx.reach().table_files(relation)
         added, removed = sorted(after - before), sorted(before - after)
         if step.clustered_insert:
@@ -365,10 +367,10 @@ class ParquetIncrements:
                            f"columns; indexing every file")
             summary = reach.build_index(relation, index, clustering, configured)
         stop_point("append:indexed")
-        self.ctx.lap(relation, "index")
+        lap(step.write, "index")
         logger.info(f"zspark: {relation.identifier}: {len(added)} files added, "
                     f"{len(removed)} replaced; their footers indexed")
-        self.index.log_index(relation, index, summary)
+        self.index.log_index(relation, index, summary, step.write)
         return {"added": len(added), "removed": len(removed)}
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.zspark.core.layout_state import (
     StoredLayout,
@@ -21,6 +22,7 @@ from dbt.adapters.zspark.formats import (
 )
 from dbt.adapters.zspark.reach.session.clustering import key_input_sql, key_input_type
 from dbt.adapters.zspark.services.context import RunContext
+from dbt.adapters.zspark.services.plans import BuildPlan, KeyedWrite, lap
 from dbt.adapters.zspark.services.tables import TableFiles
 from dbt.adapters.zspark.skipping.health import LayoutSample, layout_health, rebuild_bounds
 from dbt.adapters.zspark.skipping.index import IndexSummary
@@ -33,7 +35,8 @@ PROBES = 1000
 
 
 class FileIndex:
-    """A table's file statistics after each write: a Parquet table's ``__zindex`` built,"""
+    """A table's file statistics after each write: a Parquet table's ``__zindex`` built,
+    staged, published and repaired; the line that logs files, rows and layout figures."""
 
     def __init__(self, ctx: RunContext, tables: TableFiles) -> None:
         self.ctx = ctx
@@ -74,46 +77,45 @@ class FileIndex:
         self.build_index(relation, clustering, configured)
         return True
 
-    def log_index(self, relation: Any, index: Any, summary: Any,
+    def log_index(self, relation: Any, index: Any, summary: Any, write: KeyedWrite | None = None,
                   held_in: str | None = None, just_built: bool = False) -> dict[str, Any]:
-        """Log a table's files, rows and layout figures (``just_built``: by a commit that
+        """Log a table's files, rows and layout figures (probed with the sample of the
+        ``write`` that made them, and its timings; ``just_built``: by a commit that
         replaced every file, so none is pending re-clustering)."""
         message = (
             f"zspark: {relation.identifier}: {summary.files} files, {summary.rows} rows, "
             f"{len(summary.columns)} columns indexed in {held_in or index.identifier}"
         )
-        sample = self.ctx.run.samples.pop(str(relation).lower(), None)
-        if sample is not None and summary.files:
+        if write is not None and summary.files:
             try:
-                health, _ = self.layout_health(relation, index, sample, just_built)
+                health, _ = self.layout_health(relation, index, write.sample, just_built)
                 message += "; layout: " + health.describe()
             except Exception as error:  # the figures inform; they never fail a build
                 logger.warning(f"zspark: {relation.identifier}: layout figures unavailable "
                                f"({type(error).__name__}: {error})")
-        timings = self.ctx.run.timings.pop(str(relation).lower(), None)
-        if timings is not None:
-            self.ctx.lap_into(timings, "log")
+        if write is not None:
+            write.lap("log")
             steps = ("sample", "write", "index", "log")
             message += "; seconds: " + ", ".join(
-                f"{step} {timings.get(step, 0.0):.1f}" for step in steps)
+                f"{step} {write.timings.get(step, 0.0):.1f}" for step in steps)
         logger.info(message)
         return {"files": summary.files, "rows": summary.rows, "columns": summary.columns}
 
-    def log_format_stats(self, model: str, relation: Any, file_format: str,
+    def log_format_stats(self, relation: Any, file_format: str, write: KeyedWrite | None,
                          just_built: bool = True) -> None:
-        """After a clustered Delta or Iceberg build (``just_built``) or increment: its files
-        and rows, and the layout figures, from the format's own statistics (the table's
-        index)."""
+        """After a clustered Delta or Iceberg build (``just_built``) or increment (its
+        ``write``): its files and rows, and the layout figures, from the format's own
+        statistics (the table's index)."""
 
         stop_point("format:committed")
-        self.ctx.lap(relation, "write")
+        lap(write, "write")
         view, columns = self.tables.format_files(relation, file_format,
                                                  self.ctx.table_properties(relation))
         totals = self.ctx.fetch(f"select count(1), sum(row_count) from {view}")[0]
         summary = IndexSummary(view, int(totals[0]), int(totals[1] or 0),
                                [name for name, _ in columns])
-        self.ctx.lap(relation, "index")
-        self.log_index(relation, view, summary, held_in=f"its {file_format} statistics",
+        lap(write, "index")
+        self.log_index(relation, view, summary, write, held_in=f"its {file_format} statistics",
                        just_built=just_built)
 
     def layout_health(self, relation: Any, index: Any, sample: LayoutSample,
@@ -167,7 +169,7 @@ class FileIndex:
             return None
         return [(str(r[0]), int(r[1]), int(r[2] or 0)) for r in found]
 
-    def stage_index(self, staging: Any, target: Any,
+    def stage_index(self, build: BuildPlan, staging: Any,
                     clustering: list[str] | None = None,
                     configured: list[str] | None = None) -> None:
         """Read the index of a build's staging table before it replaces the model's table,
@@ -175,20 +177,23 @@ class FileIndex:
         were. The rows wait (a session's executors hold them; a server, a table of their
         own) until :meth:`zspark_publish_index`."""
         stop_point("build:written")
-        self.ctx.lap(target, "write")
-        self.ctx.run.staged[str(staging).lower()] = self.ctx.reach().stage_index(
+        lap(build.write, "write")
+        build.staged = self.ctx.reach().stage_index(
             staging, self.ctx.index_of(staging), clustering, configured)
-        self.ctx.lap(target, "index")
+        lap(build.write, "index")
 
-    def publish_index(self, staging: Any, target: Any, clustering: list[str] | None = None,
+    def publish_index(self, build: BuildPlan, clustering: list[str] | None = None,
                       configured: list[str] | None = None) -> dict[str, Any]:
         """After the swap: the staged rows, their paths moved to the model's table, are
         written as ``<model>__zindex``. Should the paths not match the table's files, or the
         staged rows be gone, the index is built again."""
+        target = build.target
         index = self.ctx.index_of(target)
-        staged = self.ctx.run.staged.pop(str(staging).lower())
-        summary = self.ctx.reach().publish_index(staged, target, index, clustering,
+        if build.staged is None:
+            raise DbtRuntimeError(f"zspark: {target}: the build's index was not staged "
+                                  f"before its swap")
+        summary = self.ctx.reach().publish_index(build.staged, target, index, clustering,
                                                  configured)
         stop_point("index:published")
-        self.ctx.lap(target, "index")
-        return self.log_index(target, index, summary)
+        lap(build.write, "index")
+        return self.log_index(target, index, summary, build.write)

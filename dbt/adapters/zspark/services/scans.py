@@ -22,7 +22,8 @@ logger = AdapterLogger("zspark")
 
 
 class SkipScans:
-    """Skip-aware scans and ``skip_coverage``: a predicate checked, turned into the files it"""
+    """Skip-aware scans and ``skip_coverage``: a predicate checked, turned into the files it
+    provably cannot match, and the scan that leaves them."""
 
     def __init__(self, ctx: RunContext, tables: TableFiles) -> None:
         self.ctx = ctx

@@ -25,7 +25,8 @@ logger = AdapterLogger("zspark")
 
 
 class TableFiles:
-    """A table as the services read it: its stored layout, its format, its live files and their"""
+    """A table as the services read it: its stored layout, its format, its live files and
+    their statistics."""
 
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx

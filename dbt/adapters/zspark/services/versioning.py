@@ -36,7 +36,8 @@ logger = AdapterLogger("zspark")
 
 
 class TableVersioning:
-    """Runs that survive a kill: one run per table (its lock), the repair of what a killed run"""
+    """Runs that survive a kill: one run per table (its lock), the repair of what a killed
+    run left, a table's versions and their swap."""
 
     def __init__(self, ctx: RunContext, index: FileIndex) -> None:
         self.ctx = ctx

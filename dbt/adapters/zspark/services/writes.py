@@ -17,7 +17,8 @@ from dbt.adapters.zspark.core.sql_text import quote
 from dbt.adapters.zspark.formats import (
     format_table,
 )
-from dbt.adapters.zspark.services.context import Rewrite, RunContext
+from dbt.adapters.zspark.services.context import RunContext
+from dbt.adapters.zspark.services.plans import KeyedWrite, Rewrite
 from dbt.adapters.zspark.skipping.health import LayoutSample
 from dbt.adapters.zspark.versions.recluster import (
     FULL,
@@ -29,25 +30,22 @@ from dbt.adapters.zspark.versions.rewrite import (
 
 logger = AdapterLogger("zspark")
 
-#: Spark's rows-per-file cut of a write, set around each clustered write.
-FILE_ROWS_SETTING = "spark.sql.files.maxRecordsPerFile"
-
 
 class KeyedWrites:
-    """Clustered writes: the keyed SELECT of a build's or a re-clustering's rows and the session"""
+    """Clustered writes: the keyed SELECT of a build's or a re-clustering's rows and the
+    session settings its statement runs with."""
 
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
 
-    def keep(self, relation: Any, plan: ClusteringPlan, prepared: Any,
-             new_layout: bool) -> None:
-        """Keep what the rest of a build needs (its sample, timings) and log the write."""
-        key = str(relation).lower()
-        self.ctx.run.file_rows[plan.model] = prepared.file_rows
-        self.ctx.run.samples[key] = LayoutSample(plan.columns, plan.column_types, prepared.sample,
-                                                 prepared.sample_keys, prepared.sample_partitions)
-        self.ctx.run.timings[key] = {"sample": prepared.sample_seconds,
-                                     "since": time.perf_counter()}
+    def keyed_write(self, plan: ClusteringPlan, prepared: Any, new_layout: bool) -> KeyedWrite:
+        """The write of a prepared keyed SELECT (what its statement and its log need),
+        logged."""
+        write = KeyedWrite(
+            str(prepared.select_sql), prepared.file_rows,
+            LayoutSample(plan.columns, plan.column_types, prepared.sample,
+                         prepared.sample_keys, prepared.sample_partitions),
+            {"sample": prepared.sample_seconds, "since": time.perf_counter()})
         spread = prepared.spread
         how = (f"{spread.partitions} sorted partitions cut every {spread.rows_per_file} rows"
                if spread is not None and spread.rows_per_file else "one file per partition")
@@ -58,18 +56,12 @@ class KeyedWrites:
             f"zspark: {plan.model}: writing {prepared.input_rows} rows into "
             f"{prepared.file_count} files ({how}{keyed})"
         )
+        return write
 
-    def execute_write(self, model: str, sql: str) -> Any:
-        """Run the statement that writes this run's clustered rows of ``model``, its
-        partitions cut into files of the planned rows.
-
-        Rows per file is a session setting for this one statement, not a writer option of
-        the table: a table option would override it in every later write (pieces, merges).
-        """
-        rows = self.ctx.run.file_rows.pop(model, None)
-        settings = self.ctx.run.write_settings.pop(model, {})
-        if rows:
-            settings[FILE_ROWS_SETTING] = str(int(rows))
+    def execute_write(self, write: KeyedWrite | None, sql: str) -> Any:
+        """Run the statement of a model's ``write`` (None: an unclustered one), its
+        partitions cut into files of the planned rows."""
+        settings = write.statement_settings() if write is not None else {}
         if not settings:
             return self.ctx.execute(sql)[0]
         return self.ctx.execute_with(settings, sql)
@@ -78,8 +70,8 @@ class KeyedWrites:
                        stored: StoredLayout, decision: Any, sql: str, sampled: Any,
                        runs: list[Any] | None, schema: dict[str, str],
                        file_format: str | None = None, rows_view: str | None = None,
-                       ) -> tuple[str, Rewrite | None]:
-        """The keyed SELECT an incremental run or a re-clustering writes (``schema``: the
+                       ) -> tuple[KeyedWrite, Rewrite | None]:
+        """The keyed write of an incremental run or a re-clustering (``schema``: the
         columns of ``sql``; ``file_format``: the table's, None for Parquet; ``rows_view``:
         a view of exactly the rewritten files' rows, where the table's own scan would open
         every file), and the re-clustering it is, if it rewrites files."""
@@ -94,8 +86,7 @@ class KeyedWrites:
         if not decision.rewrites:
             prepared = reach.keyed(plan, sql, sampled, stored, decision.pieces, schema,
                                    pieces=True, file_per_partition=file_per_partition)
-            self.keep(relation, plan, prepared, new_layout=False)
-            return str(prepared.select_sql), None
+            return self.keyed_write(plan, prepared, new_layout=False), None
         table_schema = self.ctx.columns(relation)
         columns = list(table_schema)
         everything = decision.action == FULL
@@ -113,7 +104,7 @@ class KeyedWrites:
         prepared = reach.keyed(plan, union_sql, both, None if everything else stored,
                                decision.pieces, table_schema, pieces=not everything,
                                file_per_partition=file_per_partition)
-        self.keep(relation, plan, prepared, new_layout=everything)
+        write = self.keyed_write(plan, prepared, new_layout=everything)
         rewrite = Rewrite(
             decision=decision, new_rows=sampled.rows if sql else 0,
             table_rows=sum(r.rows for r in runs or []),
@@ -121,7 +112,7 @@ class KeyedWrites:
             partition_by=list(plan.partition_by), whole_table=whole_table)
         logger.info(f"zspark: {model}: rewriting {decision.rewritten_rows} rows of "
                     f"{len(decision.rewritten_paths)} files into the table's next version")
-        return str(prepared.select_sql), rewrite
+        return write, rewrite
 
     def session_reclusters(self, decision: Any, file_format: str) -> Any:
         """The policy's ``decision``, its re-clustering deferred over a server without

@@ -33,18 +33,19 @@
 {% endmacro %}
 
 
-{#- The CREATE TABLE statement of a build, written into `relation` (the staging table),
-    at `location` when given (a version's own folder), else at the model's location_root. -#}
-{% macro zspark_create_table(relation, select_sql, replace=false, location=none) %}
-  {{ return(adapter.dispatch('zspark_create_table', 'zspark')(relation, select_sql, replace, location)) }}
+{#- The CREATE TABLE statement of a `build` (its plan: the SELECT, the layout it stores),
+    written into `relation` (the staging table), at `location` when given (a version's
+    own folder), else at the model's location_root. -#}
+{% macro zspark_create_table(relation, build, replace=false, location=none) %}
+  {{ return(adapter.dispatch('zspark_create_table', 'zspark')(relation, build, replace, location)) }}
 {% endmacro %}
 
 {#- `replace`: the format's own `create or replace` (Delta, Iceberg), one commit. -#}
-{% macro default__zspark_create_table(relation, select_sql, replace=false, location=none) %}
+{% macro default__zspark_create_table(relation, build, replace=false, location=none) %}
   create {{ 'or replace ' if replace }}table {{ relation }}
   {{ file_format_clause() }}
   {{ zspark_properties_clause('options') }}
-  {{ zspark_properties_clause('tblproperties', adapter.zspark_layout_properties(model['name'])) }}
+  {{ zspark_properties_clause('tblproperties', build.layout_properties) }}
   {{ partition_cols(label="partitioned by") }}
   {{ clustered_cols(label="clustered by") }}
   {%- set location_root = config.get('location_root', validator=validation.any[basestring]) -%}
@@ -55,16 +56,13 @@
   {%- endif %}
   {{ comment_clause() }}
   as
-  {{ select_sql }}
+  {{ build.sql }}
 {% endmacro %}
 
 
 {#- The model's `options` or `tblproperties` config, plus what a clustered build adds to
     it (the stored layout), as literals that survive any quote in a value. -#}
 {% macro zspark_properties_clause(keyword, added={}) %}
-  {%- if keyword == 'options' and config.get('file_format') == 'hudi' -%}
-    {{ return(options_clause()) }}  {#- dbt-spark adds the Hudi primary key -#}
-  {%- endif -%}
   {%- set configured = config.get(keyword) -%}
   {%- if configured or added -%}
     {{ keyword }} {{ adapter.zspark_property_list(configured, added) }}
@@ -73,10 +71,10 @@
 
 
 {#- The statement that writes a model's rows (the `main` statement of its run), its files
-    cut to the rows the adapter planned for them. -#}
-{% macro zspark_write_statement(sql) %}
+    cut to the rows its `plan` (a build's or an increment's) planned for them. -#}
+{% macro zspark_write_statement(sql, plan) %}
   {{ log('Writing runtime sql for node "{}"'.format(model['unique_id'])) }}
   {{ write(sql) }}
-  {%- set response = adapter.zspark_execute_write(model['name'], sql) -%}
+  {%- set response = adapter.zspark_execute_write(plan, sql) -%}
   {{ store_result('main', response=response) }}
 {% endmacro %}

@@ -53,7 +53,7 @@
       {#- The new rows and the runs they are merged with go into the table's next
           version, swapped in once whole. -#}
       {%- set staging = adapter.zspark_begin_rewrite(model['name'], target_relation, step) -%}
-      {%- do zspark_write_statement('insert into ' ~ staging ~ ' ' ~ step.sql) -%}
+      {%- do zspark_write_statement('insert into ' ~ staging ~ ' ' ~ step.sql, step) -%}
       {%- do adapter.zspark_finish_rewrite(model['name'], target_relation, staging, step) -%}
     {%- else -%}
       {%- set tmp_relation = this.incorporate(path={"identifier": this.identifier ~ '__dbt_tmp'}).include(database=false, schema=false) -%}
@@ -66,13 +66,13 @@
           (table_versions.py): a killed run leaves them whole or absent. -#}
       {%- set batch = adapter.zspark_begin_batch(model['name'], target_relation) -%}
       {%- if batch is not none -%}
-        {%- do zspark_write_statement(dbt_spark_get_incremental_sql('append', tmp_relation, batch, batch, none, none)) -%}
+        {%- do zspark_write_statement(dbt_spark_get_incremental_sql('append', tmp_relation, batch, batch, none, none), step) -%}
         {%- do adapter.zspark_publish_batch(model['name'], target_relation, strategy) -%}
       {%- else -%}
         {%- if strategy == 'insert_overwrite' and config.get('partition_by') -%}
           {%- call statement() -%} set spark.sql.sources.partitionOverwriteMode = DYNAMIC {%- endcall -%}
         {%- endif -%}
-        {%- do zspark_write_statement(dbt_spark_get_incremental_sql(strategy, tmp_relation, target_relation, existing_relation, none, none)) -%}
+        {%- do zspark_write_statement(dbt_spark_get_incremental_sql(strategy, tmp_relation, target_relation, existing_relation, none, none), step) -%}
       {%- endif -%}
       {%- set want_index = zconfig.zspark_index is none or zconfig.zspark_index -%}
       {%- do adapter.zspark_finish_increment(model['name'], target_relation, step, want_index, index_args.clustering, index_args.index_columns) -%}
@@ -122,7 +122,7 @@
     {%- call statement('main') -%} select 0 as rows_inserted {%- endcall -%}
   {%- else -%}
     {%- if strategy == 'merge' -%}
-      {%- do zspark_write_statement(get_merge_sql(existing_relation, '(' ~ step.sql ~ ')', config.get('unique_key'), none, config.get('incremental_predicates'))) -%}
+      {%- do zspark_write_statement(get_merge_sql(existing_relation, '(' ~ step.sql ~ ')', config.get('unique_key'), none, config.get('incremental_predicates')), step) -%}
     {%- elif strategy in ('insert_overwrite', 'microbatch') -%}
       {#- The partitions the new rows (of a run, or of a microbatch model's batch) fall
           in replaced in one commit (the whole table when it has none), as dbt-spark does
@@ -134,9 +134,9 @@
       {%- if config.get('partition_by') -%}
         {%- call statement() -%} set spark.sql.sources.partitionOverwriteMode = DYNAMIC {%- endcall -%}
       {%- endif -%}
-      {%- do zspark_write_statement(dbt_spark_get_incremental_sql(strategy, tmp_relation, existing_relation, existing_relation, none, none)) -%}
+      {%- do zspark_write_statement(dbt_spark_get_incremental_sql(strategy, tmp_relation, existing_relation, existing_relation, none, none), step) -%}
     {%- else -%}
-      {%- do zspark_write_statement('insert into ' ~ existing_relation ~ ' ' ~ step.sql) -%}
+      {%- do zspark_write_statement('insert into ' ~ existing_relation ~ ' ' ~ step.sql, step) -%}
     {%- endif -%}
     {%- do adapter.zspark_finish_format_increment(model['name'], existing_relation, step) -%}
   {%- endif -%}

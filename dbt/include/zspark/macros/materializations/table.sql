@@ -51,23 +51,16 @@
 {% endmacro %}
 
 
-{#- Everything a table build checks and samples before it writes anything; `previous` is
-    the table it replaces (its stored layout tells the sample how many rows to expect). -#}
+{#- Everything a table build checks and samples before it writes anything, as the plan
+    its later steps are handed (`adapter.zspark_build_plan`, services/plans.py);
+    `previous` is the table it replaces (its stored layout tells the sample how many rows
+    to expect). -#}
 {% macro zspark_prepare_table_build(materialized, previous=none, file_format='parquet') %}
-  {%- set language = model['language'] -%}
-  {%- set zconfig = zspark_model_config() -%}
   {%- set target_relation = api.Relation.create(identifier=model['alias'], schema=schema,
                                                 database=database, type='table') -%}
-  {%- if language == 'sql' -%}
-    {%- set build_sql = adapter.zspark_build_sql(model['name'], target_relation, zconfig, compiled_code, previous, file_format) -%}
-    {%- set clustered = adapter.zspark_check_config(model['name'], zconfig, materialized) -%}
-  {%- else -%}
-    {%- do adapter.zspark_check_config(model['name'], zconfig, 'python') -%}
-    {%- set build_sql = compiled_code -%}
-    {%- set clustered = false -%}
-  {%- endif -%}
-  {{ return({'target': target_relation, 'sql': build_sql, 'language': language,
-             'want_index': clustered if zconfig.zspark_index is none else zconfig.zspark_index}) }}
+  {{ return(adapter.zspark_build_plan(model['name'], target_relation, zspark_model_config(),
+                                      compiled_code, previous, file_format, materialized,
+                                      model['language'])) }}
 {% endmacro %}
 
 
@@ -80,7 +73,7 @@
   {#- Written once into a folder of its own, which the swap never moves. -#}
   {%- set location = adapter.zspark_next_location(target_relation, config.get('location_root')) -%}
   {%- if build.language == 'sql' -%}
-    {%- do zspark_write_statement(zspark_create_table(staging_relation, build.sql, location=location)) -%}
+    {%- do zspark_write_statement(zspark_create_table(staging_relation, build, location=location), build) -%}
   {%- else -%}
     {%- do zspark_python_statement('main', zspark_py_write_table(build.sql, staging_relation, location)) -%}
   {%- endif -%}
@@ -89,13 +82,13 @@
       the previous table and its index stay as they were. -#}
   {%- set index_args = zspark_index_args() -%}
   {%- if build.want_index -%}
-    {%- do adapter.zspark_stage_index(staging_relation, target_relation, index_args.clustering, index_args.index_columns) -%}
+    {%- do adapter.zspark_stage_index(build, staging_relation, index_args.clustering, index_args.index_columns) -%}
   {%- endif -%}
 
   {%- do adapter.zspark_swap_in(model['name'], target_relation, old_relation) -%}
 
   {%- if build.want_index -%}
-    {%- do adapter.zspark_publish_index(staging_relation, target_relation, index_args.clustering, index_args.index_columns) -%}
+    {%- do adapter.zspark_publish_index(build, index_args.clustering, index_args.index_columns) -%}
   {%- endif -%}
 {% endmacro %}
 
@@ -113,8 +106,8 @@
     {#- A view, or a table of another format, cannot be replaced by this one. -#}
     {{ adapter.drop_relation(old_relation) }}
   {%- endif -%}
-  {%- do zspark_write_statement(zspark_create_table(build.target, build.sql, replace=true)) -%}
-  {%- do adapter.zspark_log_format_stats(model['name'], build.target, file_format) -%}
+  {%- do zspark_write_statement(zspark_create_table(build.target, build, replace=true), build) -%}
+  {%- do adapter.zspark_log_format_stats(build) -%}
   {%- if materialized == 'incremental' -%}
     {%- do adapter.zspark_record_base(model['name'], build.target, file_format) -%}
   {%- endif -%}
