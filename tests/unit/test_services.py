@@ -282,7 +282,7 @@ def test_an_index_is_published_only_once_staged() -> None:
 def test_an_increments_new_files_are_indexed_and_replaced_ones_dropped() -> None:
     reach = FakeReach({"f1", "f2", "f3"})
     ctx = FakeContext(reach=reach)
-    step = IncrementPlan(10, False, "select 1", files_before={"f1", "f0"})
+    step = IncrementPlan(10, False, files_before={"f1", "f0"})
     done = services(ctx).increments.finish("orders", RELATION, step, want_index=True)
     assert done == {"added": 2, "removed": 1}
     assert reach.updates == [(["f2", "f3"], ["f0"])]
@@ -295,7 +295,7 @@ def test_an_increment_of_whole_partitions_records_its_files_as_clustered() -> No
                             "1e0ddf51-6256-4b4d-bb9a-ffdd0fba134a"))
     reach = FakeReach({old, new})
     ctx = FakeContext(reach=reach)
-    step = IncrementPlan(10, False, "select 1", files_before={old}, clustered_insert=True)
+    step = IncrementPlan(10, False, files_before={old}, clustered_insert=True)
     done = services(ctx).increments.finish("orders", RELATION, step, want_index=False)
     assert done == {"added": 1, "removed": 0}
     altered = [sql for sql in ctx.adapter.log if sql.startswith("alter table")]

@@ -73,7 +73,7 @@ class FormatIncrements:
         the policy chose follows in a commit of its own (``finish``)."""
         start = self.planner.sample(model, relation, config, sql, strategy, file_format)
         if start is None:
-            return IncrementPlan(0, False, "")
+            return IncrementPlan(0, False)
         written_as = committing_table(file_format)
         decision = start.decision
         if strategy == "append":
@@ -86,12 +86,8 @@ class FormatIncrements:
             # insert_overwrite keeps its table-sized files.
             decision = new_run(start.sampled.rows, start.stored.rows_per_file,
                                "the new rows' own run")
-        step = self.planner.increment_plan(start, relation, sql, strategy, decision,
+        return self.planner.increment_plan(start, relation, sql, strategy, decision,
                                            format_plan)
-        # The new rows' statistics cut as the build's (zspark_execute_write).
-        assert step.write is not None
-        step.write.settings = written_as.recorded_write_settings(start.properties)
-        return step
 
     def record_base(self, model: str, relation: Any, file_format: str) -> None:
         """After a clustered incremental model's full build of a Delta or Iceberg table:
@@ -231,9 +227,8 @@ class FormatIncrements:
             rows.createOrReplaceTempView(view)
             write, rewritten = self.writes.rewrite_select(
                 relation, planned.plan, planned.stored, rewrite, "", None, runs, schema,
-                planned.file_format, rows_view=view)
+                planned.properties, planned.file_format, rows_view=view)
             layout = rewritten.layout if rewritten is not None else None
-            write.settings = written_as.recorded_write_settings(planned.properties)
             settings.enter_context(_session_settings(spark, write.statement_settings()))
             return spark.sql(write.sql)
 

@@ -206,13 +206,13 @@ class IncrementPlanner:
         and the table's files before them (whose difference after is the new files)."""
         write, rewrite = self.writes.rewrite_select(
             relation, start.plan, start.stored, decision, sql, start.sampled, start.runs,
-            start.schema, start.table_format)
+            start.schema, start.properties, start.table_format)
         before: set[str] = set()
         if not decision.rewrites:
             before = {path for path, _, _ in start.files} if start.files is not None \
                 else self.ctx.reach().table_files(relation)
         return IncrementPlan(
-            start.sampled.rows, decision.rewrites, write.sql, files_before=before,
+            start.sampled.rows, decision.rewrites, files_before=before,
             clustered_insert=strategy in OVERWRITING_STRATEGIES or decision.clustered_write,
             rewritten=rewrite, format_plan=format_plan, write=write)
 
@@ -243,7 +243,7 @@ class ParquetIncrements:
         pending runs (or the whole table) into the table's next version."""
         start = self.planner.sample(model, relation, config, sql, strategy, file_format)
         if start is None:
-            return IncrementPlan(0, False, "")
+            return IncrementPlan(0, False)
         logger.info(f"zspark: {model}: {start.decision.action} ({start.decision.reason})")
         return self.planner.increment_plan(start, relation, sql, strategy, start.decision)
 
@@ -258,7 +258,8 @@ class ParquetIncrements:
             raise DbtRuntimeError(
                 f"zspark_recluster: {relation}: its index does not list exactly its files; "
                 f"run zspark_build_index on it first")
-        runs = table_runs(files, clustered_writes(self.ctx.table_properties(relation)))
+        properties = self.ctx.table_properties(relation)
+        runs = table_runs(files, clustered_writes(properties))
         decision = plan_on_demand(runs, stored.rows_per_file, bool(full))
         logger.info(f"zspark: {model}: {decision.action} ({decision.reason})")
         if not decision.rewrites:
@@ -266,9 +267,8 @@ class ParquetIncrements:
         schema = self.ctx.reach().schema(f"select * from {relation}")
         plan = stored_table_plan(model, stored, schema)
         write, rewrite = self.writes.rewrite_select(relation, plan, stored, decision, "",
-                                                    None, runs, schema)
-        step = IncrementPlan(decision.rewritten_rows, True, write.sql, rewritten=rewrite,
-                             write=write)
+                                                    None, runs, schema, properties)
+        step = IncrementPlan(decision.rewritten_rows, True, rewritten=rewrite, write=write)
         staging = self.begin_rewrite(model, relation, step)
         self.writes.execute_write(write, f"insert into {staging} {write.sql}")
         self.finish_rewrite(model, relation, staging, step)

@@ -127,8 +127,6 @@ class IncrementPlan:
     rows: int
     #: The rows go into the table's next version with the runs they are merged with.
     rewrite: bool
-    #: The SELECT of the rows to write.
-    sql: str
     #: The table's files before the insert, whose difference after it is the new files.
     files_before: set[str] = field(default_factory=set)
     #: Its files are clustered as a build's (whole partitions, a partition's first rows).
@@ -139,3 +137,8 @@ class IncrementPlan:
     format_plan: FormatPlan | None = None
     #: Its clustered write (None: nothing to write).
     write: KeyedWrite | None = None
+
+    @property
+    def sql(self) -> str:
+        """The SELECT of the rows to write ('' when there are none)."""
+        return self.write.sql if self.write is not None else ""

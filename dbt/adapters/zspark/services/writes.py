@@ -5,6 +5,7 @@ settings its statement runs with (rows per file, the formats' statistics cut).
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from dbt.adapters.events.logging import AdapterLogger
@@ -38,14 +39,16 @@ class KeyedWrites:
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
 
-    def keyed_write(self, plan: ClusteringPlan, prepared: Any, new_layout: bool) -> KeyedWrite:
+    def keyed_write(self, plan: ClusteringPlan, prepared: Any, new_layout: bool,
+                    settings: dict[str, str] | None = None) -> KeyedWrite:
         """The write of a prepared keyed SELECT (what its statement and its log need),
-        logged."""
+        logged; ``settings``: the format's session settings around its statement."""
         write = KeyedWrite(
             str(prepared.select_sql), prepared.file_rows,
             LayoutSample(plan.columns, plan.column_types, prepared.sample,
                          prepared.sample_keys, prepared.sample_partitions),
-            {"sample": prepared.sample_seconds, "since": time.perf_counter()})
+            {"sample": prepared.sample_seconds, "since": time.perf_counter()},
+            dict(settings or {}))
         spread = prepared.spread
         how = (f"{spread.partitions} sorted partitions cut every {spread.rows_per_file} rows"
                if spread is not None and spread.rows_per_file else "one file per partition")
@@ -69,16 +72,19 @@ class KeyedWrites:
     def rewrite_select(self, relation: Any, plan: ClusteringPlan,
                        stored: StoredLayout, decision: Any, sql: str, sampled: Any,
                        runs: list[Any] | None, schema: dict[str, str],
-                       file_format: str | None = None, rows_view: str | None = None,
-                       ) -> tuple[KeyedWrite, Rewrite | None]:
+                       properties: Mapping[str, str], file_format: str | None = None,
+                       rows_view: str | None = None) -> tuple[KeyedWrite, Rewrite | None]:
         """The keyed write of an incremental run or a re-clustering (``schema``: the
-        columns of ``sql``; ``file_format``: the table's, None for Parquet; ``rows_view``:
-        a view of exactly the rewritten files' rows, where the table's own scan would open
-        every file), and the re-clustering it is, if it rewrites files."""
+        columns of ``sql``; ``properties``: the table's, whose statistics cut the write
+        keeps; ``file_format``: the table's, None for Parquet; ``rows_view``: a view of
+        exactly the rewritten files' rows, where the table's own scan would open every
+        file), and the re-clustering it is, if it rewrites files."""
 
         model = plan.model
         reach = self.ctx.reach()
         written_as = format_table(file_format)
+        # Every write keeps the statistics cut the table's build recorded.
+        settings = written_as.recorded_write_settings(properties)
         # A writer that cuts no files by rows (Iceberg's), or a table fixing its own cut,
         # gets a shuffle partition per file.
         file_per_partition = not written_as.cuts_files_by_rows or \
@@ -86,7 +92,8 @@ class KeyedWrites:
         if not decision.rewrites:
             prepared = reach.keyed(plan, sql, sampled, stored, decision.pieces, schema,
                                    pieces=True, file_per_partition=file_per_partition)
-            return self.keyed_write(plan, prepared, new_layout=False), None
+            return self.keyed_write(plan, prepared, new_layout=False,
+                                    settings=settings), None
         table_schema = self.ctx.columns(relation)
         columns = list(table_schema)
         everything = decision.action == FULL
@@ -104,7 +111,7 @@ class KeyedWrites:
         prepared = reach.keyed(plan, union_sql, both, None if everything else stored,
                                decision.pieces, table_schema, pieces=not everything,
                                file_per_partition=file_per_partition)
-        write = self.keyed_write(plan, prepared, new_layout=everything)
+        write = self.keyed_write(plan, prepared, new_layout=everything, settings=settings)
         rewrite = Rewrite(
             decision=decision, new_rows=sampled.rows if sql else 0,
             table_rows=sum(r.rows for r in runs or []),
