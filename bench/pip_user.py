@@ -1,8 +1,9 @@
 """The formats benchmark as a pip user runs it: the adapter installed with pip alone from
 a clean clone of this checkout's HEAD into a fresh venv (no ``make setup``: no fetched
-jars, zspark's JVM classes compiled by the first session), each format enabled by its
-own documented settings (its Maven packages fetched by Spark, its extension and session
-catalog), zspark's clustered tables beside the format's own clustering in one run.
+jars; an empty cache folder, so the first sessions compile zspark's JVM classes and
+record its class archives), each format enabled by its own documented settings (its
+Maven packages fetched by Spark, its extension and session catalog), zspark's clustered
+tables beside the format's own clustering in one run.
 
     python -m bench.pip_user --formats iceberg --rows 2000000 --files 1000
         # bench/results/formats-pip-user.json
@@ -14,6 +15,7 @@ measuring runs from the clone, so that it imports the installed adapter's code a
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -53,11 +55,17 @@ def main(argv: list[str] | None = None) -> None:
     clone, venv = pip_venv(work, log)
     # No jars in the clone: the sessions fetch the formats' packages as a pip user's do.
     assert not (clone / "dbt" / "include" / "zspark" / "jars").exists()
-    log(f"bench.formats --standard-settings in {venv}")
+    # An empty cache folder: zspark's JVM classes and class archives made by the first
+    # sessions, as on a pip user's machine (not those `make setup` left in ~/.cache).
+    cache = work / "cache"
+    if cache.exists():
+        shutil.rmtree(cache)
+    log(f"bench.formats --standard-settings in {venv} (zspark's cache: {cache})")
     subprocess.run([str(venv / "bin" / "python"), "-m", "bench.formats", "--standard-settings",
                     "--formats", args.formats, "--rows", str(args.rows),
                     "--files", str(args.files), "--work-dir", str(work / "formats"),
-                    "--out", str(args.out.resolve())], cwd=clone, check=True)
+                    "--out", str(args.out.resolve())], cwd=clone, check=True,
+                   env={**os.environ, "XDG_CACHE_HOME": str(cache)})
 
 
 if __name__ == "__main__":
