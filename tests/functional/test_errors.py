@@ -35,33 +35,42 @@ def table_exists(project: DbtProject, name: str) -> bool:
     return bool(project.spark.catalog.tableExists(project.table(name)))
 
 
-@pytest.mark.parametrize("case", sorted(BAD_CONFIGS))
-def test_bad_config_names_model_config_and_allowed_values(project: DbtProject, case: str) -> None:
-    config, key, problem = BAD_CONFIGS[case]
-    project.write(f"models/errors/{case}.sql", f"""
+def refusals(project: DbtProject, models: dict[str, str]) -> dict[str, str]:
+    """Each of ``models`` (name: SQL) written and run in one invocation, each failing on
+    its own: the message of each model's result."""
+    for name, sql in models.items():
+        project.write(f"models/errors/{name}.sql", sql)
+    results = project.dbt("run", "--select", *models, expect_pass=False)
+    messages = {result.node.name: str(result.message) for result in results}
+    assert set(messages) == set(models), messages
+    assert all(result.status == "error" for result in results), messages
+    return messages
+
+
+def test_bad_config_names_model_config_and_allowed_values(project: DbtProject) -> None:
+    messages = refusals(project, {case: f"""
         {{{{ config(materialized='table', {config}) }}}}
         {ROWS}
-    """)
-    project.dbt("run", "--select", case, expect_pass=False)
-    text = project.log_text()
-    assert f"Model '{case}': config '{key}' " in text
-    assert problem in text
-    assert "Allowed:" in text
-    assert not table_exists(project, case)
-    assert not table_exists(project, f"{case}__zspark_new")
+    """ for case, (config, _, _) in BAD_CONFIGS.items()})
+    for case, (_, key, problem) in BAD_CONFIGS.items():
+        assert f"Model '{case}': config '{key}' " in messages[case], (case, messages[case])
+        assert problem in messages[case], (case, messages[case])
+        assert "Allowed:" in messages[case], (case, messages[case])
+        assert not table_exists(project, case)
+        assert not table_exists(project, f"{case}__zspark_new")
 
 
-@pytest.mark.parametrize("case", sorted(BAD_TYPES))
-def test_unsupported_column_type_is_refused(project: DbtProject, case: str) -> None:
-    project.write(f"models/errors/{case}.sql", f"""
+def test_unsupported_column_type_is_refused(project: DbtProject) -> None:
+    messages = refusals(project, {case: f"""
         {{{{ config(materialized='table', hilbert_by=['id', 'bad']) }}}}
-        select id, s, {BAD_TYPES[case]} as bad from ({ROWS})
-    """)
-    project.dbt("run", "--select", case, expect_pass=False)
-    text = project.log_text()
-    assert f"Model '{case}': config 'hilbert_by' names column 'bad' of type" in text
-    assert "Allowed: columns of type byte, short, int, long, float, double, decimal" in text
-    assert not table_exists(project, case)
+        select id, s, {expression} as bad from ({ROWS})
+    """ for case, expression in BAD_TYPES.items()})
+    for case in BAD_TYPES:
+        assert (f"Model '{case}': config 'hilbert_by' names column 'bad' of type"
+                in messages[case]), (case, messages[case])
+        assert ("Allowed: columns of type byte, short, int, long, float, double, decimal"
+                in messages[case]), (case, messages[case])
+        assert not table_exists(project, case)
 
 
 def test_clustering_a_view_is_refused(project: DbtProject) -> None:
