@@ -273,14 +273,19 @@ def test_a_new_process_finds_the_stored_layout(tmp_path: Path) -> None:
 
 
 def assert_scan_equals_plain_filter(project: DbtProject, model: str) -> None:
-    for predicate in ("city = 'CITY007'", "brand = 42"):
-        relation = f"ref('{model}')"
+    """``zspark_scan`` returns the plain filter's rows, for a predicate on each clustering
+    column (one compile: each predicate's rows tagged with its number)."""
+    predicates = ("city = 'CITY007'", "brand = 42")
+    scans, plain = [], []
+    for number, predicate in enumerate(predicates):
         escaped = predicate.replace("'", "\\'")
-        compiled = project.dbt("compile", "--inline",
-                               f"select * from {{{{ zspark_scan({relation}, '{escaped}') }}}} t")
-        scan = str(compiled.results[0].node.compiled_code)
-        assert project.rows(scan) == project.rows(
-            f"select * from {project.table(model)} where {predicate}")
+        scans.append(f"select {number} as zspark_predicate, * from "
+                     f"{{{{ zspark_scan(ref('{model}'), '{escaped}') }}}} t{number}")
+        plain.append(f"select {number} as zspark_predicate, * from {project.table(model)} "
+                     f"where {predicate}")
+    compiled = project.dbt("compile", "--inline", " union all ".join(scans))
+    scan = str(compiled.results[0].node.compiled_code)
+    assert project.rows(scan) == project.rows(" union all ".join(plain))
 
 
 def test_the_default_policy_appends_pieces_merges_runs_and_reclusters_in_full(
