@@ -61,6 +61,7 @@ class _Worker:
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, text=True,
                 start_new_session=True,
                 env={**os.environ, "PYSPARK_PYTHON": sys.executable, "ZSPARK_STOP_AT": "",
+                     "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
                      **gate.environment, "PYTHONPATH": str(Path(__file__).parents[2])})
         lines: queue.Queue[str | None] = queue.Queue()
         reader = threading.Thread(target=_read_lines, args=(process, lines), daemon=True)

@@ -25,6 +25,7 @@ from pyhive import hive  # dbt-spark[PyHive]: the thrift method's client
 
 from bench.servers import own_metastore, thrift_server
 from tests.functional.dbt_project import skip_coverage_yml, thrift_profile, write_project
+from tests.functional.format_project import FormatProject
 
 pytestmark = pytest.mark.spark
 
@@ -118,16 +119,13 @@ def project(thrift_port: int, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _dbt(root: Path, *args: str, expect_pass: bool = True) -> str:
-    # A subprocess: dbt's adapter is a per-process singleton, and other tests in this
-    # process may already hold one on the session profile.
-    result = subprocess.run(
-        [str(BIN / "dbt"), *args, "--project-dir", str(root), "--profiles-dir", str(root)],
-        capture_output=True, text=True, check=False, cwd=root, timeout=300,
-        env={**SPARK_ENV, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"},
-    )
-    output = result.stdout + result.stderr
-    assert (result.returncode == 0) == expect_pass, output[-4000:]
-    return output
+    """A dbt command over thrift, run in the project's kept dbt process
+    (``format_project.py``): a process of its own, as dbt's adapter is a per-process
+    singleton and this one may hold one on the session profile; kept for the test's
+    commands, so that it imports dbt once rather than once per command."""
+    done = FormatProject(root, root).dbt(*args)
+    assert (done.returncode == 0) == expect_pass, done.stdout[-4000:]
+    return done.stdout
 
 
 def test_scan_over_thrift_returns_the_plain_rows_and_excludes_files(
