@@ -29,7 +29,6 @@ from tests.functional.format_project import FormatProject
 
 pytestmark = pytest.mark.spark
 
-BIN = Path(sys.executable).parent
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = "zt"
 # The string condition holds for every row and prunes no file; it makes the scan read the
