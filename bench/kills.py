@@ -40,12 +40,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import RESULTS, Progress
+from bench.dbt_launcher import Launched, launcher
 from bench.servers import BUCKET, S3_KEYS, own_metastore, s3_server, thrift_server
 from dbt.adapters.zspark.core.stop_points import WRITE_GATE
 from dbt.adapters.zspark.reach.session import jvm_jar
 from dbt.adapters.zspark.reach.session.object_stores import s3a_jars, s3a_settings, with_jars
 
-BIN = Path(sys.executable).parent
 SCHEMA = "zspark_kill"
 MODEL = "killed"
 #: What the run after a kill at each step repairs: the versions' names (and an append's
@@ -209,16 +209,14 @@ class KilledProject:
                    *(f"      {line}" for line in connection)]
         (root / "profiles.yml").write_text("\n".join(profile) + "\n")
 
-    def start(self, *args: str, **environment: str) -> subprocess.Popen[str]:
+    def start(self, *args: str, **environment: str) -> Launched:
         """A dbt process leading its own process group (its Spark driver is in it), with
-        ``environment`` added to this one's."""
+        ``environment`` added to this one's; forked by the launcher (``dbt_launcher.py``),
+        which imported dbt once."""
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1",
                **environment}
-        command = [str(BIN / "dbt"), *args, "--project-dir", str(self.root),
-                   "--profiles-dir", str(self.root)]
-        return subprocess.Popen(command, cwd=self.root, env=env, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        return launcher().start([*args, "--project-dir", str(self.root),
+                                 "--profiles-dir", str(self.root)], self.root, env)
 
     def dbt(self, *args: str, stop_at: str = "", kill_after: float | None = None,
             ) -> subprocess.CompletedProcess[str]:
@@ -230,7 +228,7 @@ class KilledProject:
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             output, _ = process.communicate()
-        return subprocess.CompletedProcess(process.args, process.returncode, output, "")
+        return subprocess.CompletedProcess(process.args, process.wait(), output, "")
 
     def build(self, stop: int) -> str:
         """A plain `dbt build` up to row ``stop``: recovery, the model, and its tests."""

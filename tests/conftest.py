@@ -9,11 +9,13 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bench import dbt_launcher
 from tests.bench.runs import BENCH_PROCESSES, BENCH_ROOT, start_bench_runs
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -68,7 +70,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """The benchmarks this process started: waited for (another worker's tests may wait
-    on them), or stopped when the suite was interrupted."""
+    on them), or stopped when the suite was interrupted; its dbt launcher stopped."""
+    dbt_launcher.stop()
     for process in session.config.stash.get(BENCH_PROCESSES, []):
         if exitstatus != pytest.ExitCode.INTERRUPTED:
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -83,6 +86,18 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
     names = ("dbt-core", "dbt-spark", "pyspark", "pyarrow", "sqlglot", "hypothesis")
     return ["versions: " + ", ".join(f"{n} {version(n)}" for n in names)]
+
+
+@contextlib.contextmanager
+def _full_jit() -> Iterator[None]:
+    """A JVM started without the suite's C1-only option: the process's own session runs
+    all of its module's in-process dbt commands, long enough for C2's code to pay."""
+    saved = os.environ.pop("JAVA_TOOL_OPTIONS", None)
+    try:
+        yield
+    finally:
+        if saved is not None:
+            os.environ["JAVA_TOOL_OPTIONS"] = saved
 
 
 @pytest.fixture(scope="session")
@@ -106,6 +121,7 @@ def spark(session_dir: Path) -> Any:
     }
     for key, value in settings.items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    with _full_jit():
+        session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session

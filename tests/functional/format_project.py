@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from bench.dbt_launcher import Launched, launcher
 from bench.kills import WriteGate
 from tests.functional.dbt_worker import ANSWER, CONSOLE
 
@@ -48,28 +49,26 @@ class _Worker:
     """A kept dbt process (``dbt_worker.py``) and the lines of its stdout, read by a
     thread of their own (None once it ends), so a wait for them can time out."""
 
-    process: subprocess.Popen[str]
+    process: Launched
     lines: queue.Queue[str | None]
     reader: threading.Thread
 
     @classmethod
     def started(cls, root: Path, gate: WriteGate) -> _Worker:
-        # Its stderr (its Spark's log) goes to a file; Popen keeps its own handle.
+        # Its stderr (its Spark's log) goes to a file, handed to the forked process.
         with (root / "dbt_worker.err").open("a") as errors:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "tests.functional.dbt_worker"], cwd=root,
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, text=True,
-                start_new_session=True,
-                env={**os.environ, "PYSPARK_PYTHON": sys.executable, "ZSPARK_STOP_AT": "",
-                     "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
-                     **gate.environment, "PYTHONPATH": str(Path(__file__).parents[2])})
+            process = launcher().start(
+                [], root, {**os.environ, "PYSPARK_PYTHON": sys.executable, "ZSPARK_STOP_AT": "",
+                           "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", **gate.environment,
+                           "PYTHONPATH": str(Path(__file__).parents[2])},
+                module="tests.functional.dbt_worker", stdin=True, stderr=errors)
         lines: queue.Queue[str | None] = queue.Queue()
         reader = threading.Thread(target=_read_lines, args=(process, lines), daemon=True)
         reader.start()
         return cls(process, lines, reader)
 
 
-def _read_lines(process: subprocess.Popen[str], lines: queue.Queue[str | None]) -> None:
+def _read_lines(process: Launched, lines: queue.Queue[str | None]) -> None:
     assert process.stdout is not None
     for line in process.stdout:
         lines.put(line)
@@ -149,15 +148,13 @@ class FormatProject:
     def _gate(self) -> WriteGate:
         return WriteGate(self.root / "write_gate")
 
-    def start(self, *args: str, **env: str) -> subprocess.Popen[str]:
+    def start(self, *args: str, **env: str) -> Launched:
         """A dbt process started, not waited for (``env``: more of its environment)."""
         release(self.session_dir)
-        return subprocess.Popen(
-            self._command(args), cwd=self.root, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True, start_new_session=True,
-            env={**os.environ, "PYSPARK_PYTHON": sys.executable, **env})
+        return launcher().start(self._command(args)[1:], self.root,
+                                {**os.environ, "PYSPARK_PYTHON": sys.executable, **env})
 
-    def paused(self, step: str, gate: Path, *args: str) -> subprocess.Popen[str]:
+    def paused(self, step: str, gate: Path, *args: str) -> Launched:
         """A dbt process held at ``step`` (``stop_points.py``) until ``gate/resume``."""
         gate.mkdir(parents=True, exist_ok=True)
         process = self.start(*args, ZSPARK_PAUSE_AT=step, ZSPARK_PAUSE_DIR=str(gate))
