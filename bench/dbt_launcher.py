@@ -19,7 +19,6 @@ import contextlib
 import json
 import os
 import select
-import signal
 import socket
 import subprocess
 import sys
@@ -44,7 +43,7 @@ class Launched:
         self.returncode: int | None = None
         self.stdin, self.stdout = stdin, stdout
         self._status = status
-        self._output: list[str] = []
+        self._output = bytearray()
 
     def poll(self) -> int | None:
         if self.returncode is None and select.select([self._status], [], [], 0)[0]:
@@ -61,9 +60,10 @@ class Launched:
 
     def _read_status(self) -> None:
         line = _line(self._status)
-        # No line: the launcher itself ended, and with it every status it held.
-        self.returncode = int(json.loads(line)["status"]) if line else -signal.SIGKILL
         self._status.close()
+        if not line:  # the launcher ended first: the status is unknown, never taken as a kill
+            raise RuntimeError(f"the dbt launcher ended before process {self.pid} did")
+        self.returncode = int(json.loads(line)["status"])
 
     def communicate(self, timeout: float | None = None) -> tuple[str, None]:
         """Its output until it ends (as Popen's, kept across a call that timed out)."""
@@ -77,11 +77,11 @@ class Launched:
             chunk = os.read(descriptor, 65536)
             if not chunk:
                 self.stdout.close()
-            else:
-                self._output.append(chunk.decode(errors="replace"))
+            self._output += chunk
         left = None if deadline is None else max(0.0, deadline - time.monotonic())
         self.wait(left)
-        return "".join(self._output), None
+        # Decoded whole: a character split between two reads stays one character.
+        return self._output.decode(errors="replace"), None
 
 
 class Launcher:
