@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -49,6 +50,8 @@ def measure(rows: int, repeat: int, log: Progress) -> dict[str, Any]:
     from dbt.adapters.zspark.layouts import ColumnSpec
     from dbt.adapters.zspark.reach.session.udfs import register_key_udf
 
+    # The UDFs' Python workers must run this interpreter (the venv), not `python3` on PATH.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.master("local[2]").config("spark.driver.memory", "4g")
     with tempfile.TemporaryDirectory() as root:
         for key, value in session_defaults(root).items():

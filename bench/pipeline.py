@@ -97,16 +97,18 @@ def run_policy(policy: str, rows: int, session_dir: Path, probes: dict[str, list
     orders = rows // 4
     base_upto, step = int(orders * BASE_SHARE), int(orders * STEP_SHARE)
     name = model(policy)
-    directory = table_dir(session_dir, TARGET_SCHEMA, name)
     steps: list[dict[str, Any]] = []
     for run in range(runs + 1):
         upto = base_upto + run * step
-        before = file_sizes(directory) if run else {}
+        # The table's folder is looked up at each step: a build or a rewrite writes a
+        # version of its own, so the folder changes from run to run.
+        before = file_sizes(table_dir(session_dir, TARGET_SCHEMA, name)) if run else {}
         output: list[str] = []
         flags = ["--full-refresh"] if run == 0 else []
         run_dbt(["run", "-s", name, *flags], session_dir, log,
                 {"pipeline": True, "pipeline_upto": upto, "pipeline_base_files": base_files},
                 lines=output)
+        directory = table_dir(session_dir, TARGET_SCHEMA, name)
         after = file_sizes(directory)
         added = {f: s for f, s in after.items() if f not in before}
         rewritten = sum(int(m.group(1)) for line in output for m in [REWRITTEN.search(line)]
