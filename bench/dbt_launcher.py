@@ -169,8 +169,15 @@ def _serve(address: str) -> None:
     import importlib
     import threading
 
+    from multiprocessing import resource_tracker
+
     for name in PRELOADED:
         importlib.import_module(name)
+    # dbt's locks are semaphores that a resource tracker follows. One tracker of the
+    # launcher's serves every child: a child that started its own (its stderr the
+    # child's) would print a leak warning among the child's output, as a child ends
+    # with os._exit and leaves its semaphores to the tracker.
+    resource_tracker.ensure_running()
     assert threading.active_count() == 1, "a preloaded module started a thread: no fork"
     parent = os.getppid()
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -3,6 +3,9 @@ shows of it."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -86,3 +89,30 @@ def test_a_sessions_spark_log_goes_to_a_file_and_its_console_level_is_checked(
         "-Dlog4j2.configurationFile=/etc/spark/log4j2.xml -XX:")
     with pytest.raises(DbtRuntimeError, match=r"'spark_log_level' is 'loud'\. Allowed: 'off'"):
         ZSparkCredentials.from_dict({**base, "spark_log_level": "loud"})
+
+
+def test_a_session_whose_jvm_cannot_start_says_why_and_where_its_output_is(
+        tmp_path: Path) -> None:
+    """The driver JVM's own output goes to the log file, not the console; when the JVM
+    exits before the session starts, the error quotes its last lines and names the
+    file. A process of its own: this one's JVM runs already."""
+    log_file = tmp_path / "logs" / "spark.log"
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from dbt.adapters.zspark.reach.session import embedded\n"
+        "try:\n"
+        "    embedded.start({'spark.driver.extraJavaOptions': '-Xss1k'},\n"
+        f"                   Path({str(log_file)!r}))\n"
+        "except embedded.SessionStartError as error:\n"
+        "    print(error)\n"
+        "    sys.exit(3)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "did not start" in done.stdout
+    assert str(log_file) in done.stdout
+    # A stack too small for the JVM to start: its own words, quoted, not on the console.
+    assert "stack size specified is too small" in done.stdout
+    assert "stack size" not in done.stderr
+    assert "stack size specified is too small" in log_file.read_text()

@@ -32,7 +32,7 @@ from dbt.adapters.zspark.formats.settings import (
     with_embedded_metastore,
     with_table_format,
 )
-from dbt.adapters.zspark.reach.session import class_archive, jvm_jar, spark_log
+from dbt.adapters.zspark.reach.session import class_archive, embedded, jvm_jar, spark_log
 from dbt.adapters.zspark.reach.session.object_stores import unreachable_warehouse_error
 
 logger = AdapterLogger("zspark")
@@ -234,10 +234,12 @@ class ZSparkConnectionManager(SparkConnectionManager):
             else:
                 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+            jvm_output = None
             if spark_log.CONFIG_OPTION + str(creds.log_config) in str(
                     creds.server_side_parameters.get(DRIVER_OPTIONS, "")):
-                spark_log.write_config(creds.log_config, creds.spark_log_level)
-            _start_session(creds.server_side_parameters)
+                log_file = spark_log.write_config(creds.log_config, creds.spark_log_level)
+                jvm_output = spark_log.jvm_output(log_file, creds.spark_log_level)
+            _start_session(creds.server_side_parameters, jvm_output)
         return super().open(connection)
 
 
@@ -248,19 +250,19 @@ def without_local_fs_jar(settings: dict[str, Any]) -> bool:
     return local and FILE_SYSTEM not in settings and jvm_jar.ensure_jar() is None
 
 
-def _start_session(settings: dict[str, Any]) -> None:
+def _start_session(settings: dict[str, Any], jvm_output: Path | None) -> None:
     """Start the session as dbt-spark will (the same settings: its first statement gets
     this very session) and refuse, before any statement, a warehouse it cannot reach.
     Said once, at the start: a local session that lacks zspark's file system jar."""
     from pyspark import SparkContext
-    from pyspark.sql import SparkSession
 
     if SparkContext._active_spark_context is not None:
         return  # started, and checked, by an earlier connection
-    builder = SparkSession.builder.enableHiveSupport()
-    for key, value in settings.items():
-        builder = builder.config(key, value)
-    error = unreachable_warehouse_error(builder.getOrCreate())
+    try:
+        spark = embedded.start(settings, jvm_output)
+    except embedded.SessionStartError as failed:
+        raise DbtRuntimeError(str(failed)) from failed
+    error = unreachable_warehouse_error(spark)
     if error is not None:
         raise DbtRuntimeError(error)
     if without_local_fs_jar(settings):

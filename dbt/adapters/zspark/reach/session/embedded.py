@@ -2,11 +2,16 @@
 
 dbt-spark builds it with ``SparkSession.builder...getOrCreate()``; the same call here
 returns that very session, so UDFs registered on it are visible to every model's SQL.
+zspark starts it first (``start``), so that the driver JVM's own output, which no log
+configuration reaches (Ivy resolving ``spark.jars.packages``, the JVM's warnings), can
+go to Spark's log file instead of among dbt's lines.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dbt.adapters.zspark.reach.session.udfs import register_session_udfs
@@ -16,6 +21,51 @@ if TYPE_CHECKING:
 
 _registered: set[int] = set()
 _lock = threading.Lock()
+#: How many of the JVM's last lines (stack frames and blank lines left out) a failed
+#: start quotes.
+QUOTED_LINES = 8
+
+
+class SessionStartError(RuntimeError):
+    """The driver JVM exited before the session started."""
+
+
+def start(settings: Mapping[str, object], jvm_output: Path | None) -> SparkSession:
+    """The process's session with ``settings`` and Hive's catalog, as dbt-spark opens it.
+
+    When no JVM runs yet and ``jvm_output`` is given, the driver JVM is launched with its
+    stdout and stderr appended to that file (Spark's log lines, once log4j2 starts, go
+    where its configuration says).
+    """
+    from pyspark import SparkConf, SparkContext
+    from pyspark.errors import PySparkRuntimeError
+    from pyspark.java_gateway import launch_gateway
+    from pyspark.sql import SparkSession
+
+    options = {str(key): str(value) for key, value in settings.items()}
+    options["spark.sql.catalogImplementation"] = "hive"
+    if jvm_output is not None and SparkContext._gateway is None:
+        conf = SparkConf().setAll(list(options.items()))
+        jvm_output.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with jvm_output.open("ab") as out:
+                gateway = launch_gateway(conf, popen_kwargs={"stdout": out, "stderr": out})
+        except PySparkRuntimeError as error:
+            raise SessionStartError(_start_failure(jvm_output, error)) from error
+        SparkContext(conf=conf, gateway=gateway)
+    builder = SparkSession.builder
+    for key, value in options.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def _start_failure(jvm_output: Path, error: Exception) -> str:
+    lines = [line for line in jvm_output.read_text(errors="replace").splitlines()
+             if line.strip() and not line.lstrip().startswith("at ")]
+    quoted = "\n".join(f"  {line.strip()}" for line in lines[-QUOTED_LINES:])
+    return (f"The embedded Spark session (method: session) did not start "
+            f"({str(error).strip().rstrip('.')}). The driver JVM's output is in "
+            f"{jvm_output}; it ends:\n{quoted}")
 
 
 def active_session() -> SparkSession:

@@ -74,6 +74,19 @@ def log4j2_properties(log_file: Path, console_level: str) -> str:
         ""])
 
 
+def jvm_output(log_file: Path, console_level: str) -> Path | None:
+    """Where the driver JVM's own output goes (Ivy's resolution of
+    ``spark.jars.packages``, the JVM's warnings): ``log_file`` while Spark's lines stay
+    off the console; else the console, with the lines the level shows.
+
+    >>> jvm_output(Path("/l/spark.log"), "off")
+    PosixPath('/l/spark.log')
+    >>> jvm_output(Path("/l/spark.log"), "warn") is None
+    True
+    """
+    return log_file if console_level.lower() == DEFAULT_CONSOLE_LEVEL else None
+
+
 def dbt_log_folder(fallback: Path) -> Path:
     """dbt's log folder for this invocation (``--log-path``), else ``fallback``."""
     try:
