@@ -168,7 +168,6 @@ def stop() -> None:
 def _serve(address: str) -> None:
     import importlib
     import threading
-
     from multiprocessing import resource_tracker
 
     for name in PRELOADED:
