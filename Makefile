@@ -110,7 +110,7 @@ bench-balanced: setup
 # with the warehouse on a local S3 server.
 bench-kills: setup
 	$(PY) -m bench.kills --rounds 20
-	$(PY) -m bench.kills --rounds 20 --thrift
+	$(PY) -m bench.kills --rounds 20 --thrift --kill-window 8 40
 	$(PY) -m bench.kills --rounds 12 --s3 --kill-window 30 100
 
 # Seeds: zspark's loader (one Spark write) beside dbt-spark's (insert statements).

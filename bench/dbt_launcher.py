@@ -175,8 +175,17 @@ def _serve(address: str) -> None:
     # dbt's locks are semaphores that a resource tracker follows. One tracker of the
     # launcher's serves every child: a child that started its own (its stderr the
     # child's) would print a leak warning among the child's output, as a child ends
-    # with os._exit and leaves its semaphores to the tracker.
-    resource_tracker.ensure_running()
+    # with os._exit and leaves its semaphores to the tracker. The tracker removes them
+    # and has nothing else to say: its stderr is /dev/null.
+    console = os.dup(2)
+    quiet = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(quiet, 2)
+    try:
+        resource_tracker.ensure_running()
+    finally:
+        os.dup2(console, 2)
+        os.close(console)
+        os.close(quiet)
     assert threading.active_count() == 1, "a preloaded module started a thread: no fork"
     parent = os.getppid()
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
