@@ -97,6 +97,8 @@ def test_a_session_whose_jvm_cannot_start_says_why_and_where_its_output_is(
     exits before the session starts, the error quotes its last lines and names the
     file. A process of its own: this one's JVM runs already."""
     log_file = tmp_path / "logs" / "spark.log"
+    log_file.parent.mkdir()
+    log_file.write_text("an earlier run's line\n")
     script = (
         "import sys\n"
         "from pathlib import Path\n"
@@ -116,3 +118,5 @@ def test_a_session_whose_jvm_cannot_start_says_why_and_where_its_output_is(
     assert "stack size specified is too small" in done.stdout
     assert "stack size" not in done.stderr
     assert "stack size specified is too small" in log_file.read_text()
+    assert "an earlier run's line" not in done.stdout  # only this start's output quoted
+    assert log_file.read_text().startswith("an earlier run's line")  # appended to

@@ -47,11 +47,12 @@ def start(settings: Mapping[str, object], jvm_output: Path | None) -> SparkSessi
     if jvm_output is not None and SparkContext._gateway is None:
         conf = SparkConf().setAll(list(options.items()))
         jvm_output.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            with jvm_output.open("ab") as out:
+        with jvm_output.open("ab") as out:
+            begun = out.tell()  # the file holds earlier runs' lines: quote this start's
+            try:
                 gateway = launch_gateway(conf, popen_kwargs={"stdout": out, "stderr": out})
-        except PySparkRuntimeError as error:
-            raise SessionStartError(_start_failure(jvm_output, error)) from error
+            except PySparkRuntimeError as error:
+                raise SessionStartError(_start_failure(jvm_output, begun, error)) from error
         SparkContext(conf=conf, gateway=gateway)
     builder = SparkSession.builder
     for key, value in options.items():
@@ -59,8 +60,11 @@ def start(settings: Mapping[str, object], jvm_output: Path | None) -> SparkSessi
     return builder.getOrCreate()
 
 
-def _start_failure(jvm_output: Path, error: Exception) -> str:
-    lines = [line for line in jvm_output.read_text(errors="replace").splitlines()
+def _start_failure(jvm_output: Path, begun: int, error: Exception) -> str:
+    with jvm_output.open("rb") as written:
+        written.seek(begun)
+        output = written.read().decode(errors="replace")
+    lines = [line for line in output.splitlines()
              if line.strip() and not line.lstrip().startswith("at ")]
     quoted = "\n".join(f"  {line.strip()}" for line in lines[-QUOTED_LINES:])
     return (f"The embedded Spark session (method: session) did not start "
