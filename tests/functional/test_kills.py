@@ -11,13 +11,16 @@ random-kill soak runs them round after round.
 
 from __future__ import annotations
 
+import os
 import random
 import re
+import signal
+import subprocess
 import time
 
 import pytest
 
-from bench.kills import MODEL, KilledProject
+from bench.kills import MODEL, KilledProject, WriteGate
 from tests.functional.format_commits import commits, committed_rows
 
 pytestmark = pytest.mark.spark
@@ -94,6 +97,45 @@ def test_kills_inside_swaps_appends_and_rewrites_in_a_session(
         # the checking build must.
         project.check_repair(result.stdout)
     project.build(project.stop + 1200)
+
+
+def test_an_interrupted_run_stops_its_spark_jobs_and_swaps_nothing_in(
+        killed_project: KilledProject) -> None:
+    """Ctrl-C (SIGINT to dbt's process group, as a terminal sends it; the driver JVM
+    ignores it) while a full refresh's write is held at its first data file: dbt cancels
+    the model's Spark job group, the held task is interrupted and the run ends with the
+    write still held. Nothing is swapped in: the next build finds exactly the rows from
+    before, and its tests pass."""
+    project = killed_project
+    if not project.stop:
+        project.build(2000)
+    gate = WriteGate(project.root / "interrupt_gate")
+    gate.close()
+    held = gate.folder / "held"
+    process = project.start("run", "--full-refresh", "--vars",
+                            f"{{stop: {project.stop + 500}}}", **gate.environment)
+    try:
+        deadline = time.monotonic() + 300
+        while not held.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert held.exists(), "the run's write never reached its first data file"
+        os.killpg(process.pid, signal.SIGINT)
+        try:
+            # Held, the write cannot finish: only a cancelled job lets the run end.
+            output, _ = process.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            output, _ = process.communicate()
+            raise AssertionError(f"the interrupted run went on:\n{output[-4000:]}") from None
+    finally:
+        (gate.folder / "hold").unlink(missing_ok=True)
+    assert process.returncode != 0, output[-4000:]
+    assert "CANCEL query" in output, output[-4000:]
+    assert "ERROR creating sql incremental model" in output, output[-4000:]
+    assert "could not release" not in output, output[-4000:]
+    log = project.build(project.stop)
+    # The version it began, which no table names, is deleted.
+    assert f"zspark: {MODEL}: recovered" in log, log[-4000:]
 
 
 def test_kills_inside_an_overwrite_in_a_session(tmp_path_factory: pytest.TempPathFactory,

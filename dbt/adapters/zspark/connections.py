@@ -10,6 +10,7 @@ what the session needs to write that format (``formats/settings.py``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Iterator
@@ -33,6 +34,7 @@ from dbt.adapters.zspark.formats.settings import (
     with_table_format,
 )
 from dbt.adapters.zspark.reach.session import class_archive, embedded, jvm_jar, spark_log
+from dbt.adapters.zspark.reach.session.job_groups import JOB_GROUPS
 from dbt.adapters.zspark.reach.session.object_stores import unreachable_warehouse_error
 
 logger = AdapterLogger("zspark")
@@ -240,7 +242,34 @@ class ZSparkConnectionManager(SparkConnectionManager):
                 log_file = spark_log.write_config(creds.log_config, creds.spark_log_level)
                 jvm_output = spark_log.jvm_output(log_file, creds.spark_log_level)
             _start_session(creds.server_side_parameters, jvm_output)
+            JOB_GROUPS.join(connection.name)
         return super().open(connection)
+
+    def set_connection_name(self, name: str | None = None) -> Connection:
+        # A session's Spark jobs run in the job group of the connection's thread, which
+        # dbt's cancel stops (``job_groups.py``).
+        connection = super().set_connection_name(name)
+        if _in_session(connection):
+            JOB_GROUPS.join(connection.name)
+        return connection
+
+    def cancel(self, connection: Connection) -> None:
+        if not _in_session(connection):
+            super().cancel(connection)
+        elif JOB_GROUPS.cancel(connection.name):
+            logger.debug(f"zspark: cancelled the Spark jobs of {connection.name}")
+
+    def cleaning_up(self) -> contextlib.AbstractContextManager[None]:
+        """Statements that release what a model holds, sent even once it is cancelled."""
+        return JOB_GROUPS.cleaning_up()
+
+    def add_query(self, sql: str, *args: Any, **kwargs: Any) -> tuple[Connection, Any]:
+        JOB_GROUPS.refuse_if_cancelled()
+        return super().add_query(sql, *args, **kwargs)
+
+
+def _in_session(connection: Connection) -> bool:
+    return getattr(connection.credentials, "method", None) == SparkConnectionMethod.SESSION
 
 
 def without_local_fs_jar(settings: dict[str, Any]) -> bool:

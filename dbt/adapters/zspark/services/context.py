@@ -7,9 +7,10 @@ Spark (``reach/``), dbt's relation cache, a table's properties and this run's st
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from dbt_common.exceptions import DbtRuntimeError
 
@@ -52,6 +53,12 @@ class RunContext:
     def method(self) -> str:
         """The profile's ``method`` (session, thrift, ...)."""
         return str(self.adapter.config.credentials.method)
+
+    def cleaning_up(self) -> contextlib.AbstractContextManager[None]:
+        """Statements releasing what a model holds, sent even once dbt cancelled it."""
+        # zspark's connection manager; another (a unit test's) refuses nothing.
+        cleaning_up = getattr(self.adapter.connections, "cleaning_up", contextlib.nullcontext)
+        return cast(contextlib.AbstractContextManager[None], cleaning_up())
 
     def execute(self, sql: str, fetch: bool = False) -> Any:
         return self.adapter.execute(sql, fetch=fetch)

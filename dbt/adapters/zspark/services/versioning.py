@@ -188,6 +188,7 @@ class TableVersioning:
             if thread is None or owner == thread:
                 self.ctx.run.locks.pop(key)
                 try:
-                    self.ctx.execute(f"drop view if exists {key}")
+                    with self.ctx.cleaning_up():
+                        self.ctx.execute(f"drop view if exists {key}")
                 except DbtRuntimeError as error:  # the next run takes a dead owner's over
                     logger.warning(f"zspark: could not release {key}: {error}")
