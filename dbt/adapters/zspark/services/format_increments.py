@@ -26,11 +26,16 @@ from dbt.adapters.zspark.core.layout_state import (
     clustered_writes,
     clustered_writes_after,
     clustered_writes_property,
+    write_id,
 )
 from dbt.adapters.zspark.core.stop_points import stop_point
 from dbt.adapters.zspark.formats import committing_table
 from dbt.adapters.zspark.services.context import RunContext
-from dbt.adapters.zspark.services.increments import IncrementPlanner, stored_table_plan
+from dbt.adapters.zspark.services.increments import (
+    IncrementPlanner,
+    run_words,
+    stored_table_plan,
+)
 from dbt.adapters.zspark.services.indexing import FileIndex
 from dbt.adapters.zspark.services.plans import FormatPlan, IncrementPlan, KeyedWrite
 from dbt.adapters.zspark.services.tables import TableFiles
@@ -78,7 +83,7 @@ class FormatIncrements:
         decision = start.decision
         if strategy == "append":
             decision = self.writes.session_reclusters(decision, written_as.name)
-        logger.info(f"zspark: {model}: {decision.action} ({decision.reason})")
+        logger.info(f"zspark: {model}: {run_words(strategy, decision)}")
         format_plan = FormatPlan(decision, start.plan, start.stored, written_as.name,
                                  start.properties, plan_after=strategy == "merge",
                                  automatic=start.automatic)
@@ -136,7 +141,7 @@ class FormatIncrements:
                                0, planned.stored.rows_per_file, planned.automatic),
                 planned.file_format)
             logger.info(f"zspark: {model}: after the merge: {decision.action} "
-                        f"({decision.reason})")
+                        f"({decision.reason}{merge_rewrote(before, files, planned.properties)})")
         if not decision.rewrites:
             if opened:
                 self._record_opened_partitions(model, relation, planned.properties, files,
@@ -273,3 +278,22 @@ def _session_settings(spark: Any, settings: dict[str, str]) -> Iterator[None]:
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, value)
+
+
+def merge_rewrote(before: set[str], files: list[tuple[str, int, int]],
+                  properties: dict[str, str]) -> str:
+    """For the log after a merge: how many of the clustered base's files its commit
+    replaced (a format's MERGE rewrites every file a matched row is in, unclustered), so a
+    base of no rows reads as what the merge did, not as a table never clustered.
+
+    >>> merge_rewrote({"a", "b"}, [("b", 1, 0), ("c", 1, 0)], {})
+    ''
+    """
+    clustered = clustered_writes(properties)
+    live = {path for path, _, _ in files}
+    base = [path for path in before if write_id(path) in clustered]
+    replaced = sum(path not in live for path in base)
+    if not replaced:
+        return ""
+    return (f"; the merge's commit replaced {replaced} of the {len(base)} clustered files, "
+            f"as the format rewrites every file a matched row is in, without clustering")

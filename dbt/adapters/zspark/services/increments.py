@@ -179,8 +179,8 @@ class IncrementPlanner:
         automatic = config.get("zspark_recluster") is not False
         if strategy == "merge":
             decision = ReclusterPlan(APPEND, (), 0, table_sized,
-                                     "merged on unique_key; the policy decides once the "
-                                     "merge is committed")
+                                     "its rows a run of their own; the policy judges the "
+                                     "table once the merge is committed")
         elif strategy != "append":
             # The partitions it replaces are written whole: they are clustered.
             decision = ReclusterPlan(APPEND, (), 0, table_sized,
@@ -244,7 +244,7 @@ class ParquetIncrements:
         start = self.planner.sample(model, relation, config, sql, strategy, file_format)
         if start is None:
             return IncrementPlan(0, False)
-        logger.info(f"zspark: {model}: {start.decision.action} ({start.decision.reason})")
+        logger.info(f"zspark: {model}: {run_words(strategy, start.decision)}")
         return self.planner.increment_plan(start, relation, sql, strategy, start.decision)
 
     def recluster(self, model: str, relation: Any,
@@ -379,3 +379,17 @@ def _rewrite_of(step: IncrementPlan) -> Rewrite:
     if step.rewritten is None:
         raise DbtRuntimeError("zspark: a re-clustering step got a plan that rewrites nothing")
     return step.rewritten
+
+
+def run_words(strategy: str, decision: ReclusterPlan) -> str:
+    """What an incremental run does, for its log line: a merge is called one, not an
+    append of the run of pieces its new rows become.
+
+    >>> run_words("merge", ReclusterPlan("append", (), 0, 3, "judged after its commit"))
+    'merge on unique_key (judged after its commit)'
+    >>> run_words("append", ReclusterPlan("full", (), 0, 3, "pending rows"))
+    'full (pending rows)'
+    """
+    action = "merge on unique_key" if strategy == "merge" and not decision.rewrites \
+        else decision.action
+    return f"{action} ({decision.reason})"
