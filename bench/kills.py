@@ -149,16 +149,28 @@ class WriteGate:
         """Process group ``group`` killed (SIGKILL) once its write is held, or once it
         ended or ``timeout`` passed; the gate opened. The held data file (None if none)."""
         marker = self.folder / "held"
-        deadline = time.monotonic() + timeout
         try:
-            while not marker.exists() and running() and time.monotonic() < deadline:
-                time.sleep(0.02)
+            self.wait_until_held(running, timeout)
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(group, signal.SIGKILL)
             return Path(marker.read_text()) if marker.exists() else None
         finally:
-            (self.folder / "hold").unlink(missing_ok=True)
+            self.open()
             marker.unlink(missing_ok=True)
+
+    def wait_until_held(self, running: Callable[[], bool],
+                        timeout: float = 600) -> Path | None:
+        """The data file a write is held at, once held (None: the run ended first, or
+        ``timeout`` passed)."""
+        marker = self.folder / "held"
+        deadline = time.monotonic() + timeout
+        while not marker.exists() and running() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return Path(marker.read_text()) if marker.exists() else None
+
+    def open(self) -> None:
+        """A held write goes on; later ones are not held."""
+        (self.folder / "hold").unlink(missing_ok=True)
 
 
 def _expect(holds: bool, problem: str) -> None:

@@ -111,14 +111,11 @@ def test_an_interrupted_run_stops_its_spark_jobs_and_swaps_nothing_in(
         project.build(2000)
     gate = WriteGate(project.root / "interrupt_gate")
     gate.close()
-    held = gate.folder / "held"
     process = project.start("run", "--full-refresh", "--vars",
                             f"{{stop: {project.stop + 500}}}", **gate.environment)
     try:
-        deadline = time.monotonic() + 300
-        while not held.exists() and process.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert held.exists(), "the run's write never reached its first data file"
+        held = gate.wait_until_held(lambda: process.poll() is None, timeout=300)
+        assert held is not None, "the run's write never reached its first data file"
         os.killpg(process.pid, signal.SIGINT)
         try:
             # Held, the write cannot finish: only a cancelled job lets the run end.
@@ -128,7 +125,7 @@ def test_an_interrupted_run_stops_its_spark_jobs_and_swaps_nothing_in(
             output, _ = process.communicate()
             raise AssertionError(f"the interrupted run went on:\n{output[-4000:]}") from None
     finally:
-        (gate.folder / "hold").unlink(missing_ok=True)
+        gate.open()
     assert process.returncode != 0, output[-4000:]
     assert "CANCEL query" in output, output[-4000:]
     assert "ERROR creating sql incremental model" in output, output[-4000:]
