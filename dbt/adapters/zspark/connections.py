@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from dbt.adapters.spark.connections import (
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.zspark.formats.settings import (
+    DELTA_SNAPSHOT_PARTITIONS,
     JARS,
     TableFormatError,
     with_embedded_metastore,
@@ -88,9 +90,27 @@ def _own_defaults(session_dir: str, master: str | None) -> dict[str, str]:
         # Bigger Arrow batches make the curve-key UDFs 1.5-2x faster.
         "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
         **zspark_jvm_classes(master),
+        **local_delta_log_settings(master),
         "spark.ui.showConsoleProgress": "false",
         "spark.ui.enabled": "false",
     }
+
+
+def local_delta_log_settings(master: str | None) -> dict[str, str]:
+    """A local session reads a Delta table's log with one task per core. Delta's default
+    of 50 tasks is sized for a cluster's table states: on 2 cores, reading the 20 files of a
+    200,000-row table after its commit took 2.6-3.6 s in 50 tasks against 0.5-0.6 s in one
+    (every write, scan and statistics read of a Delta table rebuilds that state).
+
+    >>> local_delta_log_settings("local[4]")
+    {'spark.databricks.delta.snapshotPartitions': '4'}
+    >>> local_delta_log_settings("spark://h:7077")
+    {}
+    """
+    if not is_local(master):
+        return {}
+    cores = re.fullmatch(r"local\[(\d+)(,\d+)?\]", str(master or ""))
+    return {DELTA_SNAPSHOT_PARTITIONS: cores.group(1) if cores else str(os.cpu_count() or 1)}
 
 
 def zspark_jvm_classes(master: str | None) -> dict[str, str]:

@@ -24,6 +24,8 @@ JARS_DIR = Path(include.PACKAGE_PATH) / "jars"
 EXTENSIONS = "spark.sql.extensions"
 CATALOG = "spark.sql.catalog.spark_catalog"
 JARS, PACKAGES = "spark.jars", "spark.jars.packages"
+#: The tasks Delta rebuilds a table's state from its log with.
+DELTA_SNAPSHOT_PARTITIONS = "spark.databricks.delta.snapshotPartitions"
 
 
 @dataclass(frozen=True)
