@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dbt.adapters.zspark.core.planning import normalize_type
-from dbt.adapters.zspark.skipping.pruning import STATS
+from dbt.adapters.zspark.skipping.pruning import STATS, path_name, stat_column
 
 FLOAT_TYPES = ("float", "double")
 _EPOCH = dt.datetime(1970, 1, 1)
@@ -260,14 +260,15 @@ def footer_metadata(footer: bytes) -> Any:
     return pq.read_metadata(pa.BufferReader(b"PAR1" + footer))
 
 
-def footer_rows(tails: Iterable[Any], columns: Sequence[ColumnRef]) -> Iterator[tuple[Any, ...]]:
+def footer_rows(tails: Iterable[tuple[str, int, int, bytes]], columns: Sequence[ColumnRef],
+                ) -> Iterator[tuple[Any, ...]]:
     """One row per file and one per row group: path, size, modification time (ms), row
-    group, rows, then the stats of each column. ``tails``: each file's identity and footer
-    (``hadoop_files.FileTail``), read through the session's file systems."""
-    for tail in tails:
-        path, size, mtime = tail.identity.path, tail.identity.size, tail.identity.mtime
+    group, rows, then the stats of each column (:func:`index_fields`). ``tails``: each
+    file's path, size, modification time and footer, read through the session's file
+    systems."""
+    for path, size, mtime, footer in tails:
         try:
-            metadata = footer_metadata(tail.footer)
+            metadata = footer_metadata(footer)
         except (OSError, pa.ArrowException) as error:
             raise RuntimeError(f"zspark: cannot read the Parquet footer of {path}: {error}") \
                 from error
@@ -292,3 +293,38 @@ def footer_rows(tails: Iterable[Any], columns: Sequence[ColumnRef]) -> Iterator[
                 total.known, total.nulls, total.nan_free = False, None, False
         yield _row(path, size, mtime, None, metadata.num_rows, file_bounds, columns)
         yield from group_rows
+
+
+def index_fields(columns: Sequence[ColumnRef]) -> list[tuple[str, str]]:
+    """The name and Spark type of each value of :func:`footer_rows`' rows: the bounds as
+    text (cast to the column's type when written), the counts as longs."""
+    fields = [("file_path", "string"), ("file_size", "bigint"), ("file_mtime", "bigint"),
+              ("row_group", "int"), ("row_count", "bigint")]
+    for column in columns:
+        name = path_name(column.parts)
+        fields += [(stat_column(name, stat), "string" if stat in ("min", "max") else "bigint")
+                   for stat in stats_for(column.spark_type)]
+    return fields
+
+
+_ARROW_TYPES = {"string": pa.string(), "bigint": pa.int64(), "int": pa.int32()}
+
+
+def index_batch(rows: Sequence[tuple[Any, ...]], fields: Sequence[tuple[str, str]],
+                ) -> pa.RecordBatch:
+    """:func:`footer_rows`' rows as one Arrow batch of ``fields``."""
+    values = list(zip(*rows, strict=True)) if rows else [()] * len(fields)
+    return pa.RecordBatch.from_arrays(
+        [pa.array(column, type=_ARROW_TYPES[kind])
+         for (_, kind), column in zip(fields, values, strict=True)],
+        names=[name for name, _ in fields])
+
+
+def footer_batches(batches: Iterable[pa.RecordBatch], columns: Sequence[ColumnRef],
+                   fields: Sequence[tuple[str, str]]) -> Iterator[pa.RecordBatch]:
+    """:func:`footer_rows` over Arrow batches of tails (path, size, modification time,
+    footer): the index rows (``fields``, :func:`index_fields`) of the files an executor's
+    task read."""
+    for batch in batches:
+        tails = zip(*(batch.column(i).to_pylist() for i in range(4)), strict=True)
+        yield index_batch(list(footer_rows(tails, columns)), fields)

@@ -10,8 +10,11 @@ Costs are counted in requests, as an object store bills them:
   only when the footer is longer), opened with the listed status so that no request asks
   for it again.
 
-The driver reads the footers: it has the session's storage settings, whatever the
-executors have, and the reads of a few threads overlap the latency of each request.
+A table's index reads its footers on the executors (:func:`executor_footers`, zspark's
+JVM class ``dbt.zspark.FooterTails``): the session's storage settings travel with the job,
+each task keeps a few reads in flight, and the footers are parsed where they were read.
+Without that class (no JDK compiled it) the driver reads them with a few threads
+(:meth:`HadoopFiles.footers`).
 """
 
 from __future__ import annotations
@@ -19,9 +22,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from dbt.adapters.zspark.reach.session import jvm_jar
+from dbt.adapters.zspark.reach.session.jvm import SessionJvm
 from dbt.adapters.zspark.skipping.stats import spark_path
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 #: The bytes read from a file's end at first: most footers fit (a 40-column file with
 #: one row group has a footer of a few KB).
@@ -29,6 +37,9 @@ TAIL_BYTES = 64 * 1024
 #: Footer reads in flight at once: a request to an object store waits tens of
 #: milliseconds, and py4j serves every Python thread with a JVM thread of its own.
 READERS = 16
+#: Footer-reading tasks per core of the session (each with :data:`READERS` reads in flight).
+TASKS_PER_CORE = 2
+FOOTER_TAILS = "dbt.zspark.FooterTails"
 #: The last 8 bytes of a Parquet file: the footer's length (little-endian) and the magic.
 PARQUET_MAGIC = b"PAR1"
 
@@ -150,3 +161,37 @@ def footer_length(tail: bytes) -> int:
         raise ValueError("not a Parquet file (no magic at its end)")
     return int.from_bytes(tail[-8:-4], "little")
 
+
+
+def executor_footers(spark: SparkSession, paths: Sequence[str]) -> DataFrame | None:
+    """The tails of ``paths`` (``file_path``, ``file_size``, ``file_mtime``, ``footer``: the
+    footer, its length and the magic), read by the executors when the job runs; None when
+    zspark's JVM classes are not on this session's class path. The folders are listed
+    first, on the driver: a missing file raises ``FileNotFoundError`` naming it."""
+    jvm = SessionJvm(spark)
+    try:
+        jvm.jvm_class(FOOTER_TAILS)
+    except Exception:  # py4j's ClassNotFoundException: no JDK compiled zspark's classes
+        return None
+    context = spark.sparkContext
+    if not str(context.master).startswith("local"):
+        _ship_jar(spark)
+    listed = "\n".join(spark_path(p) for p in paths)
+    try:
+        tails = jvm.call_static(FOOTER_TAILS, "read", jvm.session, listed,
+                                TASKS_PER_CORE * context.defaultParallelism, READERS,
+                                TAIL_BYTES)
+    except Exception as error:  # py4j's error carries the JVM's message
+        gone = str(error).partition("FileNotFoundException: ")[2]
+        if gone:
+            raise FileNotFoundError(gone.splitlines()[0]) from error
+        raise
+    return jvm.dataframe(tails)
+
+
+def _ship_jar(spark: SparkSession) -> None:
+    """zspark's jar to a cluster's executors (the driver has it on its class path)."""
+    jar, context = jvm_jar.jar_path(), spark.sparkContext._jsc.sc()  # type: ignore[union-attr]
+    if not any(str(added).endswith(jar.name) for added in SessionJvm(spark).python_list(
+            context.listJars())):
+        context.addJar(str(jar))

@@ -8,14 +8,15 @@ is started only to read a thousand footers.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from dbt.adapters.zspark.core.sql_text import quote
 from dbt.adapters.zspark.reach.folders import SessionFolders
-from dbt.adapters.zspark.reach.session.hadoop_files import HadoopFiles
+from dbt.adapters.zspark.reach.session.hadoop_files import HadoopFiles, executor_footers
 from dbt.adapters.zspark.skipping.index import (
     FILE_COLUMNS,
     IndexSummary,
@@ -25,52 +26,51 @@ from dbt.adapters.zspark.skipping.index import (
 from dbt.adapters.zspark.skipping.pruning import indexed_columns, path_name, stat_column
 from dbt.adapters.zspark.skipping.stats import (
     ColumnRef,
+    footer_batches,
     footer_rows,
+    index_batch,
+    index_fields,
     spark_cast,
     spark_path,
-    stats_for,
 )
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.types import StructType
 
 
 def index_frame(spark: SparkSession, files: list[str], columns: Sequence[ColumnRef],
                 description: str) -> DataFrame:
-    """The index rows of ``files``, read from their footers by the driver."""
-    from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
-
-    fields = [StructField("file_path", StringType()), StructField("file_size", LongType()),
-              StructField("file_mtime", LongType()), StructField("row_group", IntegerType()),
-              StructField("row_count", LongType())]
-    casts = ["file_path", "file_size", "file_mtime", "row_group", "row_count"]
-    for column in columns:
-        name = path_name(column.parts)
-        for stat in stats_for(column.spark_type):
-            stat_name = stat_column(name, stat)
-            if stat in ("min", "max"):
-                fields.append(StructField(stat_name, StringType()))
-                casts.append(f"{spark_cast(quote(stat_name), column.spark_type)} "
-                             f"as {quote(stat_name)}")
-            else:
-                fields.append(StructField(stat_name, LongType()))
-                casts.append(quote(stat_name))
-    spark.sparkContext.setJobDescription(description)
+    """The index rows of ``files``, from their footers: read and parsed by the executors
+    and held by them (:func:`hadoop_files.executor_footers`), or without zspark's JVM
+    classes read by the driver."""
+    fields = index_fields(columns)
+    casts = [spark_cast(quote(name), spark_type_of(name, columns))
+             + f" as {quote(name)}" if kind == "string" and name != "file_path" else quote(name)
+             for name, kind in fields]
+    schema = ", ".join(f"{quote(name)} {kind}" for name, kind in fields)
     chosen = list(columns)
-    schema = StructType(fields)
+    spark.sparkContext.setJobDescription(description)
+    tails = executor_footers(spark, files)
+    if tails is not None:
+        rows = tails.mapInArrow(functools.partial(footer_batches, columns=chosen,
+                                                  fields=fields), schema)
+        # Read once, here: a failure reading footers surfaces now, before any swap.
+        return rows.selectExpr(*casts).localCheckpoint(eager=True)
+    read = HadoopFiles(spark).footers(files)
+    tuples = ((t.identity.path, t.identity.size, t.identity.mtime, t.footer) for t in read)
     # Handed over as Arrow: pyspark re-pickles a list of rows in a map task, which starts
     # Python workers (a second of the index step) to copy them.
-    rows = _arrow_table(list(footer_rows(HadoopFiles(spark).footers(files), chosen)), schema)
-    return spark.createDataFrame(rows, schema).selectExpr(*casts)
+    batch = index_batch(list(footer_rows(tuples, chosen)), fields)
+    return spark.createDataFrame(pa.Table.from_batches([batch])).selectExpr(*casts)
 
 
-def _arrow_table(rows: list[tuple[Any, ...]], schema: StructType) -> pa.Table:
-    """Index rows (strings, longs and ints) as an Arrow table of ``schema``."""
-    types = {"string": pa.string(), "bigint": pa.int64(), "int": pa.int32()}
-    values = list(zip(*rows, strict=True)) if rows else [()] * len(schema.fields)
-    return pa.table({field.name: pa.array(column, type=types[field.dataType.simpleString()])
-                     for field, column in zip(schema.fields, values, strict=True)})
+def spark_type_of(stat_name: str, columns: Sequence[ColumnRef]) -> str:
+    """The Spark type of the column an index column's bound is of."""
+    for column in columns:
+        name = path_name(column.parts)
+        if stat_name in (stat_column(name, "min"), stat_column(name, "max")):
+            return column.spark_type
+    raise KeyError(stat_name)
 
 
 def path_frame(spark: SparkSession, paths: Sequence[str]) -> DataFrame:

@@ -4,6 +4,8 @@ The wheel ships their sources (``dbt/include/zspark/jvm/*.java``):
 
 - ``dbt.zspark.NioLocalFileSystem``: Hadoop's local file system without a ``.crc`` file
   and a ``chmod`` process per file written (an embedded session's writes);
+- ``dbt.zspark.FooterTails``: the Parquet footers of a table's files, read by the
+  executors through the session's Hadoop file systems (a Parquet table's index);
 - ``org.slf4j.impl.StaticLoggerBinder``: sends the AWS SDK's log (S3A) to Spark's, where
   it would print three lines to stderr at every start and log nothing.
 
@@ -21,7 +23,6 @@ and says so.
 from __future__ import annotations
 
 import functools
-import glob
 import hashlib
 import os
 import shutil
@@ -34,8 +35,6 @@ from dbt.include import zspark as include
 
 JVM_DIR = Path(include.PACKAGE_PATH) / "jvm"
 SOURCES = tuple(sorted(JVM_DIR.glob("*.java")))
-#: The pyspark jars the sources compile against: Hadoop's client API and SLF4J's.
-_COMPILE_JARS = ("hadoop-client-api-*.jar", "slf4j-api-*.jar")
 #: What a session says when no JDK compiled the jar (``connections.py``).
 MISSING = ("zspark: zspark's JVM classes could not be compiled (no JDK's javac and jar on "
            "PATH, or a cache folder it cannot write: $XDG_CACHE_HOME or ~/.cache), so "
@@ -55,12 +54,12 @@ def _pyspark_jars() -> Path:
 
 
 def compile_class_path() -> str:
-    """The installed pyspark's jars the sources compile against."""
-    jars = [jar for pattern in _COMPILE_JARS
-            for jar in sorted(glob.glob(str(_pyspark_jars() / pattern)))]
-    if len(jars) < len(_COMPILE_JARS):
-        raise JarBuildError(f"pyspark's jars/{' and '.join(_COMPILE_JARS)} not found")
-    return os.pathsep.join(jars)
+    """The installed pyspark's jars, which the sources compile against (Hadoop's client
+    API, Spark's, SLF4J's)."""
+    jars = _pyspark_jars()
+    if not any(jars.glob("spark-core_*.jar")):
+        raise JarBuildError(f"pyspark's jars not found in {jars}")
+    return str(jars / "*")
 
 
 def cache_dir() -> Path:
