@@ -67,7 +67,7 @@ public final class FooterTails {
   public static Dataset<Row> read(SparkSession spark, String paths, int tasks, int readers,
                                   int tailBytes) throws IOException {
     Configuration conf = spark.sessionState().newHadoopConf();
-    List<Tuple2<String, FileStatus>> files = statuses(conf, paths);
+    List<Tuple2<String, FileStatus>> files = statuses(conf, paths, true);
     JavaSparkContext context = JavaSparkContext.fromSparkContext(spark.sparkContext());
     Broadcast<SerializableConfiguration> shared =
         context.broadcast(new SerializableConfiguration(conf));
@@ -77,8 +77,25 @@ public final class FooterTails {
     return spark.createDataFrame(rows, SCHEMA);
   }
 
-  /** Each path with its status, from one listing of every folder the paths lie in. */
-  static List<Tuple2<String, FileStatus>> statuses(Configuration conf, String paths)
+  /**
+   * The size and modification time (ms) of each file of {@code paths} (one per line) that
+   * exists, as {@link #SCHEMA}'s first three columns, from one listing of each folder.
+   */
+  public static Dataset<Row> identities(SparkSession spark, String paths) throws IOException {
+    List<Row> rows = new ArrayList<>();
+    for (Tuple2<String, FileStatus> file : statuses(spark.sessionState().newHadoopConf(), paths,
+        false)) {
+      rows.add(RowFactory.create(file._1(), file._2().getLen(),
+          file._2().getModificationTime()));
+    }
+    return spark.createDataFrame(rows, new StructType(Arrays.copyOfRange(SCHEMA.fields(), 0, 3)));
+  }
+
+  /**
+   * Each path with its status, from one listing of every folder the paths lie in; with
+   * {@code all}, a path that is not there fails the call, named.
+   */
+  static List<Tuple2<String, FileStatus>> statuses(Configuration conf, String paths, boolean all)
       throws IOException {
     Map<String, Path> wanted = new LinkedHashMap<>();
     for (String path : paths.split("\n")) {
@@ -119,7 +136,7 @@ public final class FooterTails {
         files.add(new Tuple2<>(path, status));
       }
     }
-    if (!missing.isEmpty()) {
+    if (all && !missing.isEmpty()) {
       throw new FileNotFoundException(
           "zspark: " + missing.size() + " data files are gone, e.g. " + missing.get(0));
     }

@@ -66,6 +66,7 @@ class HadoopFiles:
     """Files through the session's Hadoop file systems (py4j, in the driver)."""
 
     def __init__(self, spark: Any) -> None:
+        self._spark = spark
         self._jvm = spark.sparkContext._jvm
         self._conf = spark.sparkContext._jsc.hadoopConfiguration()
 
@@ -89,8 +90,17 @@ class HadoopFiles:
         return found
 
     def identities(self, paths: Sequence[str]) -> dict[str, FileIdentity]:
-        """Size and modification time of each of ``paths`` that exists."""
-        return {path: _identity(path, status) for path, status in self.statuses(paths).items()}
+        """Size and modification time of each of ``paths`` that exists (listed by zspark's
+        JVM class where the session has it: no py4j call per file)."""
+        jvm = SessionJvm(self._spark)
+        if not has_footer_tails(jvm):
+            return {path: _identity(path, status)
+                    for path, status in self.statuses(paths).items()}
+        listed = jvm.dataframe(jvm.call_static(
+            FOOTER_TAILS, "identities", jvm.session, "\n".join(spark_path(p) for p in paths)
+        )).toArrow()
+        return {path: FileIdentity(path, size, mtime) for path, size, mtime in zip(
+            *(listed.column(i).to_pylist() for i in range(3)), strict=True)}
 
     def footers(self, paths: Sequence[str]) -> Iterator[FileTail]:
         """Each file's identity and Parquet footer, in the order of ``paths``. Raises
@@ -169,9 +179,7 @@ def executor_footers(spark: SparkSession, paths: Sequence[str]) -> DataFrame | N
     zspark's JVM classes are not on this session's class path. The folders are listed
     first, on the driver: a missing file raises ``FileNotFoundError`` naming it."""
     jvm = SessionJvm(spark)
-    try:
-        jvm.jvm_class(FOOTER_TAILS)
-    except Exception:  # py4j's ClassNotFoundException: no JDK compiled zspark's classes
+    if not has_footer_tails(jvm):
         return None
     context = spark.sparkContext
     if not str(context.master).startswith("local"):
@@ -187,6 +195,15 @@ def executor_footers(spark: SparkSession, paths: Sequence[str]) -> DataFrame | N
             raise FileNotFoundError(gone.splitlines()[0]) from error
         raise
     return jvm.dataframe(tails)
+
+
+def has_footer_tails(jvm: SessionJvm) -> bool:
+    """Whether the session's driver has zspark's JVM classes (a JDK compiled them)."""
+    try:
+        jvm.jvm_class(FOOTER_TAILS)
+    except Exception:  # py4j's ClassNotFoundException
+        return False
+    return True
 
 
 def _ship_jar(spark: SparkSession) -> None:

@@ -1,9 +1,9 @@
 """A Parquet table's ``__zindex`` in a session: read from the files' footers and written.
 
-The driver reads the footers through the session's Hadoop file systems
-(``hadoop_files.py``: one listing per folder, one ranged read per footer, a few in flight),
-so an index is built wherever the session's storage settings reach, and no Python worker
-is started only to read a thousand footers.
+The executors read and parse the footers through the session's Hadoop file systems
+(``hadoop_files.py``: one listing per folder by the driver, one ranged read per footer, a
+few in flight in each task), so an index is built wherever the session's storage settings
+reach, and the driver's work grows with folders, not with files' footers.
 """
 
 from __future__ import annotations

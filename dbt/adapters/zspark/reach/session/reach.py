@@ -9,7 +9,12 @@ from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.zspark.core.layout_state import clustered_writes_property
 from dbt.adapters.zspark.reach.folders import SessionFolders
-from dbt.adapters.zspark.reach.session.clustering import keyed_build, model_schema, sample_input
+from dbt.adapters.zspark.reach.session.clustering import (
+    as_pandas,
+    keyed_build,
+    model_schema,
+    sample_input,
+)
 from dbt.adapters.zspark.reach.session.index_tables import (
     build_index,
     read_index,
@@ -64,7 +69,7 @@ class SessionReach:
                            file_per_partition)
 
     def frame(self, sql: str, types: Mapping[str, str]) -> pd.DataFrame:
-        return self.spark.sql(sql).toPandas()
+        return as_pandas(self.spark.sql(sql))
 
     def files_view(self, written_as: FormatTable, table: str,
                    columns: Sequence[TypedColumn], view: str) -> None:
