@@ -24,6 +24,7 @@ SCRIPT = textwrap.dedent("""
     from dbt.adapters.zspark.connections import session_defaults
     from dbt.adapters.zspark.reach.session.index_tables import build_index
     from dbt.adapters.zspark.core.planning import plan_clustering
+    from dbt.adapters.zspark.reach.session import hadoop_files
 
     builder = SparkSession.builder.master("local[2]")
     for key, value in {**session_defaults(sys.argv[1]), "spark.driver.memory": "1g"}.items():
@@ -47,8 +48,14 @@ SCRIPT = textwrap.dedent("""
         spark.conf.set("spark.sql.files.maxRecordsPerFile", prepared.file_rows or 0)
         spark.sql(f"create table built using parquet as {prepared.select_sql}")
         assert sorted(spark.table("built").collect()) == sorted(spark.sql(sql).collect())
+        hadoop_files.DRIVER_READS_UP_TO = 0  # the executors read and parse every footer
         summary = build_index(spark, "built", "built__zindex", ["city", "ts", "id"])
         assert (summary.files, summary.rows) == (6, 600), (layout, summary)
+        by_executors = sorted(spark.table("built__zindex").collect(), key=repr)
+        hadoop_files.DRIVER_READS_UP_TO = 1 << 30  # the driver reads them
+        build_index(spark, "built", "built__zindex", ["city", "ts", "id"])
+        spark.catalog.refreshTable("built__zindex")
+        assert sorted(spark.table("built__zindex").collect(), key=repr) == by_executors, layout
         widths = spark.sql("select max(id__max - id__min) from built__zindex "
                            "where row_group is null").first()[0]
         print(layout, "widest id range per file:", widths)

