@@ -187,6 +187,8 @@ class FileIndex:
         """After the swap: the staged rows, their paths moved to the model's table, are
         written as ``<model>__zindex``. Should the paths not match the table's files, or the
         staged rows be gone, the index is built again."""
+        # The swap since the index was staged is the write's: it puts the table in place.
+        lap(build.write, "write")
         target = build.target
         index = self.ctx.index_of(target)
         if build.staged is None:

@@ -77,6 +77,11 @@ public final class FooterTails {
     return spark.createDataFrame(rows, SCHEMA);
   }
 
+  /** A table's (a frame's) files, one per line: handed to Python in one call. */
+  public static String inputFiles(Dataset<Row> frame) {
+    return String.join("\n", frame.inputFiles());
+  }
+
   /**
    * The size and modification time (ms) of each file of {@code paths} (one per line) that
    * exists, as {@link #SCHEMA}'s first three columns, from one listing of each folder.

@@ -201,6 +201,16 @@ def executor_footers(spark: SparkSession, paths: Sequence[str]) -> DataFrame | N
     return jvm.dataframe(tails)
 
 
+def input_files(frame: DataFrame) -> list[str]:
+    """A frame's (a table's) files, as ``inputFiles`` lists them, handed over in one py4j
+    call where the session has zspark's JVM classes (10,000 files: 0.9 s one by one)."""
+    jvm = SessionJvm(frame.sparkSession)
+    if not has_footer_tails(jvm):
+        return list(frame.inputFiles())
+    listed = str(jvm.call_static(FOOTER_TAILS, "inputFiles", jvm.dataset(frame)))
+    return listed.split("\n") if listed else []
+
+
 def has_footer_tails(jvm: SessionJvm) -> bool:
     """Whether the session's driver has zspark's JVM classes (a JDK compiled them)."""
     try:

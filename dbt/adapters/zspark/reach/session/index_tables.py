@@ -16,7 +16,11 @@ import pyarrow as pa
 
 from dbt.adapters.zspark.core.sql_text import quote
 from dbt.adapters.zspark.reach.folders import SessionFolders
-from dbt.adapters.zspark.reach.session.hadoop_files import HadoopFiles, executor_footers
+from dbt.adapters.zspark.reach.session.hadoop_files import (
+    HadoopFiles,
+    executor_footers,
+    input_files,
+)
 from dbt.adapters.zspark.skipping.index import (
     FILE_COLUMNS,
     IndexSummary,
@@ -116,7 +120,7 @@ def read_index(spark: SparkSession, table: str, clustering: Sequence[str] = (),
     by the driver, ready to be written."""
     frame = spark.table(table)
     columns = index_columns(indexable_columns(frame.schema), clustering, configured)
-    files = sorted(frame.inputFiles())
+    files = sorted(input_files(frame))
     sc = spark.sparkContext
     previous = sc.getLocalProperty("spark.job.description")
     try:
@@ -222,7 +226,7 @@ def relocate_index(spark: SparkSession, staged: DataFrame, index_table: str, tab
     file_rows = rows.where("row_group is null").select(*FILE_COLUMNS, "row_count").collect()
     moved = {tuple(r[:len(FILE_COLUMNS)]) for r in file_rows}
     spark.catalog.refreshTable(table)
-    files = [spark_path(f) for f in spark.table(table).inputFiles()]
+    files = [spark_path(f) for f in input_files(spark.table(table))]
     present = {(i.path, i.size, i.mtime) for i in HadoopFiles(spark).identities(files).values()}
     if moved != present:  # e.g. an object store whose rename copies and re-dates files
         return None

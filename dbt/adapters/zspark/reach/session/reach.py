@@ -15,6 +15,7 @@ from dbt.adapters.zspark.reach.session.clustering import (
     model_schema,
     sample_input,
 )
+from dbt.adapters.zspark.reach.session.hadoop_files import input_files
 from dbt.adapters.zspark.reach.session.index_tables import (
     build_index,
     read_index,
@@ -86,7 +87,7 @@ class SessionReach:
 
     def table_files(self, table: Relation) -> set[str]:
         self.refresh(table)
-        return {spark_path(f) for f in self.spark.table(str(table)).inputFiles()}
+        return {spark_path(f) for f in input_files(self.spark.table(str(table)))}
 
     def fresh_rows(self, table: Relation, sql: str) -> list[tuple[Any, ...]] | None:
         if not self.spark.catalog.tableExists(str(table)):
