@@ -11,7 +11,7 @@ processes killed with SIGKILL at the named steps are in test_kills.py.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
@@ -71,6 +71,15 @@ class StoppingFolders(SessionFolders):
     def delete(self, path: str) -> None:
         self.stop.step()
         super().delete(path)
+
+    # File by file, so that a publication is stopped after every single file.
+    def move_all(self, moves: Sequence[tuple[str, str]]) -> None:
+        for source, target in moves:
+            self.move(source, target)
+
+    def delete_all(self, paths: Sequence[str]) -> None:
+        for path in paths:
+            self.delete(path)
 
     def make(self, path: str) -> None:
         self.stop.step()
@@ -236,3 +245,38 @@ def test_a_merge_deletes_the_files_it_replaces_whatever_their_partition_values(
     published.publish_batch(RECLUSTER)
     assert rows(spark) == sorted(old)
     assert not set(replaced) & set(run_files(spark, 0))
+
+
+def test_files_move_and_delete_at_once_as_one_by_one(spark: Any, tmp_path: Any) -> None:
+    """zspark's JVM class moves a table's files in one call: each as ``move`` does, a move a
+    kill stopped after its copy finished, a file that is not there refused by name."""
+    folders = SessionFolders(spark)
+    assert folders._table_files is not None, "the suite's session has zspark's JVM classes"
+    source, target = tmp_path / "batch", tmp_path / "table"
+    for name in ("a.parquet", "b.parquet", "half.parquet", "other.parquet"):
+        (source / "p=1").mkdir(parents=True, exist_ok=True)
+        (source / "p=1" / name).write_bytes(name.encode() * 10)
+    (target / "p=1").mkdir(parents=True)
+    (target / "p=1" / "half.parquet").write_bytes(b"half.parquet" * 10)  # copied, not deleted
+    (source / "_hidden").write_text("x")
+    listed = folders.files(f"file:{source}")
+    assert listed == sorted(f"file:{source}/p=1/{n}" for n in
+                            ("a.parquet", "b.parquet", "half.parquet", "other.parquet"))
+    moves = [(path, path.replace(str(source), str(target))) for path in listed
+             if "other" not in path]
+    folders.move_all(moves)
+    assert sorted(p.name for p in (target / "p=1").iterdir()) == \
+        ["a.parquet", "b.parquet", "half.parquet"]
+    assert sorted(p.name for p in (source / "p=1").iterdir()) == ["other.parquet"]
+    with pytest.raises(Exception, match=r"gone\.parquet"):
+        folders.move_all([(f"file:{source}/p=1/gone.parquet", f"file:{target}/p=1/gone.parquet"),
+                          (f"file:{source}/p=1/other.parquet",
+                           f"file:{target}/p=1/other.parquet")])
+    assert (target / "p=1" / "other.parquet").read_bytes() == b"other.parquet" * 10
+    folders.delete_all([f"file:{target}/p=1/a.parquet", f"file:{target}/p=1/b.parquet"])
+    assert sorted(p.name for p in (target / "p=1").iterdir()) == \
+        ["half.parquet", "other.parquet"]
+    assert not (source / "p=1").exists() or not list((source / "p=1").iterdir())
+    # A partition value's escape is escaped once more in a Spark file path.
+    assert folders.from_uris(["file:/x/p=a%252Fb/f.parquet", "file:/y/z.parquet"]) == \
+        ["file:/x/p=a%2Fb/f.parquet", "file:/y/z.parquet"]

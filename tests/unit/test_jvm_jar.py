@@ -29,7 +29,7 @@ def test_the_jar_compiles_from_the_shipped_sources_against_pysparks_jars(
     with zipfile.ZipFile(jar) as built:
         names = built.namelist()
     assert "dbt/zspark/NioLocalFileSystem.class" in names
-    assert "dbt/zspark/FooterTails$ReadTails.class" in names
+    assert "dbt/zspark/TableFiles$ReadTails.class" in names
     assert "org/slf4j/impl/StaticLoggerBinder.class" in names
     # Compiled in a folder of its own beside the jar, which it leaves behind.
     assert [p.name for p in (tmp_path / "cache").iterdir()] == ["zspark-jvm.jar"]

@@ -10,11 +10,15 @@ does a managed table's: a managed scratch table is pointed at the folder and dro
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from dbt.adapters.zspark.core.sql_text import sql_string
-from dbt.adapters.zspark.reach.session.hadoop_files import list_status
+from dbt.adapters.zspark.reach.session.hadoop_files import TABLE_FILES, has_table_files, list_status
+from dbt.adapters.zspark.reach.session.jvm import SessionJvm
+
+#: Moves and deletes in flight at once (each a request or two to an object store).
+IN_FLIGHT = 16
 
 
 class Folders(Protocol):
@@ -29,6 +33,13 @@ class Folders(Protocol):
 
     def delete(self, path: str) -> None:
         """Delete the folder ``path`` and everything in it."""
+
+    def move_all(self, moves: Sequence[tuple[str, str]]) -> None:
+        """:meth:`move` each (source, target) file, in any order (several at once where
+        each request waits on a store)."""
+
+    def delete_all(self, paths: Sequence[str]) -> None:
+        """:meth:`delete` each path, in any order."""
 
     def drop_with_folder(self, drop: Callable[[], None], folder: str, scratch: str) -> None:
         """Run ``drop`` (a table's drop, which leaves an external table's files) and delete
@@ -58,9 +69,9 @@ class Folders(Protocol):
     def write_lines(self, path: str, lines: list[str]) -> None:
         """Write the small text file ``path`` whole (one line per item), replacing it."""
 
-    def from_uri(self, uri: str) -> str:
-        """The path, in this interface's form, of the file a Spark file path names (a URI:
-        escaped, as ``_metadata.file_path`` and the index hold it)."""
+    def from_uris(self, uris: Sequence[str]) -> list[str]:
+        """The path, in this interface's form, of the file each Spark file path names (a
+        URI: escaped, as ``_metadata.file_path`` and the index hold it), in order."""
 
     def read_lines(self, path: str) -> list[str] | None:
         """The lines of the text file ``path`` (None when it does not exist)."""
@@ -85,6 +96,9 @@ class SessionFolders:
     def __init__(self, spark: Any) -> None:
         self._jvm = spark.sparkContext._jvm
         self._conf = spark.sparkContext._jsc.hadoopConfiguration()
+        # zspark's JVM class takes a table's files in one call (none: one call per file).
+        session = SessionJvm(spark)
+        self._table_files = session if has_table_files(session) else None
 
     def _path(self, path: str) -> tuple[Any, Any]:
         located = self._jvm.org.apache.hadoop.fs.Path(path)
@@ -126,6 +140,26 @@ class SessionFolders:
         located, files = self._path(path)
         files.delete(located, True)
 
+    def move_all(self, moves: Sequence[tuple[str, str]]) -> None:
+        if self._table_files is None:
+            for source, target in moves:
+                self.move(source, target)
+            return
+        if moves:
+            jvm = self._table_files
+            jvm.call_static(TABLE_FILES, "moveAll", jvm.session,
+                            "\n".join(s for s, _ in moves), "\n".join(t for _, t in moves),
+                            IN_FLIGHT)
+
+    def delete_all(self, paths: Sequence[str]) -> None:
+        if self._table_files is None:
+            for path in paths:
+                self.delete(path)
+            return
+        if paths:
+            jvm = self._table_files
+            jvm.call_static(TABLE_FILES, "deleteAll", jvm.session, "\n".join(paths), IN_FLIGHT)
+
     def drop_with_folder(self, drop: Callable[[], None], folder: str, scratch: str) -> None:
         # A kill between leaves a version folder no entry names, which recovery sees and
         # deletes (``swap.py``, f.).
@@ -144,6 +178,10 @@ class SessionFolders:
         files.mkdirs(located)
 
     def files(self, path: str) -> list[str]:
+        if self._table_files is not None:
+            jvm = self._table_files
+            listed = str(jvm.call_static(TABLE_FILES, "listFiles", jvm.session, path))
+            return sorted(listed.split("\n")) if listed else []
         located, files = self._path(path)
         if not files.exists(located):
             return []
@@ -164,9 +202,14 @@ class SessionFolders:
         return sorted(str(status.getPath().toString())
                       for status in list_status(files, located) if status.isDirectory())
 
-    def from_uri(self, uri: str) -> str:
+    def from_uris(self, uris: Sequence[str]) -> list[str]:
         # A partition value's escapes are escaped once more in the URI: parsed as one.
-        return str(self._jvm.org.apache.hadoop.fs.Path(self._jvm.java.net.URI(uri)).toString())
+        if self._table_files is None:
+            return [str(self._jvm.org.apache.hadoop.fs.Path(self._jvm.java.net.URI(uri))
+                        .toString()) for uri in uris]
+        jvm = self._table_files
+        paths = str(jvm.call_static(TABLE_FILES, "fromUris", "\n".join(uris)))
+        return paths.split("\n") if paths else []
 
     def write_lines(self, path: str, lines: list[str]) -> None:
         located, files = self._path(path)
@@ -209,6 +252,12 @@ class ServerFolders:
     def delete(self, path: str) -> None:
         raise NotImplementedError("folders of a server are deleted with a table's drop only")
 
+    def move_all(self, moves: Sequence[tuple[str, str]]) -> None:
+        raise NotImplementedError("folders of a server are moved by SQL only")
+
+    def delete_all(self, paths: Sequence[str]) -> None:
+        raise NotImplementedError("folders of a server are deleted with a table's drop only")
+
     def drop_with_folder(self, drop: Callable[[], None], folder: str, scratch: str) -> None:
         # Dropping a managed table deletes the folder its entry names, wherever that is:
         # the scratch table names the folder before the table's entry goes, and until it
@@ -241,7 +290,7 @@ class ServerFolders:
     def subfolders(self, path: str) -> list[str]:
         return []
 
-    def from_uri(self, uri: str) -> str:
+    def from_uris(self, uris: Sequence[str]) -> list[str]:
         raise NotImplementedError("files of a server are named by SQL only")
 
     def write_lines(self, path: str, lines: list[str]) -> None:

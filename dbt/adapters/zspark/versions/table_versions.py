@@ -247,15 +247,18 @@ class TableVersions:
         # The mark outlives the journal: while it is absent, no file has moved in.
         if mode == OVERWRITE and not self.folders.exists(replaced):
             self._set_aside(batch_at, table_at, moved, partitioned)
-        for count, path in enumerate(moved, start=1):
-            self.folders.move(path, table_at + path[len(batch_at):])
-            if count == 1:
-                stop_point(f"{mode}:publishing")
+        # One file, then the rest at once (several in flight): in any order, since
+        # recovery moves whatever is still in the batch.
+        moves = [(path, table_at + path[len(batch_at):]) for path in moved]
+        self.folders.move_all(moves[:1])
+        if moves:
+            stop_point(f"{mode}:publishing")
+        self.folders.move_all(moves[1:])
         # Only once all their successors are in: a file replaced may be a row's only copy.
-        for count, path in enumerate(rewritten, start=1):
-            self.folders.delete(path)
-            if count == 1:
-                stop_point("recluster:deleting")
+        self.folders.delete_all(rewritten[:1])
+        if rewritten:
+            stop_point("recluster:deleting")
+        self.folders.delete_all(rewritten[1:])
         if partitioned:
             self.execute(f"alter table {self.qualified(TABLE)} recover partitions")
         self.execute(f"alter table {self.qualified(TABLE)} unset tblproperties if exists "
@@ -270,7 +273,7 @@ class TableVersions:
         as the index holds them), in the batch's folder (before the table is journaled:
         the journal's commit needs the list)."""
         self.folders.write_lines(f"{self._location(BATCH)}/{REPLACES_FILE}",
-                                 sorted(self.folders.from_uri(uri) for uri in uris))
+                                 sorted(self.folders.from_uris(uris)))
 
     def _replaced_files(self, batch_at: str) -> list[str]:
         listed = self.folders.read_lines(f"{batch_at}/{REPLACES_FILE}")
@@ -299,10 +302,11 @@ class TableVersions:
             old = [table_at + place for place in places if self.folders.exists(table_at + place)]
         else:
             old = self.folders.files(table_at)
-        for count, path in enumerate(old, start=1):
-            self.folders.move(path, replacing + path[len(table_at):])
-            if count == 1:
-                stop_point("overwrite:set_aside")
+        moves = [(path, replacing + path[len(table_at):]) for path in old]
+        self.folders.move_all(moves[:1])
+        if moves:
+            stop_point("overwrite:set_aside")
+        self.folders.move_all(moves[1:])
         self.folders.make(self._folder(REPLACED))
 
     def recover_batch(self, journal: str | None) -> str | None:

@@ -11,7 +11,7 @@ Costs are counted in requests, as an object store bills them:
   for it again.
 
 A table's index reads its footers on the executors (:func:`executor_footers`, zspark's
-JVM class ``dbt.zspark.FooterTails``): the session's storage settings travel with the job,
+JVM class ``dbt.zspark.TableFiles``): the session's storage settings travel with the job,
 each task keeps a few reads in flight, and the footers are parsed where they were read.
 Without that class (no JDK compiled it) the driver reads them with a few threads
 (:meth:`HadoopFiles.footers`).
@@ -42,7 +42,7 @@ READERS = 16
 DRIVER_READS_UP_TO = 64
 #: Footer-reading tasks per core of the session (each with :data:`READERS` reads in flight).
 TASKS_PER_CORE = 2
-FOOTER_TAILS = "dbt.zspark.FooterTails"
+TABLE_FILES = "dbt.zspark.TableFiles"
 #: The last 8 bytes of a Parquet file: the footer's length (little-endian) and the magic.
 PARQUET_MAGIC = b"PAR1"
 
@@ -96,11 +96,11 @@ class HadoopFiles:
         """Size and modification time of each of ``paths`` that exists (listed by zspark's
         JVM class where the session has it: no py4j call per file)."""
         jvm = SessionJvm(self._spark)
-        if not has_footer_tails(jvm):
+        if not has_table_files(jvm):
             return {path: _identity(path, status)
                     for path, status in self.statuses(paths).items()}
         listed = jvm.dataframe(jvm.call_static(
-            FOOTER_TAILS, "identities", jvm.session, "\n".join(spark_path(p) for p in paths)
+            TABLE_FILES, "identities", jvm.session, "\n".join(spark_path(p) for p in paths)
         )).toArrow()
         return {path: FileIdentity(path, size, mtime) for path, size, mtime in zip(
             *(listed.column(i).to_pylist() for i in range(3)), strict=True)}
@@ -183,14 +183,14 @@ def executor_footers(spark: SparkSession, paths: Sequence[str]) -> DataFrame | N
     JVM classes are not on this session's class path. The folders are listed first, on the
     driver: a missing file raises ``FileNotFoundError`` naming it."""
     jvm = SessionJvm(spark)
-    if len(paths) <= DRIVER_READS_UP_TO or not has_footer_tails(jvm):
+    if len(paths) <= DRIVER_READS_UP_TO or not has_table_files(jvm):
         return None
     context = spark.sparkContext
     if not str(context.master).startswith("local"):
         _ship_jar(spark)
     listed = "\n".join(spark_path(p) for p in paths)
     try:
-        tails = jvm.call_static(FOOTER_TAILS, "read", jvm.session, listed,
+        tails = jvm.call_static(TABLE_FILES, "read", jvm.session, listed,
                                 TASKS_PER_CORE * context.defaultParallelism, READERS,
                                 TAIL_BYTES)
     except Exception as error:  # py4j's error carries the JVM's message
@@ -205,16 +205,16 @@ def input_files(frame: DataFrame) -> list[str]:
     """A frame's (a table's) files, as ``inputFiles`` lists them, handed over in one py4j
     call where the session has zspark's JVM classes (10,000 files: 0.9 s one by one)."""
     jvm = SessionJvm(frame.sparkSession)
-    if not has_footer_tails(jvm):
+    if not has_table_files(jvm):
         return list(frame.inputFiles())
-    listed = str(jvm.call_static(FOOTER_TAILS, "inputFiles", jvm.dataset(frame)))
+    listed = str(jvm.call_static(TABLE_FILES, "inputFiles", jvm.dataset(frame)))
     return listed.split("\n") if listed else []
 
 
-def has_footer_tails(jvm: SessionJvm) -> bool:
+def has_table_files(jvm: SessionJvm) -> bool:
     """Whether the session's driver has zspark's JVM classes (a JDK compiled them)."""
     try:
-        jvm.jvm_class(FOOTER_TAILS)
+        jvm.jvm_class(TABLE_FILES)
     except Exception:  # py4j's ClassNotFoundException
         return False
     return True

@@ -45,12 +45,14 @@ if TYPE_CHECKING:
 def index_frame(spark: SparkSession, files: list[str], columns: Sequence[ColumnRef],
                 description: str) -> DataFrame:
     """The index rows of ``files``, from their footers: read and parsed by the executors
-    and held by them (:func:`hadoop_files.executor_footers`), or without zspark's JVM
-    classes read by the driver."""
+    and held by them (:func:`hadoop_files.executor_footers`), or read by the driver (a
+    few files, or no zspark JVM classes)."""
     fields = index_fields(columns)
-    casts = [spark_cast(quote(name), spark_type_of(name, columns))
-             + f" as {quote(name)}" if kind == "string" and name != "file_path" else quote(name)
-             for name, kind in fields]
+    # The bounds arrive as text, each cast to its column's type.
+    bound_types = {stat_column(path_name(c.parts), stat): c.spark_type
+                   for c in columns for stat in ("min", "max")}
+    casts = [f"{spark_cast(quote(name), bound_types[name])} as {quote(name)}"
+             if name in bound_types else quote(name) for name, _ in fields]
     schema = ", ".join(f"{quote(name)} {kind}" for name, kind in fields)
     chosen = list(columns)
     spark.sparkContext.setJobDescription(description)
@@ -66,15 +68,6 @@ def index_frame(spark: SparkSession, files: list[str], columns: Sequence[ColumnR
     # Python workers (a second of the index step) to copy them.
     batch = index_batch(list(footer_rows(tuples, chosen)), fields)
     return spark.createDataFrame(pa.Table.from_batches([batch])).selectExpr(*casts)
-
-
-def spark_type_of(stat_name: str, columns: Sequence[ColumnRef]) -> str:
-    """The Spark type of the column an index column's bound is of."""
-    for column in columns:
-        name = path_name(column.parts)
-        if stat_name in (stat_column(name, "min"), stat_column(name, "max")):
-            return column.spark_type
-    raise KeyError(stat_name)
 
 
 def path_frame(spark: SparkSession, paths: Sequence[str]) -> DataFrame:

@@ -4,7 +4,7 @@ The wheel ships their sources (``dbt/include/zspark/jvm/*.java``):
 
 - ``dbt.zspark.NioLocalFileSystem``: Hadoop's local file system without a ``.crc`` file
   and a ``chmod`` process per file written (an embedded session's writes);
-- ``dbt.zspark.FooterTails``: the Parquet footers of a table's files, read by the
+- ``dbt.zspark.TableFiles``: the Parquet footers of a table's files, read by the
   executors through the session's Hadoop file systems (a Parquet table's index);
 - ``org.slf4j.impl.StaticLoggerBinder``: sends the AWS SDK's log (S3A) to Spark's, where
   it would print three lines to stderr at every start and log nothing.

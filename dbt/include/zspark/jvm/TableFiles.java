@@ -36,9 +36,11 @@ import org.apache.spark.util.SerializableConfiguration;
 import scala.Tuple2;
 
 /**
- * The Parquet footers of a table's files, read by the executors through the session's
- * Hadoop file systems: its storage settings travel with the job, and no client of zspark's
- * own is involved.
+ * A table's files through the session's Hadoop file systems, in calls that take and return
+ * every file at once (py4j answers each call in about a tenth of a millisecond, and a
+ * table has thousands): listings, identities, moves and deletes, and the Parquet footers
+ * of a table's files, read by the executors. The session's storage settings travel with
+ * the job, and no client of zspark's own is involved.
  *
  * <p>The driver lists each folder once (a page of up to 1000 files per request on an object
  * store) and hands each file's status to a task, which opens it without asking for it again
@@ -46,7 +48,7 @@ import scala.Tuple2;
  * first read). Each task keeps a few reads in flight: a request to an object store waits
  * tens of milliseconds.
  */
-public final class FooterTails {
+public final class TableFiles {
   /** The rows {@link #read} returns: a file's path as given, size, mtime (ms) and tail. */
   public static final StructType SCHEMA = new StructType()
       .add("file_path", DataTypes.StringType, false)
@@ -56,7 +58,7 @@ public final class FooterTails {
 
   private static final byte[] MAGIC = {'P', 'A', 'R', '1'};
 
-  private FooterTails() {}
+  private TableFiles() {}
 
   /**
    * The footer of each file of {@code paths} (one per line, as Spark lists a table's files),
@@ -75,6 +77,132 @@ public final class FooterTails {
     JavaRDD<Row> rows = context.parallelize(files, slices)
         .mapPartitions(new ReadTails(shared, readers, tailBytes));
     return spark.createDataFrame(rows, SCHEMA);
+  }
+
+  /**
+   * The data files under {@code folder} at any depth, hidden ones (a name or folder
+   * starting with {@code _} or {@code .}) left out, one per line; none when it does not
+   * exist.
+   */
+  public static String listFiles(SparkSession spark, String folder) throws IOException {
+    Path located = new Path(folder);
+    FileSystem fs = located.getFileSystem(spark.sessionState().newHadoopConf());
+    List<String> found = new ArrayList<>();
+    if (!fs.exists(located)) {
+      return "";
+    }
+    String root = located.toString();
+    org.apache.hadoop.fs.RemoteIterator<org.apache.hadoop.fs.LocatedFileStatus> listing =
+        fs.listFiles(located, true);
+    while (listing.hasNext()) {
+      String path = listing.next().getPath().toString();
+      boolean hidden = false;
+      for (String part : path.substring(root.length()).split("/")) {
+        hidden |= part.startsWith("_") || part.startsWith(".");
+      }
+      if (!hidden) {
+        found.add(path);
+      }
+    }
+    return String.join("\n", found);
+  }
+
+  /** Each URI (one per line) as a Hadoop path's text, in the same order. */
+  public static String fromUris(String uris) {
+    List<String> paths = new ArrayList<>();
+    for (String uri : uris.split("\n")) {
+      if (!uri.isEmpty()) {
+        paths.add(parse(uri).toString());
+      }
+    }
+    return String.join("\n", paths);
+  }
+
+  /**
+   * Move each file {@code sources[i]} to {@code targets[i]} (one per line each), with
+   * {@code threads} moves in flight: an object store's move is a copy and a delete, tens
+   * of milliseconds each. A move a kill stopped after its copy (the target whole, of the
+   * source's length) is finished by deleting the source. Any order is safe: recovery moves
+   * whatever is still at its source.
+   */
+  public static void moveAll(SparkSession spark, String sources, String targets, int threads)
+      throws Exception {
+    String[] from = sources.split("\n");
+    String[] to = targets.split("\n");
+    if (from.length != to.length) {
+      throw new IllegalArgumentException("zspark: " + from.length + " sources, "
+          + to.length + " targets");
+    }
+    Configuration conf = spark.sessionState().newHadoopConf();
+    List<java.util.concurrent.Callable<Void>> moves = new ArrayList<>();
+    for (int i = 0; i < from.length; i++) {
+      if (from[i].isEmpty()) {
+        continue;
+      }
+      Path source = new Path(from[i]);
+      Path target = new Path(to[i]);
+      moves.add(() -> {
+        move(source.getFileSystem(conf), source, target);
+        return null;
+      });
+    }
+    inParallel(moves, threads);
+  }
+
+  /** Delete each path (one per line; a folder with everything in it). */
+  public static void deleteAll(SparkSession spark, String paths, int threads) throws Exception {
+    Configuration conf = spark.sessionState().newHadoopConf();
+    List<java.util.concurrent.Callable<Void>> deletes = new ArrayList<>();
+    for (String path : paths.split("\n")) {
+      if (!path.isEmpty()) {
+        Path located = new Path(path);
+        deletes.add(() -> {
+          located.getFileSystem(conf).delete(located, true);
+          return null;
+        });
+      }
+    }
+    inParallel(deletes, threads);
+  }
+
+  private static void move(FileSystem fs, Path source, Path target) throws IOException {
+    fs.mkdirs(target.getParent());
+    boolean renamed;
+    try {
+      renamed = fs.rename(source, target);
+    } catch (org.apache.hadoop.fs.FileAlreadyExistsException exists) {
+      renamed = false;  // S3A's answer where a local file system says false
+    }
+    if (renamed) {
+      return;
+    }
+    if (fs.isFile(source) && fs.exists(target)
+        && fs.getFileStatus(target).getLen() == fs.getFileStatus(source).getLen()) {
+      fs.delete(source, false);
+      return;
+    }
+    throw new IOException("could not move " + source + " to " + target);
+  }
+
+  private static void inParallel(List<java.util.concurrent.Callable<Void>> work, int threads)
+      throws Exception {
+    if (work.isEmpty()) {
+      return;
+    }
+    ExecutorService pool = Executors.newFixedThreadPool(Math.max(1, Math.min(threads,
+        work.size())));
+    try {
+      for (Future<Void> done : pool.invokeAll(work)) {
+        try {
+          done.get();
+        } catch (ExecutionException failed) {
+          Throwable cause = failed.getCause();
+          throw cause instanceof Exception ? (Exception) cause : failed;
+        }
+      }
+    } finally {
+      pool.shutdownNow();
+    }
   }
 
   /** A table's (a frame's) files, one per line: handed to Python in one call. */
