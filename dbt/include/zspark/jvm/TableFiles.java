@@ -91,17 +91,25 @@ public final class TableFiles {
     if (!fs.exists(located)) {
       return "";
     }
-    String root = located.toString();
-    org.apache.hadoop.fs.RemoteIterator<org.apache.hadoop.fs.LocatedFileStatus> listing =
-        fs.listFiles(located, true);
-    while (listing.hasNext()) {
-      String path = listing.next().getPath().toString();
-      boolean hidden = false;
-      for (String part : path.substring(root.length()).split("/")) {
-        hidden |= part.startsWith("_") || part.startsWith(".");
-      }
-      if (!hidden) {
-        found.add(path);
+    String root = fs.makeQualified(located).toString();
+    List<Path> folders = new ArrayList<>(List.of(located));
+    // listStatus, not listFiles: a located status asks a local disk for each file's
+    // permissions, which Hadoop without its native library does by starting a process.
+    while (!folders.isEmpty()) {
+      for (FileStatus status : fs.listStatus(folders.remove(folders.size() - 1))) {
+        String path = status.getPath().toString();
+        boolean hidden = false;
+        for (String part : path.substring(Math.min(root.length(), path.length())).split("/")) {
+          hidden |= part.startsWith("_") || part.startsWith(".");
+        }
+        if (hidden) {
+          continue;
+        }
+        if (status.isDirectory()) {
+          folders.add(status.getPath());
+        } else {
+          found.add(path);
+        }
       }
     }
     return String.join("\n", found);
