@@ -178,35 +178,62 @@ def s3_server(home: Path, timeout: float = SERVER_START_SECONDS,
     :data:`BUCKET`; yield its endpoint (``http://127.0.0.1:PORT``); stop it on exit.
     It logs one line per request to ``home/s3.log``: the requests a run made.
     ``latency_ms``: a delay before each request is served (``bench.slow_s3``)."""
-    import boto3
-
     home.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    endpoint = f"http://127.0.0.1:{port}"
-    command = ([str(BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(port)] if not latency_ms
-               else [sys.executable, "-m", "bench.slow_s3", "--port", str(port),
-                     "--latency-ms", str(latency_ms)])
-    with (home / "s3.log").open("w") as log:
-        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=home,
-                                  env={**os.environ, "PYTHONPATH": str(REPO)})
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                if server.poll() is not None:
-                    raise RuntimeError((home / "s3.log").read_text()[-3000:]) from None
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"S3 server did not start in {timeout:.0f} s") from None
-                time.sleep(0.2)
-        boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=S3_KEYS[0],
-                     aws_secret_access_key=S3_KEYS[1],
-                     region_name="us-east-1").create_bucket(Bucket=BUCKET)
-        yield endpoint
-    finally:
-        _stop(server)
+    deadline = time.monotonic() + timeout
+    for _attempt in range(S3_START_ATTEMPTS):
+        port = free_port()
+        command = ([str(BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(port)]
+                   if not latency_ms
+                   else [sys.executable, "-m", "bench.slow_s3", "--port", str(port),
+                         "--latency-ms", str(latency_ms)])
+        with (home / "s3.log").open("w") as log:
+            server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=home,
+                                      env={**os.environ, "PYTHONPATH": str(REPO)})
+        endpoint = f"http://127.0.0.1:{port}"
+        try:
+            if _bucket_made(server, endpoint, deadline):
+                yield endpoint
+                return
+        finally:
+            _stop(server)
+        # The port was free when chosen but taken before the server bound it (another
+        # process's ephemeral port): the server exited; try again on another port.
+    raise RuntimeError(f"S3 server did not start in {S3_START_ATTEMPTS} attempts:\n"
+                       + (home / "s3.log").read_text()[-3000:])
+
+
+#: Starts of the S3 server tried before giving up (each on a newly chosen port).
+S3_START_ATTEMPTS = 3
+
+
+def _bucket_made(server: subprocess.Popen[bytes], endpoint: str, deadline: float) -> bool:
+    """Create :data:`BUCKET` on the server just started; True once it answered, False if
+    the server exited first. A port that accepts connections is not proof of the server:
+    whatever else listens there would too, so readiness is the bucket made."""
+    import boto3
+    import botocore.config
+    import botocore.exceptions
+
+    client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=S3_KEYS[0],
+                          aws_secret_access_key=S3_KEYS[1], region_name="us-east-1",
+                          config=botocore.config.Config(retries={"max_attempts": 1},
+                                                        connect_timeout=2, read_timeout=30))
+    while server.poll() is None:
+        try:
+            client.create_bucket(Bucket=BUCKET)
+        except (botocore.exceptions.EndpointConnectionError,
+                botocore.exceptions.ConnectionClosedError,
+                botocore.exceptions.ReadTimeoutError):
+            if time.monotonic() > deadline:
+                raise TimeoutError("S3 server did not answer in time") from None
+            time.sleep(0.2)
+            continue
+        except botocore.exceptions.ClientError as error:
+            # Made by an earlier try whose answer was lost.
+            if error.response.get("Error", {}).get("Code") != "BucketAlreadyOwnedByYou":
+                raise
+        return server.poll() is None
+    return False
 
 
 def s3_requests(log: Path, since: int = 0) -> list[tuple[str, str]]:
