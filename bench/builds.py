@@ -17,8 +17,8 @@ from typing import Any
 from bench.common import LAYOUTS, Progress, dbt_target, model_name, model_times, run_dbt
 from bench.rebuild import MARK as REBUILD_MARK
 
-COMPILED_QUERIES = Path("compiled", "zspark_integration_tests", "analyses",
-                        "seed002_queries.sql")  # under dbt's target directory
+#: Where dbt compiles the project's analyses, under its target directory.
+COMPILED_ANALYSES = Path("compiled", "zspark_integration_tests", "analyses")
 QUERY_MARK = "-- zspark-bench:"
 
 
@@ -60,10 +60,11 @@ def _cpu_model() -> str:
     return platform.processor() or "?"
 
 
-def compiled_queries(session_dir: Path) -> dict[tuple[str, str], str]:
+def compiled_queries(session_dir: Path,
+                     analysis: str = "seed002_queries.sql") -> dict[tuple[str, str], str]:
     """(model, column) -> SQL, split out of the compiled analysis."""
     queries = {}
-    text = (dbt_target(session_dir) / COMPILED_QUERIES).read_text()
+    text = (dbt_target(session_dir) / COMPILED_ANALYSES / analysis).read_text()
     for block in text.split(QUERY_MARK)[1:]:
         head, _, body = block.partition("\n")
         model, column = head.split()

@@ -58,7 +58,8 @@ from bench.common import (
     write_format_project,
 )
 from bench.formats import peer_statements
-from bench.markdown import md_table, number, pct
+from bench.markdown import md_table, number, pct, pieces_words
+from dbt.adapters.zspark.versions.recluster import PIECES_PER_FILE
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -432,6 +433,7 @@ def main(argv: list[str] | None = None) -> None:
         "config": {"rows": args.rows, "files": args.files, "runs": args.runs,
                    "peers": args.peers,
                    "base_share": BASE_SHARE, "step_share": STEP_SHARE, "probes": args.probes,
+                   "pieces_per_file": PIECES_PER_FILE,
                    "date": time.strftime("%Y-%m-%d %H:%M"),
                    "command": "python -m bench.format_pipeline " + " ".join(
                        argv if argv is not None else sys.argv[1:])},
@@ -520,7 +522,8 @@ def format_pipeline_section(results: dict[str, Any], img_dir: Path, report_dir: 
              f"rows, a base of the first {config['base_share']:.0%} of the orders, then "
              f"{config['runs']} appends of {config['step_share']:.0%} each, into each format "
              "by a clustered incremental zspark model (Hilbert on s_city, c_city, p_brand, "
-             f"`append`, zspark's default re-clustering policy) {by_peers}. The reference "
+             f"`append`, zspark's default re-clustering policy, {pieces_words(config)}) "
+             f"{by_peers}. The reference "
              "at every run is the rebuild: zspark's clustered `table` model of the same rows, "
              f"a file asked for every {config['rows'] // config['files']:,} rows. *Skip* is "
              f"the share of files a point query skips, over {config['probes']} values drawn "

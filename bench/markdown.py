@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 
 def pct(value: float) -> str:
     return f"{100 * value:.1f}"
@@ -25,3 +28,15 @@ def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
              "|" + "|".join("---" if i == 0 else "--:" for i in range(len(header))) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return lines
+
+
+def pieces_words(config: Mapping[str, Any]) -> str:
+    """The size of an append's pieces in the policy a pipeline run measured (runs before
+    the setting was recorded measured eighths of a file).
+
+    >>> pieces_words({})
+    'new rows in pieces of 1/8 of a file'
+    >>> pieces_words({"pieces_per_file": 4})
+    'new rows in pieces of 1/4 of a file'
+    """
+    return f"new rows in pieces of 1/{config.get('pieces_per_file', 8)} of a file"

@@ -50,8 +50,9 @@ from bench.common import (
     table_dir,
 )
 from bench.footers import sample_values
-from bench.markdown import md_table
+from bench.markdown import md_table, pieces_words
 from bench.plots import POLICY_LABELS, pipeline_chart
+from dbt.adapters.zspark.versions.recluster import PIECES_PER_FILE
 
 POLICIES = ("default", "never", "optimize")
 REWRITTEN = re.compile(r"rewriting (\d+) rows of")
@@ -175,6 +176,7 @@ def main(argv: list[str] | None = None) -> None:
     results: dict[str, Any] = {"config": {
         "rows": args.rows, "base_share": BASE_SHARE, "step_share": STEP_SHARE,
         "runs": args.runs, "base_files": args.base_files,
+        "pieces_per_file": PIECES_PER_FILE,
         "command": "python -m bench.pipeline " + " ".join(
             argv if argv is not None else sys.argv[1:])}, "variants": {}}
     for variant in args.variants:
@@ -208,7 +210,8 @@ def pipeline_section(pipeline: dict[str, Any], img_dir: Path, report_dir: Path) 
              f"table, Hilbert on {', '.join(CLUSTER_COLUMNS)}: a base build of the first "
              f"{config['base_share']:.0%} of the rows (by `lo_orderkey`) into "
              f"{config['base_files']} files, then {config['runs']} runs of `dbt run` appending "
-             f"{config['step_share']:.0%} each, for three policies: zspark's default, never "
+             f"{config['step_share']:.0%} each, for three policies: zspark's default "
+             f"({pieces_words(config)}), never "
              "re-cluster (`zspark_recluster: false`), and a full re-clustering after every "
              "run (a `zspark_recluster(this, full=true)` post-hook, the OPTIMIZE policy). "
              "The OPTIMIZE table is a full rebuild of the same rows into files of the "

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.balanced import balanced_section
+from bench.bar import bar_section
 from bench.common import (
     CLUSTER_COLUMNS,
     LAYOUTS,
@@ -244,6 +245,10 @@ def render(results: dict[str, Any], out: Path, img_dir: Path, results_dir: Path)
     scale_json = results_dir / "scale.json"
     if scale_json.exists():
         lines += scale_section(json.loads(scale_json.read_text()), img_dir, out.parent)
+
+    bar_json = results_dir / "bar.json"
+    if bar_json.exists():
+        lines += bar_section(json.loads(bar_json.read_text()))
 
     pipeline_json = results_dir / "pipeline.json"
     if pipeline_json.exists():

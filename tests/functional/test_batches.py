@@ -278,5 +278,10 @@ def test_files_move_and_delete_at_once_as_one_by_one(spark: Any, tmp_path: Any) 
         ["half.parquet", "other.parquet"]
     assert not (source / "p=1").exists() or not list((source / "p=1").iterdir())
     # A partition value's escape is escaped once more in a Spark file path.
-    assert folders.from_uris(["file:/x/p=a%252Fb/f.parquet", "file:/y/z.parquet"]) == \
-        ["file:/x/p=a%2Fb/f.parquet", "file:/y/z.parquet"]
+    uris = ["file:/x/p=a%252Fb/f.parquet", "file:/y/a%20b/z.parquet"]
+    paths = folders.from_uris(uris)
+    assert paths == ["file:/x/p=a%2Fb/f.parquet", "file:/y/a b/z.parquet"]
+    # And back, as the index names a file the publication moved in.
+    assert folders.to_uris(paths) == uris
+    assert folders.to_uris([f"file://{target}/p=1/other.parquet"]) == \
+        [f"file:{target}/p=1/other.parquet"]

@@ -199,8 +199,8 @@ class ZSparkAdapter(SparkAdapter):
         return self.versions.begin_batch(model, relation)
 
     @available
-    def zspark_publish_batch(self, model: str, relation: Any, strategy: str) -> None:
-        self.versions.publish_batch(model, relation, strategy)
+    def zspark_publish_batch(self, model: str, relation: Any, strategy: str) -> list[str]:
+        return self.versions.publish_batch(model, relation, strategy)
 
     @available
     def zspark_next_version(self, relation: Any) -> Any:
@@ -273,9 +273,10 @@ class ZSparkAdapter(SparkAdapter):
     @available
     def zspark_finish_increment(self, model: str, relation: Any, step: IncrementPlan,
                                 want_index: bool, clustering: list[str] | None = None,
-                                configured: list[str] | None = None) -> dict[str, Any]:
+                                configured: list[str] | None = None,
+                                published: list[str] | None = None) -> dict[str, Any]:
         return self.increments.finish(model, relation, step, want_index, clustering,
-                                      configured)
+                                      configured, published)
 
     @available
     def zspark_record_base(self, model: str, relation: Any, file_format: str) -> None:

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from dbt.adapters.zspark.core.sql_text import sql_string
 from dbt.adapters.zspark.reach.session.hadoop_files import TABLE_FILES, has_table_files, list_status
 from dbt.adapters.zspark.reach.session.jvm import SessionJvm
+from dbt.adapters.zspark.skipping.stats import spark_path
 
 #: Moves and deletes in flight at once (each a request or two to an object store).
 IN_FLIGHT = 16
@@ -72,6 +73,10 @@ class Folders(Protocol):
     def from_uris(self, uris: Sequence[str]) -> list[str]:
         """The path, in this interface's form, of the file each Spark file path names (a
         URI: escaped, as ``_metadata.file_path`` and the index hold it), in order."""
+
+    def to_uris(self, paths: Sequence[str]) -> list[str]:
+        """The Spark file path (a URI, as the index holds it) of each of ``paths``, in this
+        interface's form: the inverse of :meth:`from_uris`."""
 
     def read_lines(self, path: str) -> list[str] | None:
         """The lines of the text file ``path`` (None when it does not exist)."""
@@ -211,6 +216,14 @@ class SessionFolders:
         paths = str(jvm.call_static(TABLE_FILES, "fromUris", "\n".join(uris)))
         return paths.split("\n") if paths else []
 
+    def to_uris(self, paths: Sequence[str]) -> list[str]:
+        if self._table_files is None:
+            return [spark_path(str(self._jvm.org.apache.hadoop.fs.Path(path).toUri().toString()))
+                    for path in paths]
+        jvm = self._table_files
+        uris = str(jvm.call_static(TABLE_FILES, "toUris", "\n".join(paths)))
+        return [spark_path(uri) for uri in uris.split("\n")] if uris else []
+
     def write_lines(self, path: str, lines: list[str]) -> None:
         located, files = self._path(path)
         stream = files.create(located, True)
@@ -291,6 +304,9 @@ class ServerFolders:
         return []
 
     def from_uris(self, uris: Sequence[str]) -> list[str]:
+        raise NotImplementedError("files of a server are named by SQL only")
+
+    def to_uris(self, paths: Sequence[str]) -> list[str]:
         raise NotImplementedError("files of a server are named by SQL only")
 
     def write_lines(self, path: str, lines: list[str]) -> None:

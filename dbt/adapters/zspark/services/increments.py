@@ -343,15 +343,24 @@ class ParquetIncrements:
 
     def finish(self, model: str, relation: Any, step: IncrementPlan, want_index: bool,
                clustering: list[str] | None = None,
-               configured: list[str] | None = None) -> dict[str, Any]:
+               configured: list[str] | None = None,
+               published: list[str] | None = None) -> dict[str, Any]:
         """After the insert: add the new files' footers to the index (and drop the rows of
-        files an overwrite replaced), then log the layout."""
+        files an overwrite replaced), then log the layout. ``published``: the files an
+        append's batch moved into the table, which are all it added (the run holds the
+        table's lock); otherwise the table is listed again."""
 
         before = step.files_before
         stop_point("append:inserted")
         lap(step.write, "write")
-        after = self.ctx.reach().table_files(relation)
-        added, removed = sorted(after - before), sorted(before - after)
+        if published is not None and not step.clustered_insert:
+            # Spark's cached listing of the table misses the files moved in.
+            self.ctx.reach().refresh(relation)
+            added, removed = sorted(published), []
+            after = before | set(added)
+        else:
+            after = self.ctx.reach().table_files(relation)
+            added, removed = sorted(after - before), sorted(before - after)
         if step.clustered_insert:
             # Whole partitions (an overwrite, or a partition's first rows) written sorted
             # by the key in table-sized files: clustered like a full build's files.

@@ -49,13 +49,15 @@ class FileIndex:
         summary = self.ctx.reach().build_index(relation, index, clustering, configured)
         return self.log_index(relation, index, summary)
 
-    def repair_index(self, model: str, relation: Any, create: bool = False) -> bool:
+    def repair_index(self, model: str, relation: Any, create: bool = False,
+                     listed: set[str] | None = None) -> bool:
         """Rebuild the index of a table whose index does not list exactly its files (a run
         stopped between its write and its index), or (``create``) of a clustered table
-        that lost it; True when it was rebuilt."""
+        that lost it; True when it was rebuilt. ``listed``: the files the index lists, when
+        the caller read them already."""
 
         index = self.ctx.index_of(relation)
-        has_index = self.ctx.has_table(index)
+        has_index = listed is not None or self.ctx.has_table(index)
         try:
             stored = StoredLayout.from_properties(self.ctx.table_properties(relation))
         except StoredLayoutError:
@@ -64,9 +66,9 @@ class FileIndex:
             return False
         if has_index:
             reach = self.ctx.reach()
-            reach.refresh(index)
-            listed = {str(r[0]) for r in self.ctx.fetch(
-                f"select file_path from {index} where row_group is null")}
+            if listed is None:
+                listed = {str(r[0]) for r in reach.fresh_rows(
+                    index, f"select file_path from {index} where row_group is null") or []}
             if listed == reach.table_files(relation):
                 return False
         configured = indexed_columns(list(self.ctx.described(f"describe table {index}"))) \
@@ -162,9 +164,12 @@ class FileIndex:
         between its write and its index; ``create``: or when a clustered table has none).
         None when the table has no index."""
         index = self.ctx.index_of(relation)
-        self.repair_index(relation.identifier, relation, create)
-        found = self.ctx.reach().fresh_rows(
-            index, f"select file_path, row_count, file_mtime from {index} where row_group is null")
+        query = f"select file_path, row_count, file_mtime from {index} where row_group is null"
+        reach = self.ctx.reach()
+        found = reach.fresh_rows(index, query)
+        listed = None if found is None else {str(r[0]) for r in found}
+        if self.repair_index(relation.identifier, relation, create, listed):
+            found = reach.fresh_rows(index, query)
         if found is None:
             return None
         return [(str(r[0]), int(r[1]), int(r[2] or 0)) for r in found]

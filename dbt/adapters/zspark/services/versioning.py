@@ -135,15 +135,17 @@ class TableVersioning:
         self.ctx.execute(f"create table {batch} like {relation}")
         return batch
 
-    def publish_batch(self, model: str, relation: Any, strategy: str) -> None:
+    def publish_batch(self, model: str, relation: Any, strategy: str) -> list[str]:
         """Journal the written batch in the table's properties, then move its files in
-        (``strategy`` insert_overwrite: in place of what it replaces)."""
+        (``strategy`` insert_overwrite: in place of what it replaces). The files moved in,
+        by their paths in the table."""
         mode = OVERWRITE if strategy == "insert_overwrite" else APPEND
         stop_point(f"{mode}:written")
         batch = self.ctx.version_of(relation, BATCH)
         self.ctx.execute(set_properties_sql(str(relation), {BATCH_KEY: mode}))
-        self.ctx.versions_of(relation).publish_batch(mode)
+        published = self.ctx.versions_of(relation).publish_batch(mode)
         self.ctx.cache_dropped(batch)
+        return published
 
     def lock(self, model: str, relation: Any) -> None:
         """Take the lock of ``relation`` for this run (``model_lock.py``), or fail naming

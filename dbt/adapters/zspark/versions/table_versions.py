@@ -234,11 +234,12 @@ class TableVersions:
             raise LookupError(f"no location for {self.qualified(role)}")
         return spark_path(location).rstrip("/")
 
-    def publish_batch(self, mode: str) -> int:
+    def publish_batch(self, mode: str) -> list[str]:
         """Move the journaled batch's files into the table (those still in the batch), an
         ``OVERWRITE`` first setting aside what they replace, a ``RECLUSTER`` then deleting
         the files it rewrote; register new partitions, clear the journal, drop the batch,
-        delete what was set aside. The number of files moved."""
+        delete what was set aside. The files moved in, by their paths in the table (the
+        index's form): what the run added, with no listing of the table after it."""
         batch_at, table_at = self._location(BATCH), self._location(TABLE)
         moved = self.folders.files(batch_at)
         rewritten = self._replaced_files(batch_at) if mode == RECLUSTER else []
@@ -266,7 +267,7 @@ class TableVersions:
         self.execute(f"drop table if exists {self.qualified(BATCH)}")
         if mode == OVERWRITE:
             self._delete_set_aside()
-        return len(moved)
+        return self.folders.to_uris([target for _, target in moves])
 
     def journal_replaced(self, uris: list[str]) -> None:
         """Name the files a partial re-clustering's batch replaces (by their Spark paths,

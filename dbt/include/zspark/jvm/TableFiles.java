@@ -126,6 +126,17 @@ public final class TableFiles {
     return String.join("\n", paths);
   }
 
+  /** Each Hadoop path (one per line) as the URI Spark lists it by, in the same order. */
+  public static String toUris(String paths) {
+    List<String> uris = new ArrayList<>();
+    for (String path : paths.split("\n")) {
+      if (!path.isEmpty()) {
+        uris.add(new Path(path).toUri().toString());
+      }
+    }
+    return String.join("\n", uris);
+  }
+
   /**
    * Move each file {@code sources[i]} to {@code targets[i]} (one per line each), with
    * {@code threads} moves in flight: an object store's move is a copy and a delete, tens

@@ -65,9 +65,10 @@
           (in place of the partitions an overwrite replaces) under a journal
           (table_versions.py): a killed run leaves them whole or absent. -#}
       {%- set batch = adapter.zspark_begin_batch(model['name'], target_relation) -%}
+      {%- set published = none -%}
       {%- if batch is not none -%}
         {%- do zspark_write_statement(dbt_spark_get_incremental_sql('append', tmp_relation, batch, batch, none, none), step) -%}
-        {%- do adapter.zspark_publish_batch(model['name'], target_relation, strategy) -%}
+        {%- set published = adapter.zspark_publish_batch(model['name'], target_relation, strategy) -%}
       {%- else -%}
         {%- if strategy == 'insert_overwrite' and config.get('partition_by') -%}
           {%- call statement() -%} set spark.sql.sources.partitionOverwriteMode = DYNAMIC {%- endcall -%}
@@ -75,7 +76,7 @@
         {%- do zspark_write_statement(dbt_spark_get_incremental_sql(strategy, tmp_relation, target_relation, existing_relation, none, none), step) -%}
       {%- endif -%}
       {%- set want_index = zconfig.zspark_index is none or zconfig.zspark_index -%}
-      {%- do adapter.zspark_finish_increment(model['name'], target_relation, step, want_index, index_args.clustering, index_args.index_columns) -%}
+      {%- do adapter.zspark_finish_increment(model['name'], target_relation, step, want_index, index_args.clustering, index_args.index_columns, published) -%}
     {%- endif -%}
   {%- endif -%}
 
