@@ -103,7 +103,8 @@ VALUES = {"city": "'city_17'", "product": "'product_123'", "day": "date'2026-07-
 
 
 def plain_query(column: str) -> str:
-    return (f"select count(*) as orders, sum(amount) as amount "
+    # Summed as decimals: a double's sum depends on the order rows arrive in.
+    return (f"select count(*) as orders, sum(cast(amount as decimal(18, 2))) as amount "
             f"from {TARGET_SCHEMA}.bar_hilbert where {column} = {VALUES[column]}")
 
 

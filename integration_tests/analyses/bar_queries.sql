@@ -6,7 +6,7 @@
 {%- if var('bar', false) %}
 {%- for column, value in [('city', "'city_17'"), ('product', "'product_123'"), ('day', "date'2026-07-04'")] %}
 -- zspark-bench: bar_hilbert {{ column }}
-select count(*) as orders, sum(amount) as amount
+select count(*) as orders, sum(cast(amount as decimal(18, 2))) as amount
 from {{ zspark_scan(ref('bar_hilbert'), column ~ ' = ' ~ value) }} t;
 {% endfor %}
 {%- endif %}
