@@ -63,8 +63,8 @@ def dbt_step(args: list[str], session_dir: Path, log: Progress, variables: dict[
     wall = run_dbt(["run", "-s", model, *args], session_dir, log, variables, lines=output,
                    memory=memory)
     seconds = model_times(session_dir)[model]
-    log(f"{model}: {seconds:.1f} s, dbt process tree peak "
-        f"{memory.get('tree_bytes', 0) / 2**30:.2f} GiB")
+    log(f"{model}: {seconds:.1f} s, peak dbt's Python {memory.get('python_bytes', 0) / 2**30:.2f}"
+        f" GiB, process tree {memory.get('tree_bytes', 0) / 2**30:.2f} GiB")
     return {"seconds": seconds, "steps": build_steps(output, model),
             "dbt_wall_seconds": wall, **memory,
             "log": [line for line in output if "zspark: " + model in line][-4:]}
@@ -172,11 +172,11 @@ def bar_section(bar: dict[str, Any]) -> list[str]:
                            if s in steps) or "-"
         rows.append([LABELS[model], f"{build['seconds']:.1f}", f"{build['over_sorted']:.2f}",
                      f"{build['seconds'] / (bar['rows'] / 1e6):.2f}", split,
-                     f"{build.get('tree_bytes', 0) / 2**30:.2f}",
-                     f"{build.get('jvm_bytes', 0) / 2**30:.2f}"])
+                     gib(build, "python_bytes"), gib(build, "jvm_bytes"),
+                     gib(build, "tree_bytes")])
     lines += md_table(["build", "seconds", "x sorted write", "s per M rows",
-                       "sample / write / index / log s", "dbt tree peak GiB",
-                       "JVM peak GiB"], rows)
+                       "sample / write / index / log s", "dbt's Python peak GiB",
+                       "its JVM peak GiB", "process tree peak GiB"], rows)
     queries = bar["queries"]
     lines += ["", f"Point queries on the Hilbert table ({queries['files_total']:,} files): "
                   "files read (Spark's scan metrics) and median ms; the rows were the same "
@@ -194,11 +194,16 @@ def bar_section(bar: dict[str, Any]) -> list[str]:
     rows = []
     for i, (a, b) in enumerate(zip(plain, clustered, strict=True)):
         rows.append([str(i), f"{a['seconds']:.1f}", f"{b['seconds']:.1f}",
-                     f"{b['seconds'] / a['seconds']:.2f}",
-                     f"{b.get('tree_bytes', 0) / 2**30:.2f}"])
+                     f"{b['seconds'] / a['seconds']:.2f}", gib(b, "python_bytes"),
+                     gib(b, "jvm_bytes")])
     lines += md_table(["run", "plain s", "clustered s", "clustered / plain",
-                       "clustered: dbt tree peak GiB"], rows)
+                       "clustered: dbt's Python peak GiB", "its JVM peak GiB"], rows)
     return [*lines, "", *[f"- problem: {p}" for p in bar.get("problems", [])], ""]
+
+
+def gib(run: dict[str, Any], key: str) -> str:
+    """A peak memory of a run in GiB ("-" when the run did not measure it)."""
+    return f"{run[key] / 2**30:.2f}" if key in run else "-"
 
 
 def main(argv: list[str] | None = None) -> None:

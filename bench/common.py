@@ -214,6 +214,11 @@ class PeakMemory:
         return sum(peak for _, peak in self._peaks.values())
 
     @property
+    def root_bytes(self) -> int:
+        """The peak of the process itself (dbt's Python, without its JVM and workers)."""
+        return self._peaks.get(self.pid, ("", 0))[1]
+
+    @property
     def jvm_bytes(self) -> int:
         """The Spark driver's peak (in local mode the executors live in the same JVM)."""
         return max((peak for name, peak in self._peaks.values() if name == "java"), default=0)
@@ -348,7 +353,8 @@ def run_dbt(args: Sequence[str], session_dir: Path, log: Progress,
         peak.stop()
         returncode = process.returncode
         if memory is not None:
-            memory.update(tree_bytes=peak.tree_bytes, jvm_bytes=peak.jvm_bytes)
+            memory.update(tree_bytes=peak.tree_bytes, jvm_bytes=peak.jvm_bytes,
+                          python_bytes=peak.root_bytes)
     elapsed = time.monotonic() - started
     if lines is not None:
         lines.extend(output.splitlines())
