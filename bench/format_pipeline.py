@@ -59,7 +59,7 @@ from bench.common import (
 )
 from bench.formats import peer_statements
 from bench.markdown import md_table, number, pct, pieces_words
-from dbt.adapters.zspark.versions.recluster import PIECES_PER_FILE
+from dbt.adapters.zspark.versions.recluster import PIECES_PER_FILE, TIER_RUNS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -433,7 +433,7 @@ def main(argv: list[str] | None = None) -> None:
         "config": {"rows": args.rows, "files": args.files, "runs": args.runs,
                    "peers": args.peers,
                    "base_share": BASE_SHARE, "step_share": STEP_SHARE, "probes": args.probes,
-                   "pieces_per_file": PIECES_PER_FILE,
+                   "pieces_per_file": PIECES_PER_FILE, "tier_runs": TIER_RUNS,
                    "date": time.strftime("%Y-%m-%d %H:%M"),
                    "command": "python -m bench.format_pipeline " + " ".join(
                        argv if argv is not None else sys.argv[1:])},

@@ -31,12 +31,15 @@ def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def pieces_words(config: Mapping[str, Any]) -> str:
-    """The size of an append's pieces in the policy a pipeline run measured (runs before
-    the setting was recorded measured eighths of a file).
+    """The size of an append's pieces and how runs merged in the policy a pipeline run
+    measured (runs before the settings were recorded measured eighths of a file, every
+    pending run merged once the file budget was full).
 
     >>> pieces_words({})
-    'new rows in pieces of 1/8 of a file'
-    >>> pieces_words({"pieces_per_file": 4})
-    'new rows in pieces of 1/4 of a file'
+    'new rows in pieces of 1/8 of a file, every pending run merged when the files overflow'
+    >>> pieces_words({"pieces_per_file": 4, "tier_runs": 4})
+    'new rows in pieces of 1/4 of a file, runs merged 4 at a time by size'
     """
-    return f"new rows in pieces of 1/{config.get('pieces_per_file', 8)} of a file"
+    merges = (f"runs merged {config['tier_runs']} at a time by size" if "tier_runs" in config
+              else "every pending run merged when the files overflow")
+    return f"new rows in pieces of 1/{config.get('pieces_per_file', 8)} of a file, {merges}"

@@ -52,7 +52,7 @@ from bench.common import (
 from bench.footers import sample_values
 from bench.markdown import md_table, pieces_words
 from bench.plots import POLICY_LABELS, pipeline_chart
-from dbt.adapters.zspark.versions.recluster import PIECES_PER_FILE
+from dbt.adapters.zspark.versions.recluster import PIECES_PER_FILE, TIER_RUNS
 
 POLICIES = ("default", "never", "optimize")
 REWRITTEN = re.compile(r"rewriting (\d+) rows of")
@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> None:
     results: dict[str, Any] = {"config": {
         "rows": args.rows, "base_share": BASE_SHARE, "step_share": STEP_SHARE,
         "runs": args.runs, "base_files": args.base_files,
-        "pieces_per_file": PIECES_PER_FILE,
+        "pieces_per_file": PIECES_PER_FILE, "tier_runs": TIER_RUNS,
         "command": "python -m bench.pipeline " + " ".join(
             argv if argv is not None else sys.argv[1:])}, "variants": {}}
     for variant in args.variants:

@@ -264,7 +264,7 @@ def increments_project(root: Path, session_dir: Path, file_format: str) -> Forma
     project = new_project(root, session_dir, f"table_format: {file_format}")
     project.write("models/grows.sql", f"""
         {{{{ config(materialized='incremental', file_format='{file_format}',
-                    hilbert_by=['a', 's'], file_count=4, unique_key='id',
+                    hilbert_by=['a', 's'], file_count=4, unique_key='id', zspark_recluster_runs=2,
                     incremental_strategy=var('strategy', 'append')) }}}}
         select id, cast(id % 50 as int) as a,
                concat('{PREFIX}', lpad(cast((id * 7) % 40 as string), 3, '0')) as s,

@@ -290,13 +290,12 @@ def assert_scan_equals_plain_filter(project: DbtProject, model: str) -> None:
 
 def test_the_default_policy_appends_pieces_merges_runs_and_reclusters_in_full(
         project: DbtProject) -> None:
-    """Base of 4000 rows in 8 files (500 rows each), then appends of 400 rows: pieces of
-    62 rows while they fit in twice a rebuild's files, a merge of the pending runs with
-    the new rows when they do not, a full re-clustering once pending rows reach half the
-    base."""
+    """Base of 4000 rows in 8 files (500 rows each), then appends of 400 rows: pieces (at
+    most a quarter of a rebuild's files), the fourth run of that size merging the three
+    before it, a full re-clustering once pending rows reach half the base."""
     table = write_model(project, "inc_policy")
     run(project, "inc_policy", 0, 4000)
-    expected = ["append", "merge", "merge", "merge", "full"]
+    expected = ["append", "append", "append", "merge", "full"]
     for step, action in enumerate(expected):
         start = 4000 + 400 * step
         before = file_names(project, "inc_policy")
@@ -337,13 +336,15 @@ def test_a_partitioned_table_reclusters_only_the_partitions_that_received_rows(
         project: DbtProject) -> None:
     """Table partitions of 1000 ids, 500 rows per file. The first rows of partition 4 are
     its clustered base; later appends to it are pieces, then merged, then partition 4 alone
-    is re-clustered; partitions 0-3 keep their files throughout."""
-    table = write_model(project, "inc_policy_parts", extra=", partition_by=['part']")
+    is re-clustered; partitions 0-3 keep their files throughout. (Runs merge two at a
+    time: ``zspark_recluster_runs=2``.)"""
+    table = write_model(project, "inc_policy_parts",
+                        extra=", partition_by=['part'], zspark_recluster_runs=2")
     run(project, "inc_policy_parts", 0, 4000)
     base = partition_files(project, "inc_policy_parts")
     assert sorted(base) == [0, 1, 2, 3]
     steps = [(4000, 4500, "append (no rows yet where the new rows land", "0.0%"),
-             (4500, 4600, "append (2 pieces fit", "2.2%"),
+             (4500, 4600, "append (1 piece fits", "2.2%"),
              (4600, 4700, "merge (", "4.3%"),
              (4700, 4800, "full (pending rows (300) reach 50%", "0.0%"),
              (4800, 5100, "append (", None)]  # rows for partitions 4 and 5 (new)
@@ -365,26 +366,27 @@ def test_a_partitioned_table_reclusters_only_the_partitions_that_received_rows(
 @pytest.mark.parametrize("earlier_build", [False, True])
 def test_many_pieces_are_written_by_few_sorted_partitions_within_their_file_budget(
         project: DbtProject, earlier_build: bool) -> None:
-    """A base of 80 files of 500 rows, then 5000 new rows: 81 pieces of about 62 rows,
-    written by a few key-range partitions each cut into files by row count (not a task per
-    file), never more files than planned; each piece sorted by the key, the pieces'
+    """A base of 320 files of 125 rows, then 5000 new rows: 90 pieces (a quarter of a
+    rebuild's files; pieces of an eighth of a file would be 334), written by a few
+    key-range partitions each cut into files by row count (not a task per file), never
+    more files than planned; each piece sorted by the key, the pieces'
     ranges disjoint. A table that still carries rows per file as its own writer option
     (earlier builds of the plugin set one) gets a partition per piece instead."""
     name = f"inc_many_{int(earlier_build)}"
     project.write(f"models/incremental/{name}.sql", MODEL.format(
-        strategy="append", layout="hilbert_by", extra="").replace("file_count=8", "file_count=80"))
+        strategy="append", layout="hilbert_by", extra="").replace("file_count=8", "file_count=320"))
     table = project.table(name)
     run(project, name, 0, 40_000)
     if earlier_build:
-        project.spark.sql(f"alter table {table} set serdeproperties ('maxRecordsPerFile'='500')")
+        project.spark.sql(f"alter table {table} set serdeproperties ('maxRecordsPerFile'='125')")
     before = set(project.files(name))
     run(project, name, 40_000, 45_000)
     text = project.log_text()
-    assert f"{name}: append (81 pieces fit" in text
-    how = "one file per partition" if earlier_build else "8 sorted partitions cut every 69 rows"
-    assert f"writing 5000 rows into 81 files ({how}, keyed with" in text
+    assert f"{name}: append (90 pieces fit" in text
+    how = "one file per partition" if earlier_build else "8 sorted partitions cut every 61 rows"
+    assert f"writing 5000 rows into 90 files ({how}, keyed with" in text
     added = sorted(set(project.files(name)) - before)
-    assert len(added) == 81 if earlier_build else 70 <= len(added) <= 81
+    assert len(added) == 90 if earlier_build else 80 <= len(added) <= 90
     properties = layout_properties(project, table)
     ranges = []
     for path in added:
@@ -465,7 +467,8 @@ def test_a_failed_rewrite_leaves_the_table_and_its_index_as_they_were(
                                             "and id = 4450 then raise_error('injected') "
                                             "else id end as id,")
     project.write(f"models/incremental/{name}.sql",
-                  breakable.format(strategy="append", layout="hilbert_by", extra=""))
+                  breakable.format(strategy="append", layout="hilbert_by",
+                                   extra=", zspark_recluster_runs=2"))
     run(project, name, 0, 4000)
     run(project, name, 4000, 4400)  # pieces; the next run merges with them
     before = snapshot(project, table)
@@ -508,7 +511,8 @@ def test_a_balanced_incremental_model_keys_new_rows_with_its_stored_tree(
     appends are keyed with that tree (pieces sorted by its key), merges keep it, and a
     full re-clustering on demand fits a new tree with the stored weights."""
     table = write_model(project, "inc_balanced", layout="balanced_by",
-                        extra=", cluster_weights={'city': 3, 'brand': 1}")
+                        extra=", cluster_weights={'city': 3, 'brand': 1}, "
+                              "zspark_recluster_runs=2")
     run(project, "inc_balanced", 0, 4000)
     assert re.search(r"inc_balanced: balanced layout: \d+ groups, fan-out city \d+",
                      project.log_text())

@@ -309,7 +309,8 @@ def _incremental_model(project: Path, port: int, name: str,
     and gives dbt's output on one line."""
     table = f"{SCHEMA}.{name}"
     (project / "models" / f"{name}.sql").write_text(
-        f"{{{{ config(materialized='incremental', {layout}, file_count=8) }}}}"
+        f"{{{{ config(materialized='incremental', {layout}, file_count=8, "
+        f"zspark_recluster_runs=2) }}}}"
         f"select * from ({CLUSTERED_SQL}) where id >= {{{{ var('lo') }}}} "
         f"and id < {{{{ var('hi') }}}}")
 
@@ -340,14 +341,14 @@ def test_an_incremental_model_stays_clustered_over_thrift(
     base = _check_files_and_index(thrift_port, table)
     assert len(base) == 8
 
-    assert f"zspark: {name}: append (4 pieces fit in 18 files)" in run(2000, 2100)
+    assert f"zspark: {name}: append (3 pieces fit in 18 files)" in run(2000, 2200)
     appended = _check_files_and_index(thrift_port, table)
     assert {p: appended[p] for p in base} == base  # the base's files untouched
     assert 8 < len(appended) <= 12
 
-    merged_log = run(2100, 2400)
+    merged_log = run(2200, 2400)
     assert f"zspark: {name}: merge (" in merged_log
-    assert f"rewriting 100 rows of {len(appended) - 8} files" in merged_log
+    assert f"rewriting 200 rows of {len(appended) - 8} files" in merged_log
     merged = _check_files_and_index(thrift_port, table)
     # The base's files were copied one to one, their rows in the same order.
     assert sorted(base.values()) == sorted(v for p, v in merged.items()
@@ -426,7 +427,7 @@ def test_a_partitioned_incremental_model_merges_within_its_partitions_over_thrif
     table = f"{SCHEMA}.{name}"
     (project / "models" / f"{name}.sql").write_text(
         "{{ config(materialized='incremental', hilbert_by=['city', 'brand'], file_count=8, "
-        "partition_by=['day']) }}"
+        "partition_by=['day'], zspark_recluster_runs=2) }}"
         f"select * from ({PARTED_SQL}) "
         f"where id >= {{{{ var('lo') }}}} and id < {{{{ var('hi') }}}}")
 
@@ -438,9 +439,9 @@ def test_a_partitioned_incremental_model_merges_within_its_partitions_over_thrif
         return output, _check_files_and_index(thrift_port, table)
 
     _, base = run(0, 3000)
-    _, appended = run(3000, 3200)
+    _, appended = run(3000, 3400)
     assert set(base) < set(appended)
-    merged_log, merged = run(3200, 3800)
+    merged_log, merged = run(3400, 3800)
     assert f"zspark: {name}: merge (" in merged_log
     kept = [v for v in base.values() if v in merged.values()]
     assert sorted(kept) == sorted(base.values())  # every base file copied row for row
@@ -492,10 +493,10 @@ def test_a_balanced_incremental_model_keys_groups_in_sql_over_thrift(
     assert all(len(g) == 1 for g in groups.values()), groups  # no file holds two groups
     assert len(set.union(*groups.values())) >= 2
 
-    assert f"zspark: {name}: append (" in run(2000, 2100)
+    assert f"zspark: {name}: append (" in run(2000, 2200)
     appended = _check_files_and_index(thrift_port, table)
     assert {p: appended[p] for p in base} == base
-    assert f"zspark: {name}: merge (" in run(2100, 2400)
+    assert f"zspark: {name}: merge (" in run(2200, 2400)
     _check_files_and_index(thrift_port, table)
     properties = {str(k): str(v) for k, v in _sql(thrift_port, f"show tblproperties {table}")}
     assert {k: v for k, v in properties.items() if not k.endswith("clustered_writes")} == stored

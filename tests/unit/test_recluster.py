@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import doctest
+import math
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -39,19 +40,82 @@ def run(name: str, rows: int, files: int, at: int, clustered: bool = False) -> R
 BASE = run("base", 1_000_000, 500, 0, clustered=True)  # 2000 rows per file
 
 
-def test_new_rows_become_pieces_an_eighth_of_a_file_while_they_fit() -> None:
+def test_new_rows_become_pieces_an_eighth_of_a_file_at_most_a_quarter_of_the_files() -> None:
+    plan = plan_increment([BASE], 10_000, 2000)
+    assert (plan.action, plan.pieces, plan.rewritten_rows) == (APPEND, 40, 0)
+    # 100,000 rows would be 400 pieces: a quarter of the 550 files of a rebuild instead.
     plan = plan_increment([BASE], 100_000, 2000)
-    assert (plan.action, plan.pieces, plan.rewritten_rows) == (APPEND, 400, 0)
+    assert (plan.action, plan.pieces, plan.rewritten_rows) == (APPEND, 138, 0)
+
+
+def test_the_fourth_run_of_a_tier_merges_the_three_before_it() -> None:
+    three = [run(n, 10_000, 40, i + 1) for i, n in enumerate("abc")]
+    assert plan_increment([BASE, *three[:2]], 10_000, 2000).action == APPEND
+    plan = plan_increment([BASE, *three], 10_000, 2000)
+    assert plan.action == MERGE
+    assert set(plan.rewritten_paths) == {f"{r}/{i}" for r in "abc" for i in range(40)}
+    assert (plan.rewritten_rows, plan.pieces) == (30_000, 130)
+    # A larger, older run is of another tier: it stays.
+    plan = plan_increment([BASE, run("big", 160_000, 138, 0), *three], 10_000, 2000)
+    assert (plan.action, plan.rewritten_rows) == (MERGE, 30_000)
 
 
 def test_pending_runs_merge_with_the_new_rows_when_the_pieces_do_not_fit() -> None:
     runs = [BASE, run("a", 100_000, 400, 1), run("b", 100_000, 400, 2)]
     plan = plan_increment(runs, 100_000, 2000)
-    # 1300 files allowed at 1.3 M rows: 1300 + 400 do not fit; the base stays.
+    # 1300 files allowed at 1.3 M rows: 1300 + 163 do not fit; the base stays.
     assert plan.action == MERGE
     assert set(plan.rewritten_paths) == {f"{r}/{i}" for r in "ab" for i in range(400)}
     assert plan.rewritten_rows == 200_000
-    assert plan.pieces == 1300 - 500
+    assert plan.pieces == 163
+
+
+def replay(rows: int, files: int, appends: list[int]) -> list[tuple[str, int]]:
+    """The policy's action and rows written at each of ``appends``, on a table built of
+    ``rows`` rows in ``files`` files."""
+    per_file = rows // files
+    runs = [run("base", rows, files, 0, clustered=True)]
+    steps = []
+    for at, new in enumerate(appends, start=1):
+        plan = plan_increment(runs, new, per_file)
+        written = new + plan.rewritten_rows
+        if plan.action == FULL:
+            runs = [run(f"full{at}", written, plan.pieces, at, clustered=True)]
+        else:
+            gone = set(plan.rewritten_paths)
+            runs = [r for r in runs if not set(r.paths) <= gone]
+            runs.append(run(f"r{at}", written, plan.pieces, at))
+        steps.append((plan.action, written))
+    return steps
+
+
+def test_steady_appends_merge_every_fourth_run_not_every_run() -> None:
+    """Appends of 5% to 100 M rows in 10,000 files: three appends write only their rows,
+    the fourth merges the three before it, and so on until half the base is pending."""
+    steps = replay(100_000_000, 10_000, [5_000_000] * 10)
+    assert [action for action, _ in steps] == [APPEND] * 3 + [MERGE] + [APPEND] * 3 + [
+        MERGE, APPEND, FULL]
+    assert [rows for _, rows in steps[:8]] == [5_000_000] * 3 + [20_000_000] + [
+        5_000_000] * 3 + [20_000_000]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(1_000, 60_000), min_size=1, max_size=40))
+def test_each_pending_row_is_rewritten_about_once_per_fourfold_growth(
+        appends: list[int]) -> None:
+    """Between full re-clusterings, the rows merges rewrite stay within the new rows times
+    the tiers they climb: no cascade rewriting every pending row on every run."""
+    steps = replay(1_000_000, 500, appends)
+    since_full = 0
+    rewritten = 0
+    for (action, written), new in zip(steps, appends, strict=True):
+        if action == FULL:
+            since_full = rewritten = 0
+            continue
+        since_full += new
+        rewritten += written - new
+        tiers = max(1, math.ceil(math.log(max(since_full / 1_000, 1), 4)) + 1)
+        assert rewritten <= since_full * tiers
 
 
 def test_half_the_base_pending_means_a_full_reclustering() -> None:

@@ -54,6 +54,7 @@ class ZSparkConfig(SparkConfig):
     index_columns: list[str] | None = None
     zspark_index: bool | None = None
     zspark_recluster: bool | None = None
+    zspark_recluster_runs: int | None = None
 
 
 #: The model configs zspark reads (``zspark_model_config``): its own and dbt-spark's

@@ -86,11 +86,12 @@ class FormatIncrements:
         logger.info(f"zspark: {model}: {run_words(strategy, decision)}")
         format_plan = FormatPlan(decision, start.plan, start.stored, written_as.name,
                                  start.properties, plan_after=strategy == "merge",
-                                 automatic=start.automatic)
+                                 automatic=start.automatic, tier_runs=start.tier_runs)
         if strategy in ("append", "merge"):
             # insert_overwrite keeps its table-sized files.
+            table_rows = start.sampled.rows + sum(r.rows for r in start.runs or [])
             decision = new_run(start.sampled.rows, start.stored.rows_per_file,
-                               "the new rows' own run")
+                               "the new rows' own run", table_rows)
         return self.planner.increment_plan(start, relation, sql, strategy, decision,
                                            format_plan)
 
@@ -138,7 +139,8 @@ class FormatIncrements:
                     for path, _, _ in files if path not in before})
             decision = self.writes.session_reclusters(
                 plan_increment(table_runs(judged, clustered_writes(planned.properties)),
-                               0, planned.stored.rows_per_file, planned.automatic),
+                               0, planned.stored.rows_per_file, planned.automatic,
+                               planned.tier_runs),
                 planned.file_format)
             logger.info(f"zspark: {model}: after the merge: {decision.action} "
                         f"({decision.reason}{merge_rewrote(before, files, planned.properties)})")

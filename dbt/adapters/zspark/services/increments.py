@@ -34,6 +34,7 @@ from dbt.adapters.zspark.services.writes import KeyedWrites
 from dbt.adapters.zspark.versions.recluster import (
     APPEND,
     FULL,
+    TIER_RUNS,
     ReclusterPlan,
     plan_increment,
     plan_on_demand,
@@ -99,6 +100,17 @@ def stored_table_plan(model: str, stored: StoredLayout,
     return plan
 
 
+def recluster_runs(model: str, config: dict[str, Any]) -> int:
+    """``zspark_recluster_runs``: how many pending runs of one size merge into one."""
+    runs = config.get("zspark_recluster_runs")
+    if runs is None:
+        return TIER_RUNS
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 2:
+        raise DbtRuntimeError(f"zspark: {model}: zspark_recluster_runs must be a whole "
+                              f"number of runs, 2 or more (default {TIER_RUNS}); got {runs!r}")
+    return runs
+
+
 @dataclass
 class SampledIncrement:
     """What an incremental run's plan starts from, in either family: the table's stored
@@ -115,6 +127,8 @@ class SampledIncrement:
     runs: list[Any] | None
     decision: ReclusterPlan
     automatic: bool
+    #: Pending runs of one tier that merge into one (``zspark_recluster_runs``).
+    tier_runs: int = TIER_RUNS
 
 
 class IncrementPlanner:
@@ -158,6 +172,7 @@ class IncrementPlanner:
 
         # The format is read from the table itself: a relation cached by this run's
         # earlier build (a microbatch model's first batch) does not carry it.
+        tier_runs = recluster_runs(model, config)
         table_format, properties = self.tables.format_of(relation)
         check_table_format(model, str(relation), file_format, table_format)
         stored = self.tables.stored_layout(model, relation, properties)
@@ -195,9 +210,9 @@ class IncrementPlanner:
             touched = table_runs(in_partitions(files, plan.partition_by, sampled.partitions),
                                  clustered) if plan.partition_by else runs
             decision = plan_increment(touched or [], sampled.rows, stored.rows_per_file,
-                                      automatic)
+                                      automatic, tier_runs)
         return SampledIncrement(table_format, properties, stored, plan, schema, sampled,
-                                files, runs, decision, automatic)
+                                files, runs, decision, automatic, tier_runs)
 
     def increment_plan(self, start: SampledIncrement, relation: Any, sql: str,
                        strategy: str, decision: ReclusterPlan,

@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from dbt.adapters.zspark.versions.recluster import TIER_RUNS
+
 if TYPE_CHECKING:
     from dbt.adapters.zspark.core.layout_state import StoredLayout
     from dbt.adapters.zspark.core.planning import ClusteringPlan
@@ -115,6 +117,7 @@ class FormatPlan:
     #: matches, unknown before): with automatic re-clustering, or not.
     plan_after: bool = False
     automatic: bool = True
+    tier_runs: int = TIER_RUNS
 
 
 @dataclass
