@@ -271,3 +271,17 @@ def test_a_new_layout_set_over_an_old_one_names_the_parts_it_leaves() -> None:
     new = {"zspark.layout.parts": "1", "zspark.layout.0": "n", "zspark.layout.summary": "h"}
     assert rewrite.stale_layout_keys(before, new) == ["zspark.layout.1", "zspark.layout.2"]
     assert rewrite.stale_layout_keys(before, None) == []
+
+
+def test_a_bad_recluster_runs_config_is_refused_by_name() -> None:
+    import pytest
+    from dbt_common.exceptions import DbtRuntimeError
+
+    from dbt.adapters.zspark.services.increments import recluster_runs
+
+    assert recluster_runs("m", {}) == 4
+    assert recluster_runs("m", {"zspark_recluster_runs": 2}) == 2
+    for bad in (1, 0, "4", 2.5, True):
+        with pytest.raises(DbtRuntimeError, match=r"zspark: m: zspark_recluster_runs must be "
+                                                  r"a whole number of runs, 2 or more"):
+            recluster_runs("m", {"zspark_recluster_runs": bad})
