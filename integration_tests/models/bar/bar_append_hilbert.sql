@@ -3,8 +3,4 @@
           incremental_strategy='append', hilbert_by=['city', 'product', 'day'],
           file_count=var('bar_files', 100)) }}
 select * from {{ ref('bar_source') }}
-{% if is_incremental() %}
-where id >= {{ var('bar_lo') }} and id < {{ var('bar_hi') }}
-{% else %}
-where id < {{ var('bar_rows', 1000000) }}
-{% endif %}
+{{ bar_rows() }}

@@ -2,8 +2,4 @@
 {{ config(enabled=var('bar', false), materialized='incremental',
           incremental_strategy='append') }}
 select * from {{ ref('bar_source') }}
-{% if is_incremental() %}
-where id >= {{ var('bar_lo') }} and id < {{ var('bar_hi') }}
-{% else %}
-where id < {{ var('bar_rows', 1000000) }}
-{% endif %}
+{{ bar_rows() }}

@@ -175,7 +175,6 @@ def footer_length(tail: bytes) -> int:
     return int.from_bytes(tail[-8:-4], "little")
 
 
-
 def executor_footers(spark: SparkSession, paths: Sequence[str]) -> DataFrame | None:
     """The tails of ``paths`` (``file_path``, ``file_size``, ``file_mtime``, ``footer``: the
     footer, its length and the magic), read by the executors when the job runs; None when
