@@ -341,7 +341,7 @@ def test_an_incremental_model_stays_clustered_over_thrift(
     base = _check_files_and_index(thrift_port, table)
     assert len(base) == 8
 
-    assert f"zspark: {name}: append (2 pieces fit in 18 files)" in run(2000, 2200)
+    assert f"zspark: {name}: append (3 pieces fit in 18 files)" in run(2000, 2200)
     appended = _check_files_and_index(thrift_port, table)
     assert {p: appended[p] for p in base} == base  # the base's files untouched
     assert 8 < len(appended) <= 12

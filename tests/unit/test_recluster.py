@@ -17,7 +17,6 @@ from dbt.adapters.zspark.versions.recluster import (
     MAX_FILES_FACTOR,
     MERGE,
     NOTHING,
-    PIECES_PER_FILE,
     ReclusterPlan,
     Run,
     deferred,
@@ -41,12 +40,12 @@ def run(name: str, rows: int, files: int, at: int, clustered: bool = False) -> R
 BASE = run("base", 1_000_000, 500, 0, clustered=True)  # 2000 rows per file
 
 
-def test_new_rows_become_pieces_of_half_a_file_at_most_a_quarter_of_the_files() -> None:
+def test_new_rows_become_pieces_an_eighth_of_a_file_at_most_a_quarter_of_the_files() -> None:
     plan = plan_increment([BASE], 10_000, 2000)
-    assert (plan.action, plan.pieces, plan.rewritten_rows) == (APPEND, 10, 0)
-    # 300,000 rows would be 300 pieces: a quarter of the 650 files of a rebuild instead.
-    plan = plan_increment([BASE], 300_000, 2000)
-    assert (plan.action, plan.pieces, plan.rewritten_rows) == (APPEND, 163, 0)
+    assert (plan.action, plan.pieces, plan.rewritten_rows) == (APPEND, 40, 0)
+    # 100,000 rows would be 400 pieces: a quarter of the 550 files of a rebuild instead.
+    plan = plan_increment([BASE], 100_000, 2000)
+    assert (plan.action, plan.pieces, plan.rewritten_rows) == (APPEND, 138, 0)
 
 
 def test_the_fourth_run_of_a_tier_merges_the_three_before_it() -> None:
@@ -55,7 +54,7 @@ def test_the_fourth_run_of_a_tier_merges_the_three_before_it() -> None:
     plan = plan_increment([BASE, *three], 10_000, 2000)
     assert plan.action == MERGE
     assert set(plan.rewritten_paths) == {f"{r}/{i}" for r in "abc" for i in range(40)}
-    assert (plan.rewritten_rows, plan.pieces) == (30_000, 40)
+    assert (plan.rewritten_rows, plan.pieces) == (30_000, 130)
     # A larger, older run is of another tier: it stays.
     plan = plan_increment([BASE, run("big", 160_000, 138, 0), *three], 10_000, 2000)
     assert (plan.action, plan.rewritten_rows) == (MERGE, 30_000)
@@ -64,7 +63,7 @@ def test_the_fourth_run_of_a_tier_merges_the_three_before_it() -> None:
 def test_pending_runs_merge_with_the_new_rows_when_the_pieces_do_not_fit() -> None:
     runs = [BASE, run("a", 100_000, 400, 1), run("b", 100_000, 400, 2)]
     plan = plan_increment(runs, 100_000, 2000)
-    # 1300 files allowed at 1.3 M rows: 1300 + 100 do not fit; the base stays.
+    # 1300 files allowed at 1.3 M rows: 1300 + 163 do not fit; the base stays.
     assert plan.action == MERGE
     assert set(plan.rewritten_paths) == {f"{r}/{i}" for r in "ab" for i in range(400)}
     assert plan.rewritten_rows == 200_000
@@ -159,8 +158,7 @@ def test_the_table_never_exceeds_twice_a_rebuilds_files(pending: list[tuple[int,
     else:
         budget = MAX_FILES_FACTOR * rebuild_files(total, rows_per_file)
         assert kept_files + plan.pieces <= max(budget, base.files + 1)
-        piece_rows = max(1, rows_per_file // PIECES_PER_FILE)
-        assert plan.pieces <= -(-(new_rows + plan.rewritten_rows) // piece_rows)
+        assert plan.pieces <= -(-(new_rows + plan.rewritten_rows) // max(1, rows_per_file // 8))
 
 
 def test_runs_are_told_apart_by_the_write_that_made_them() -> None:

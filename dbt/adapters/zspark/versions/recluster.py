@@ -7,13 +7,10 @@ files of the table's size is cut into few ranges, each wide on every clustering 
 
 The policy:
 
-1. New rows are written as a run of pieces: files of half the table's rows per file, each
-   a narrow range of the layout's key, so the run skips nearly as well as the base; but a
-   run is never cut into more than a quarter of a full rebuild's files (its pieces then
-   grow with it: every piece of a large run spans about four base files' key range).
-   Smaller pieces would skip more rows of a fresh run but cost a file each: at 100 M rows
-   an append of 5% cut into 4,000 pieces (an eighth of a file) spent 20 s writing them,
-   and a point query opens more of them.
+1. New rows are written as a run of pieces: files of 1/8 the table's rows per file, each a
+   narrow range of the layout's key, so the run skips about as well as the base; but a run
+   is never cut into more than a quarter of a full rebuild's files (its pieces then grow
+   with it: every piece of a large run spans about four base files' key range).
 2. Runs merge by size, as a log-structured store merges its tiers: runs are peers when
    neither holds 4 times the other's rows. When the new rows would make the fourth peer
    among the runs written since the last run 4 times their size, they are written together
@@ -47,7 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 #: Pending runs are cut into files of this fraction of the table's rows per file...
-PIECES_PER_FILE = 2
+PIECES_PER_FILE = 8
 #: ...but a run into at most this share of a full rebuild's files.
 RUN_FILES_SHARE = 0.25
 #: Runs merge once there would be this many of a tier (and a tier is this factor of rows).
@@ -197,7 +194,7 @@ def new_run(rows: int, rows_per_file: int, reason: str, table_rows: int = 0) -> 
     (a Delta or Iceberg table commits them first, then re-clusters in a commit of its own),
     into at most a quarter of the files of a table of ``table_rows`` rows, when known.
 
-    >>> new_run(4000, 800, "first").pieces, new_run(4000, 800, "first", 16000).pieces
+    >>> new_run(1000, 800, "first").pieces, new_run(1000, 800, "first", 16000).pieces
     (10, 5)
     """
     pieces = _pieces(rows, rows_per_file)
