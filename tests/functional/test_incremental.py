@@ -85,6 +85,13 @@ def stored_keys(table_properties: dict[str, str], path: str) -> list[int]:
     return [int(k) for k in keys]
 
 
+def dictionary_columns(path: str) -> list[str]:
+    """The columns of a data file's first row group written with a dictionary page."""
+    meta = pq.ParquetFile(path.removeprefix("file:")).metadata.row_group(0)
+    return [meta.column(i).path_in_schema for i in range(meta.num_columns)
+            if meta.column(i).has_dictionary_page]
+
+
 def test_appended_rows_are_keyed_with_the_stored_layout_and_indexed(
         project: DbtProject) -> None:
     table = write_model(project, "inc_append", extra=", zspark_recluster=false")
@@ -112,6 +119,9 @@ def test_appended_rows_are_keyed_with_the_stored_layout_and_indexed(
         ranges.append((keys[0], keys[-1]))
     ranges.sort()
     assert all(a[1] <= b[0] for a, b in itertools.pairwise(ranges))
+    # The clustered base carries Parquet dictionaries; a pending run's small files do not.
+    assert all(dictionary_columns(path) for path in first_files)
+    assert not any(dictionary_columns(path) for path in new_files)
     assert_index_equals_full_reindex(project, table)
 
     predicate = "city = 'CITY007'"

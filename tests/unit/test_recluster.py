@@ -285,3 +285,17 @@ def test_a_bad_recluster_runs_config_is_refused_by_name() -> None:
         with pytest.raises(DbtRuntimeError, match=r"zspark: m: zspark_recluster_runs must be "
                                                   r"a whole number of runs, 2 or more"):
             recluster_runs("m", {"zspark_recluster_runs": bad})
+
+
+def test_an_append_expects_as_many_rows_as_the_last_run() -> None:
+    """The sample of an append drops rows early by the newest pending run's size (the
+    base's rows say nothing of an append's); with no pending run it samples all rows."""
+    from dbt.adapters.zspark.services import increments
+    from dbt.adapters.zspark.services.increments import last_run_rows
+
+    assert doctest.testmod(increments).failed == 0
+    runs = [Run("base", ("a", "b"), 100, 1, True), Run("w2", ("c",), 5, 3, False),
+            Run("w1", ("d",), 9, 2, False)]
+    assert last_run_rows(runs) == 5
+    assert last_run_rows(runs[:1]) is None
+    assert last_run_rows(None) is None

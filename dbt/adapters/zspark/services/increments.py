@@ -36,6 +36,7 @@ from dbt.adapters.zspark.versions.recluster import (
     FULL,
     TIER_RUNS,
     ReclusterPlan,
+    Run,
     plan_increment,
     plan_on_demand,
 )
@@ -98,6 +99,19 @@ def stored_table_plan(model: str, stored: StoredLayout,
         raise DbtRuntimeError(str(error)) from error
     assert plan is not None
     return plan
+
+
+def last_run_rows(runs: list[Run] | None) -> int | None:
+    """Rows of the newest run written since the last full clustering (None: none yet).
+
+    >>> last_run_rows([Run("a", ("p",), 50, 1, True), Run("b", ("q",), 5, 2, False),
+    ...                Run("c", ("r",), 7, 3, False)])
+    7
+    >>> last_run_rows([Run("a", ("p",), 50, 1, True)]) is None
+    True
+    """
+    pending = [run for run in runs or [] if not run.clustered]
+    return max(pending, key=lambda run: run.written_at).rows if pending else None
 
 
 def recluster_runs(model: str, config: dict[str, Any]) -> int:
@@ -180,16 +194,17 @@ class IncrementPlanner:
         schema = reach.schema(sql)
         plan = replace(self._checked_plan(model, relation, stored, config, schema),
                        file_count=None)
-        logger.info(f"zspark: {model}: {stored.describe()} (stored); sampling new rows")
-        sampled = reach.sample(plan, sql, schema, None)
-        if sampled.rows == 0:
-            logger.info(f"zspark: {relation.identifier}: no rows written; table, layout and "
-                        f"index unchanged")
-            return None
         files = self.index.live_files(relation, table_format, properties,
                                       create=config.get("zspark_index") is not False)
         clustered = clustered_writes(properties)
         runs = None if files is None else table_runs(files, clustered)
+        logger.info(f"zspark: {model}: {stored.describe()} (stored); sampling new rows")
+        # Appends of a like size: the last run's rows let the sample drop most rows early.
+        sampled = reach.sample(plan, sql, schema, last_run_rows(runs))
+        if sampled.rows == 0:
+            logger.info(f"zspark: {relation.identifier}: no rows written; table, layout and "
+                        f"index unchanged")
+            return None
         table_sized = files_for(sampled.rows, stored.rows_per_file)
         automatic = config.get("zspark_recluster") is not False
         if strategy == "merge":
