@@ -62,7 +62,8 @@ MODELS = {
     "append": f"""
         {{{{ config(materialized='incremental', incremental_strategy='append',
                     file_format='FILE_FORMAT', hilbert_by=['a', 's'], file_count=6,
-                    zspark_recluster=var('recluster', true)) }}}}
+                    zspark_recluster=var('recluster', true),
+                    zspark_recluster_runs=var('recluster_runs', 4)) }}}}
         {ROWS} from range(0, {{{{ var('stop') }}}})
         {{% if is_incremental() %}}
           where id > (select coalesce(max(id), -1) from {{{{ this }}}})

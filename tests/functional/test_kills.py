@@ -99,6 +99,26 @@ def test_kills_inside_swaps_appends_and_rewrites_in_a_session(
     project.build(project.stop + 1200)
 
 
+def test_a_tier_merge_killed_inside_an_append_is_finished_by_the_next_run(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """An append whose new rows merge with the pending run of their size (two runs at a
+    time: ``zspark_recluster_runs`` 2), killed once the merged run moved in and the first
+    file it rewrote is deleted: the next run deletes the rest and says so before its own
+    append, and `dbt build`'s tests find the rows exact and the index the table's files."""
+    project = KilledProject(tmp_path_factory.mktemp("tier_kills"))
+    project.build(2000)
+
+    def append(stop: int) -> tuple[str, ...]:
+        return ("run", "--vars", f"{{stop: {stop}, recluster_runs: 2}}")
+
+    first = project.dbt(*append(2200))
+    assert first.returncode == 0, first.stdout[-4000:]
+    assert f"{MODEL}: append (" in first.stdout, first.stdout[-4000:]
+    log = project.killed("recluster:deleting", *append(2400))
+    assert f"{MODEL}: merge (the new rows make 2 pending runs" in log, log[-4000:]
+    project.build(2600)  # checks the repair, the rows, the index and the scan
+
+
 def test_an_interrupted_run_stops_its_spark_jobs_and_swaps_nothing_in(
         killed_project: KilledProject) -> None:
     """Ctrl-C (SIGINT to dbt's process group, as a terminal sends it; the driver JVM
