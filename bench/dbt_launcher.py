@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 import select
+import signal
 import socket
 import subprocess
 import sys
@@ -222,6 +223,9 @@ def _child(request: dict[str, Any], descriptors: list[int]) -> None:
     code = 1
     try:
         os.setsid()  # its own process group, as start_new_session gives
+        # Ctrl-C interrupts dbt as in a terminal, though the launcher may have been started
+        # ignoring SIGINT (a pytest-xdist worker does), which a fork would keep.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         for target, descriptor in enumerate(descriptors):
             os.dup2(descriptor, target)
         for descriptor in set(descriptors):

@@ -90,8 +90,10 @@ public class NioLocalFileSystem extends LocalFileSystem {
       if (!Files.exists(hold)) {
         return;
       }
-      Files.write(Paths.get(GATE, "held.tmp"), path.toUri().getPath().getBytes(UTF_8));
-      Files.move(Paths.get(GATE, "held.tmp"), Paths.get(GATE, "held"), ATOMIC_MOVE);
+      // A name of its own per task: two tasks held at once must not move each other's.
+      java.nio.file.Path written = Paths.get(GATE, "held." + Thread.currentThread().getId() + ".tmp");
+      Files.write(written, path.toUri().getPath().getBytes(UTF_8));
+      Files.move(written, Paths.get(GATE, "held"), ATOMIC_MOVE);
       long deadline = System.currentTimeMillis() + HOLD_LIMIT_MILLIS;
       try {
         while (Files.exists(hold) && System.currentTimeMillis() < deadline) {
