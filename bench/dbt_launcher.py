@@ -224,7 +224,8 @@ def _child(request: dict[str, Any], descriptors: list[int]) -> None:
     try:
         os.setsid()  # its own process group, as start_new_session gives
         # Ctrl-C interrupts dbt as in a terminal, though the launcher may have been started
-        # ignoring SIGINT (a pytest-xdist worker does), which a fork would keep.
+        # ignoring SIGINT (a suite run in the background by a non-interactive shell is),
+        # which a fork would keep.
         signal.signal(signal.SIGINT, signal.default_int_handler)
         for target, descriptor in enumerate(descriptors):
             os.dup2(descriptor, target)

@@ -38,6 +38,7 @@ logger = AdapterLogger("zspark")
 #: bytes), and the runs are rewritten at their merge or the full re-clustering.
 PENDING_RUN_SETTINGS = {"parquet.enable.dictionary": "false"}
 
+
 class KeyedWrites:
     """Clustered writes: the keyed SELECT of a build's or a re-clustering's rows and the
     session settings its statement runs with."""
