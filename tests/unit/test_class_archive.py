@@ -100,3 +100,28 @@ def test_a_profile_that_decides_about_class_sharing_keeps_its_options(cache: Pat
     key = class_archive.archive_key(settings[CLASS_PATH])
     assert f"{key}." in settings[DRIVER_OPTIONS]
     assert "-XX:+UseParallelGC" in settings[DRIVER_OPTIONS]
+
+
+def test_the_folder_keeps_the_archives_used_last(
+        cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every new venv or jar is a new class path: without a bound the folder grew by
+    # some 200 MB a class path until the disk was full.
+    cache.mkdir(parents=True)
+    now = time.time()
+    archives = [cache / f"{index:020d}.jsa" for index in range(class_archive.KEPT_ARCHIVES + 3)]
+    for age, archive in enumerate(archives):
+        archive.write_bytes(class_archive.ARCHIVE_MAGIC)
+        os.utime(archive, (now - 60 * (age + 1),) * 2)
+    oldest = archives[-1]
+    # Mapping the oldest marks it used; recording a new class path then prunes.
+    mapped = f"-XX:SharedArchiveFile={oldest}"
+    with monkeypatch.context() as patched:
+        patched.setattr(class_archive, "archive_key", lambda class_path: oldest.stem)
+        assert mapped in class_archive.with_class_archive("", "/opt/old.jar")
+    options = class_archive.with_class_archive("", "/opt/new.jar")
+    assert "-XX:ArchiveClassesAtExit=" in options
+    kept = sorted(p.name for p in cache.glob("*.jsa"))
+    assert len(kept) == class_archive.KEPT_ARCHIVES - 1
+    assert oldest.name in kept
+    newest = [archive.name for archive in archives[:class_archive.KEPT_ARCHIVES - 2]]
+    assert kept == sorted([oldest.name, *newest])

@@ -16,6 +16,11 @@ writes an archive's header last, so a recording cut short has none and is never
 promoted; an archive the JVM will not map (another JDK build) is skipped by the JVM
 itself, silently. A profile opts out with ``-Xshare:off`` in
 ``spark.driver.extraJavaOptions``.
+
+An archive is about 200 MB, and every new venv, pyspark or jar makes a new class path, so
+the folder keeps the ``KEPT_ARCHIVES`` archives used last (a session that maps one marks
+it used) and deletes the rest when a new one is recorded. A JVM that maps an archive
+being deleted keeps its mapping; one that starts after finds none and loads its classes.
 """
 
 from __future__ import annotations
@@ -40,6 +45,9 @@ QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 OWN_SHARING = ("-Xshare", "SharedArchiveFile", "ArchiveClassesAtExit")
 #: A recording left without its header this long was cut short (its JVM killed).
 ABANDONED_SECONDS = 3600
+#: Archives kept in the folder, the most recently used: a user's few profiles and the
+#: test suite's six class paths (about 1.7 GB at most).
+KEPT_ARCHIVES = 8
 
 
 def archive_dir() -> Path:
@@ -57,9 +65,11 @@ def with_class_archive(java_options: str, class_path: str) -> str:
     try:
         promote_recordings(key)
         if archive.is_file():
+            os.utime(archive)  # used now: the last archive a pruning deletes
             chosen = f"-XX:SharedArchiveFile={archive}"
         else:
             archive.parent.mkdir(parents=True, exist_ok=True)
+            prune_archives(KEPT_ARCHIVES - 1)
             chosen = (f"-XX:ArchiveClassesAtExit="
                       f"{archive.parent / f'{key}.{uuid.uuid4().hex}.rec'}")
     except OSError:
@@ -101,6 +111,19 @@ def promote_recordings(key: str) -> None:
                 recording.unlink()
         except FileNotFoundError:
             continue  # promoted or deleted by another session meanwhile
+
+
+def prune_archives(kept: int) -> None:
+    """Delete all but the ``kept`` archives used last (by their modification time)."""
+    def last_used(archive: Path) -> float:
+        try:
+            return archive.stat().st_mtime
+        except FileNotFoundError:
+            return 0.0
+
+    archives = sorted(archive_dir().glob("*.jsa"), key=last_used, reverse=True)
+    for archive in archives[kept:]:
+        archive.unlink(missing_ok=True)
 
 
 def is_complete(recording: Path) -> bool:
