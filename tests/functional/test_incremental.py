@@ -324,6 +324,45 @@ def test_the_default_policy_appends_pieces_merges_runs_and_reclusters_in_full(
         assert not project.spark.catalog.tableExists(project.table("inc_policy__zspark_new"))
 
 
+def test_appends_land_as_written_and_their_tier_merge_clusters_them(
+        project: DbtProject) -> None:
+    """``zspark_sort_appends: false``: appends of 400 rows onto a base of 4000 land as
+    the model gives them (a file or two, unsorted, no key computed for their rows), each a
+    pending run; the fourth run of that size merges the three before it into narrow
+    pieces sorted by the key, and the landed files are gone. Rows, index and
+    ``zspark_scan`` exact throughout."""
+    table = write_model(project, "inc_landed", extra=", zspark_sort_appends=false")
+    run(project, "inc_landed", 0, 4000)
+    base = file_names(project, "inc_landed")
+    landed: set[str] = set()
+    for step, action in enumerate(["append", "append", "append", "merge"]):
+        start = 4000 + 400 * step
+        before = file_names(project, "inc_landed")
+        run(project, "inc_landed", start, start + 400)
+        text = project.log_text()
+        assert f"inc_landed: {action} (" in text
+        added = file_names(project, "inc_landed") - before
+        properties = layout_properties(project, table)
+        paths = [p for p in project.files("inc_landed") if p.rsplit("/", 1)[1] in added]
+        if action == "append":
+            assert "landed as written, a pending run its tier merge clusters" in text
+            assert "writing 400 rows as the model gives them, unsorted" in text
+            assert 1 <= len(added) <= 2  # Spark's own files, not 400 rows' worth of pieces
+            keys = [k for path in paths for k in stored_keys(properties, path)]
+            assert len(keys) == 400
+            assert keys != sorted(keys)
+            landed |= added
+        else:
+            assert not landed & file_names(project, "inc_landed")  # merged, rewritten
+            for path in paths:
+                keys = stored_keys(properties, path)
+                assert keys == sorted(keys)
+        assert base <= file_names(project, "inc_landed")
+        assert project.rows(f"select * from {table}") == source_rows(project, (0, start + 400))
+        assert_index_equals_full_reindex(project, table)
+        assert_scan_equals_plain_filter(project, "inc_landed")
+
+
 def names(paths: set[str]) -> set[str]:
     """The names of data files: a file carried into the table's next version keeps its
     name, in the next version's folder."""

@@ -299,3 +299,30 @@ def test_an_append_expects_as_many_rows_as_the_last_run() -> None:
     assert last_run_rows(runs) == 5
     assert last_run_rows(runs[:1]) is None
     assert last_run_rows(None) is None
+
+
+def test_only_an_append_of_its_own_run_lands_as_written() -> None:
+    """``zspark_sort_appends: false`` lands a run of pieces unsorted; merges, full
+    re-clusterings and a partition's clustered base stay sorted; a value that is not
+    true or false is refused naming the model, the config and what is allowed."""
+    import pytest
+    from dbt_common.exceptions import DbtRuntimeError
+
+    from dbt.adapters.zspark.services.increments import landed_as_written, sort_appends
+
+    runs = [Run("base", ("a", "b"), 8000, 1, True), Run("w1", ("c",), 400, 2, False)]
+    append = plan_increment(runs, 400, 1000)
+    assert append.action == "append"
+    assert landed_as_written(append).as_written
+    for kept in (plan_increment(runs, 4000, 1000),  # full
+                 plan_increment([], 400, 1000)):  # the first rows where they land
+        assert not landed_as_written(kept).as_written
+    merge = plan_increment([*runs, Run("w2", ("d",), 400, 3, False),
+                            Run("w3", ("e",), 400, 4, False)], 400, 1000)
+    assert merge.action == "merge"
+    assert not landed_as_written(merge).as_written
+    assert sort_appends("m", {})
+    assert not sort_appends("m", {"zspark_sort_appends": False})
+    with pytest.raises(DbtRuntimeError, match=r"Model 'm': config 'zspark_sort_appends' is "
+                                              r"'no'. Allowed: true .* or false"):
+        sort_appends("m", {"zspark_sort_appends": "no"})

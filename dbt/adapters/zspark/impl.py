@@ -55,6 +55,7 @@ class ZSparkConfig(SparkConfig):
     zspark_index: bool | None = None
     zspark_recluster: bool | None = None
     zspark_recluster_runs: int | None = None
+    zspark_sort_appends: bool | None = None
 
 
 #: The model configs zspark reads (``zspark_model_config``): its own and dbt-spark's

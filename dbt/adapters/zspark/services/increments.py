@@ -114,6 +114,37 @@ def last_run_rows(runs: list[Run] | None) -> int | None:
     return max(pending, key=lambda run: run.written_at).rows if pending else None
 
 
+def sort_appends(model: str, config: dict[str, Any]) -> bool:
+    """``zspark_sort_appends``: an append's rows keyed and sorted into narrow pieces as
+    they are written (true, the default), or landed as the model gives them (false)."""
+    chosen = config.get("zspark_sort_appends")
+    if chosen is None:
+        return True
+    if not isinstance(chosen, bool):
+        raise DbtRuntimeError(f"Model '{model}': config 'zspark_sort_appends' is {chosen!r}. "
+                              f"Allowed: true (the default: each append's rows sorted into "
+                              f"narrow pieces as they are written) or false (landed as "
+                              f"written, clustered when a tier merge takes them).")
+    return chosen
+
+
+def landed_as_written(decision: ReclusterPlan) -> ReclusterPlan:
+    """An append's ``decision`` with its rows landed unsorted (``zspark_sort_appends:
+    false``): only a run of pieces of its own lands so; merges, full re-clusterings and a
+    partition's clustered base are sorted as ever.
+
+    >>> landed_as_written(ReclusterPlan("append", (), 0, 8, "8 pieces fit in 90 files")).reason
+    'landed as written, a pending run its tier merge clusters (zspark_sort_appends: false)'
+    >>> landed_as_written(ReclusterPlan("merge", ("f",), 5, 8, "peers")).as_written
+    False
+    """
+    if decision.action != APPEND or decision.rewrites or decision.clustered_write:
+        return decision
+    return replace(decision, as_written=True,
+                   reason="landed as written, a pending run its tier merge clusters "
+                          "(zspark_sort_appends: false)")
+
+
 def recluster_runs(model: str, config: dict[str, Any]) -> int:
     """``zspark_recluster_runs``: how many pending runs of one size merge into one."""
     runs = config.get("zspark_recluster_runs")
@@ -187,6 +218,7 @@ class IncrementPlanner:
         # The format is read from the table itself: a relation cached by this run's
         # earlier build (a microbatch model's first batch) does not carry it.
         tier_runs = recluster_runs(model, config)
+        sorted_appends = sort_appends(model, config)
         table_format, properties = self.tables.format_of(relation)
         check_table_format(model, str(relation), file_format, table_format)
         stored = self.tables.stored_layout(model, relation, properties)
@@ -226,6 +258,8 @@ class IncrementPlanner:
                                  clustered) if plan.partition_by else runs
             decision = plan_increment(touched or [], sampled.rows, stored.rows_per_file,
                                       automatic, tier_runs)
+            if not sorted_appends:
+                decision = landed_as_written(decision)
         return SampledIncrement(table_format, properties, stored, plan, schema, sampled,
                                 files, runs, decision, automatic, tier_runs)
 

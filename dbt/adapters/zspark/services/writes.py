@@ -68,6 +68,21 @@ class KeyedWrites:
         )
         return write
 
+    def landed_write(self, plan: ClusteringPlan, sql: str, prepared: Any,
+                     schema: Mapping[str, str], settings: dict[str, str]) -> KeyedWrite:
+        """The write of an append's rows as the model gives them: no key, no sort, files
+        as Spark cuts them (a plain insert's cost); the keyed sample still probes the
+        layout for the log."""
+        listed = ", ".join(quote(c) for c in schema)
+        write = KeyedWrite(
+            f"select {listed} from (\n{sql}\n) zspark_landed", None,
+            LayoutSample(plan.columns, plan.column_types, prepared.sample,
+                         prepared.sample_keys, prepared.sample_partitions),
+            {"sample": prepared.sample_seconds, "since": time.perf_counter()}, settings)
+        logger.info(f"zspark: {plan.model}: writing {prepared.input_rows} rows as the model "
+                    f"gives them, unsorted (zspark_sort_appends: false)")
+        return write
+
     def execute_write(self, write: KeyedWrite | None, sql: str) -> Any:
         """Run the statement of a model's ``write`` (None: an unclustered one), its
         partitions cut into files of the planned rows."""
@@ -101,6 +116,8 @@ class KeyedWrites:
         if not decision.rewrites:
             prepared = reach.keyed(plan, sql, sampled, stored, decision.pieces, schema,
                                    pieces=True, file_per_partition=file_per_partition)
+            if decision.as_written:
+                return self.landed_write(plan, sql, prepared, schema, settings), None
             return self.keyed_write(plan, prepared, new_layout=False,
                                     settings=settings), None
         table_schema = self.ctx.columns(relation)

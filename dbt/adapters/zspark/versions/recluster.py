@@ -83,6 +83,9 @@ class ReclusterPlan:
     reason: str
     #: The written files count as clustered (the first rows of a new table partition).
     clustered_write: bool = False
+    #: The new rows land in the order the model gives them, unsorted: a pending run that
+    #: its tier merge clusters (``zspark_sort_appends: false``).
+    as_written: bool = False
 
     @property
     def rewrites(self) -> bool:

@@ -5,7 +5,10 @@ same calls, with the credentials and settings the session has: no client of zspa
 Costs are counted in requests, as an object store bills them:
 
 - a file's identity (size, modification time) comes from listing its folder, one request
-  per folder (a page of up to 1000 files on S3), not one per file;
+  per folder (a page of up to 1000 files on S3), not one per file; up to
+  :data:`STATUS_EACH_UP_TO` files of a folder are asked for one by one, since a table's
+  folder may hold 10,000 files whose listing costs ten requests and, through py4j,
+  seconds;
 - its Parquet footer from one ranged read of its last :data:`TAIL_BYTES` (a second read
   only when the footer is longer), opened with the listed status so that no request asks
   for it again.
@@ -42,6 +45,9 @@ READERS = 16
 DRIVER_READS_UP_TO = 64
 #: Footer-reading tasks per core of the session (each with :data:`READERS` reads in flight).
 TASKS_PER_CORE = 2
+#: Up to this many files of one folder are asked for by name, not found in its listing
+#: (an append's 3 new files in a folder of 15,000: 6 s to list through py4j).
+STATUS_EACH_UP_TO = 8
 TABLE_FILES = "dbt.zspark.TableFiles"
 #: The last 8 bytes of a Parquet file: the footer's length (little-endian) and the magic.
 PARQUET_MAGIC = b"PAR1"
@@ -78,14 +84,22 @@ class HadoopFiles:
         return self._jvm.org.apache.hadoop.fs.Path(self._jvm.java.net.URI(path))
 
     def statuses(self, paths: Sequence[str]) -> dict[str, Any]:
-        """The Hadoop ``FileStatus`` of each of ``paths`` that exists, by its Spark path,
-        from one listing of each folder they lie in."""
+        """The Hadoop ``FileStatus`` of each of ``paths`` that exists, by its Spark path:
+        a few files of a folder asked for by name, more from one listing of the folder."""
         wanted = {spark_path(p) for p in paths}
-        folders = sorted({p.rsplit("/", 1)[0] for p in wanted})
+        by_folder: dict[str, list[str]] = {}
+        for path in sorted(wanted):
+            by_folder.setdefault(path.rsplit("/", 1)[0], []).append(path)
         found: dict[str, Any] = {}
-        for folder in folders:
+        for folder, named in by_folder.items():
             located = self._path(folder)
             files = located.getFileSystem(self._conf)
+            if len(named) <= STATUS_EACH_UP_TO:
+                for path in named:
+                    status = file_status(files, self._path(path))
+                    if status is not None:
+                        found[path] = status
+                continue
             for status in list_status(files, located):
                 path = spark_path(str(status.getPath().toUri().toString()))
                 if path in wanted:
@@ -149,6 +163,16 @@ def list_status(files: Any, located: Any) -> list[Any]:
     except Exception as error:  # py4j's error names the Java exception
         if "FileNotFoundException" in str(error):
             return []
+        raise
+
+
+def file_status(files: Any, located: Any) -> Any:
+    """The ``FileStatus`` of the file ``located``, None when it does not exist."""
+    try:
+        return files.getFileStatus(located)
+    except Exception as error:  # py4j's error names the Java exception
+        if "FileNotFoundException" in str(error):
+            return None
         raise
 
 
