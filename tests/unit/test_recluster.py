@@ -302,7 +302,7 @@ def test_an_append_expects_as_many_rows_as_the_last_run() -> None:
 
 
 def test_only_an_append_of_its_own_run_lands_as_written() -> None:
-    """``zspark_sort_appends: false`` lands a run of pieces unsorted; merges, full
+    """``zspark_sort_appends: false`` (the default) lands a run of pieces unsorted; merges, full
     re-clusterings and a partition's clustered base stay sorted; a value that is not
     true or false is refused naming the model, the config and what is allowed."""
     import pytest
@@ -321,8 +321,8 @@ def test_only_an_append_of_its_own_run_lands_as_written() -> None:
                             Run("w3", ("e",), 400, 4, False)], 400, 1000)
     assert merge.action == "merge"
     assert not landed_as_written(merge).as_written
-    assert sort_appends("m", {})
-    assert not sort_appends("m", {"zspark_sort_appends": False})
+    assert not sort_appends("m", {})  # the default: appends land as written
+    assert sort_appends("m", {"zspark_sort_appends": True})
     with pytest.raises(DbtRuntimeError, match=r"Model 'm': config 'zspark_sort_appends' is "
-                                              r"'no'. Allowed: true .* or false"):
+                                              r"'no'. Allowed: false .* or true"):
         sort_appends("m", {"zspark_sort_appends": "no"})

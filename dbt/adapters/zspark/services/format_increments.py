@@ -33,6 +33,7 @@ from dbt.adapters.zspark.formats import committing_table
 from dbt.adapters.zspark.services.context import RunContext
 from dbt.adapters.zspark.services.increments import (
     IncrementPlanner,
+    landed_as_written,
     run_words,
     stored_table_plan,
 )
@@ -83,6 +84,8 @@ class FormatIncrements:
         decision = start.decision
         if strategy == "append":
             decision = self.writes.session_reclusters(decision, written_as.name)
+        if start.lands(strategy):
+            decision = landed_as_written(decision)
         logger.info(f"zspark: {model}: {run_words(strategy, decision)}")
         format_plan = FormatPlan(decision, start.plan, start.stored, written_as.name,
                                  start.properties, plan_after=strategy == "merge",
@@ -92,6 +95,9 @@ class FormatIncrements:
             table_rows = start.sampled.rows + sum(r.rows for r in start.runs or [])
             decision = new_run(start.sampled.rows, start.stored.rows_per_file,
                                "the new rows' own run", table_rows)
+            if start.lands(strategy):
+                # Committed unsorted; a merge the policy chose rewrites them after.
+                decision = replace(decision, as_written=True)
         return self.planner.increment_plan(start, relation, sql, strategy, decision,
                                            format_plan)
 

@@ -115,23 +115,24 @@ def last_run_rows(runs: list[Run] | None) -> int | None:
 
 
 def sort_appends(model: str, config: dict[str, Any]) -> bool:
-    """``zspark_sort_appends``: an append's rows keyed and sorted into narrow pieces as
-    they are written (true, the default), or landed as the model gives them (false)."""
+    """``zspark_sort_appends``: an append's rows landed as the model gives them, a
+    pending run clustered when its tier merge takes it (false, the default), or keyed
+    and sorted into narrow pieces as they are written (true)."""
     chosen = config.get("zspark_sort_appends")
     if chosen is None:
-        return True
+        return False
     if not isinstance(chosen, bool):
         raise DbtRuntimeError(f"Model '{model}': config 'zspark_sort_appends' is {chosen!r}. "
-                              f"Allowed: true (the default: each append's rows sorted into "
-                              f"narrow pieces as they are written) or false (landed as "
-                              f"written, clustered when a tier merge takes them).")
+                              f"Allowed: false (the default: each append's rows land as "
+                              f"written and are clustered when a tier merge takes them) or "
+                              f"true (sorted into narrow pieces as they are written).")
     return chosen
 
 
 def landed_as_written(decision: ReclusterPlan) -> ReclusterPlan:
     """An append's ``decision`` with its rows landed unsorted (``zspark_sort_appends:
     false``): only a run of pieces of its own lands so; merges, full re-clusterings and a
-    partition's clustered base are sorted as ever.
+    partition's clustered base are sorted.
 
     >>> landed_as_written(ReclusterPlan("append", (), 0, 8, "8 pieces fit in 90 files")).reason
     'landed as written, a pending run its tier merge clusters (zspark_sort_appends: false)'
@@ -174,6 +175,17 @@ class SampledIncrement:
     automatic: bool
     #: Pending runs of one tier that merge into one (``zspark_recluster_runs``).
     tier_runs: int = TIER_RUNS
+    #: An append's rows sorted into pieces as written (``zspark_sort_appends``).
+    sort_appends: bool = False
+
+    def lands(self, strategy: str) -> bool:
+        """Whether the new rows land as the model gives them: an append's, unless they
+        are sorted on write, open a partition (whose first rows are its clustered base),
+        or no policy merges them later (no index lists the table's files, or automatic
+        re-clustering is off: sorting as they are written is all the clustering they
+        get)."""
+        return (strategy == "append" and not self.sort_appends and self.automatic
+                and self.files is not None and not self.decision.clustered_write)
 
 
 class IncrementPlanner:
@@ -258,10 +270,8 @@ class IncrementPlanner:
                                  clustered) if plan.partition_by else runs
             decision = plan_increment(touched or [], sampled.rows, stored.rows_per_file,
                                       automatic, tier_runs)
-            if not sorted_appends:
-                decision = landed_as_written(decision)
         return SampledIncrement(table_format, properties, stored, plan, schema, sampled,
-                                files, runs, decision, automatic, tier_runs)
+                                files, runs, decision, automatic, tier_runs, sorted_appends)
 
     def increment_plan(self, start: SampledIncrement, relation: Any, sql: str,
                        strategy: str, decision: ReclusterPlan,
@@ -308,8 +318,10 @@ class ParquetIncrements:
         start = self.planner.sample(model, relation, config, sql, strategy, file_format)
         if start is None:
             return IncrementPlan(0, False)
-        logger.info(f"zspark: {model}: {run_words(strategy, start.decision)}")
-        return self.planner.increment_plan(start, relation, sql, strategy, start.decision)
+        decision = landed_as_written(start.decision) if start.lands(strategy) \
+            else start.decision
+        logger.info(f"zspark: {model}: {run_words(strategy, decision)}")
+        return self.planner.increment_plan(start, relation, sql, strategy, decision)
 
     def recluster(self, model: str, relation: Any,
                   full: bool) -> dict[str, Any]:
