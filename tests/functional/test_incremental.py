@@ -247,7 +247,8 @@ def test_a_new_process_finds_the_stored_layout(tmp_path: Path) -> None:
                   session_dir: {tmp_path / 'session'}}}
     """))
     (project / "models" / "inc.sql").write_text(
-        MODEL.format(strategy="append", layout="hilbert_by", extra=""))
+        MODEL.format(strategy="append", layout="hilbert_by",
+                     extra=", zspark_sort_appends=true"))
     python = tmp_path / "python-without-plugin"
     python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{WITHOUT_PLUGIN}" "$@"\n')
     python.chmod(0o755)
@@ -384,7 +385,7 @@ def partition_files(project: DbtProject, name: str) -> dict[int, set[str]]:
 def test_a_partitioned_table_reclusters_only_the_partitions_that_received_rows(
         project: DbtProject) -> None:
     """Table partitions of 1000 ids, 500 rows per file. The first rows of partition 4 are
-    its clustered base; later appends to it are pieces, then merged, then partition 4 alone
+    its clustered base; later appends to it land as written, then merge, then partition 4 alone
     is re-clustered; partitions 0-3 keep their files throughout. (Runs merge two at a
     time: ``zspark_recluster_runs=2``.)"""
     table = write_model(project, "inc_policy_parts",
@@ -393,7 +394,7 @@ def test_a_partitioned_table_reclusters_only_the_partitions_that_received_rows(
     base = partition_files(project, "inc_policy_parts")
     assert sorted(base) == [0, 1, 2, 3]
     steps = [(4000, 4500, "append (no rows yet where the new rows land", "0.0%"),
-             (4500, 4600, "append (1 piece fits", "2.2%"),
+             (4500, 4600, "append (landed as written", "2.2%"),
              (4600, 4700, "merge (", "4.3%"),
              (4700, 4800, "full (pending rows (300) reach 50%", "0.0%"),
              (4800, 5100, "append (", None)]  # rows for partitions 4 and 5 (new)
@@ -423,7 +424,8 @@ def test_many_pieces_are_written_by_few_sorted_partitions_within_their_file_budg
     (earlier builds of the plugin set one) gets a partition per piece instead."""
     name = f"inc_many_{int(earlier_build)}"
     project.write(f"models/incremental/{name}.sql", MODEL.format(
-        strategy="append", layout="hilbert_by", extra="").replace("file_count=8", "file_count=320"))
+        strategy="append", layout="hilbert_by", extra=", zspark_sort_appends=true"
+    ).replace("file_count=8", "file_count=320"))
     table = project.table(name)
     run(project, name, 0, 40_000)
     if earlier_build:
@@ -561,7 +563,7 @@ def test_a_balanced_incremental_model_keys_new_rows_with_its_stored_tree(
     full re-clustering on demand fits a new tree with the stored weights."""
     table = write_model(project, "inc_balanced", layout="balanced_by",
                         extra=", cluster_weights={'city': 3, 'brand': 1}, "
-                              "zspark_recluster_runs=2")
+                              "zspark_recluster_runs=2, zspark_sort_appends=true")
     run(project, "inc_balanced", 0, 4000)
     assert re.search(r"inc_balanced: balanced layout: \d+ groups, fan-out city \d+",
                      project.log_text())
@@ -621,7 +623,8 @@ def test_a_balanced_model_that_kept_the_curve_keys_appends_along_it(
 
     project.write("models/incremental/inc_balanced_curve.sql", """
         {{ config(materialized='incremental', incremental_strategy='append',
-                  balanced_by=['city', 'brand', 'store'], file_count=16) }}
+                  balanced_by=['city', 'brand', 'store'], file_count=16,
+                  zspark_sort_appends=true) }}
         """ + CORRELATED_SELECT.format(start="{{ var('start', 0) }}",
                                        stop="{{ var('stop', 6000) }}"))
     table = project.table("inc_balanced_curve")
@@ -703,7 +706,8 @@ def test_a_z_order_model_spends_its_bits_by_the_declared_workload(
     """)
     table = write_model(project, "inc_zworkload", layout="zorder_by",
                         extra=", cluster_weights='workload', workload=[{'predicate': "
-                              "\"city = 'CITY002'\", 'count': 6}, 'brand = 42']")
+                              "\"city = 'CITY002'\", 'count': 6}, 'brand = 42'], "
+                              "zspark_sort_appends=true")
     run(project, "inc_zworkload", 0, 4000)
     assert ("inc_zworkload: z-order bits by weight (city 7, brand 1): of the leading 3 bits, "
             "which cut files, city 3, brand 0") in project.log_text()

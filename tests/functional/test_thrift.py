@@ -310,7 +310,7 @@ def _incremental_model(project: Path, port: int, name: str,
     table = f"{SCHEMA}.{name}"
     (project / "models" / f"{name}.sql").write_text(
         f"{{{{ config(materialized='incremental', {layout}, file_count=8, "
-        f"zspark_recluster_runs=2) }}}}"
+        f"zspark_recluster_runs=2, zspark_sort_appends=true) }}}}"
         f"select * from ({CLUSTERED_SQL}) where id >= {{{{ var('lo') }}}} "
         f"and id < {{{{ var('hi') }}}}")
 

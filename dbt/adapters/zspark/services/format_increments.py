@@ -84,7 +84,9 @@ class FormatIncrements:
         decision = start.decision
         if strategy == "append":
             decision = self.writes.session_reclusters(decision, written_as.name)
-        if start.lands(strategy):
+        # Over a server without Python no merge of the format's would follow: sorted now.
+        lands = start.lands(strategy) and self.ctx.reach().reaches_jvm
+        if lands:
             decision = landed_as_written(decision)
         logger.info(f"zspark: {model}: {run_words(strategy, decision)}")
         format_plan = FormatPlan(decision, start.plan, start.stored, written_as.name,
@@ -95,7 +97,7 @@ class FormatIncrements:
             table_rows = start.sampled.rows + sum(r.rows for r in start.runs or [])
             decision = new_run(start.sampled.rows, start.stored.rows_per_file,
                                "the new rows' own run", table_rows)
-            if start.lands(strategy):
+            if lands:
                 # Committed unsorted; a merge the policy chose rewrites them after.
                 decision = replace(decision, as_written=True)
         return self.planner.increment_plan(start, relation, sql, strategy, decision,
