@@ -277,9 +277,11 @@ def test_a_clustered_table_builds_over_thrift_with_keys_and_index_in_sql(
     assert "PASS=1" in tested
 
 
-def _check_files_and_index(port: int, table: str) -> dict[str, list[tuple[Any, ...]]]:
-    """Every data file of ``table`` is sorted by the stored layout's key, and its index row
-    holds its exact rows and bounds (pyarrow); returns each file's rows in file order."""
+def _check_files_and_index(port: int, table: str, landed: int = 0
+                           ) -> dict[str, list[tuple[Any, ...]]]:
+    """Every data file of ``table`` is sorted by the stored layout's key (but ``landed``
+    files, an append's as the model gave them), and its index row holds its exact rows and
+    bounds (pyarrow); returns each file's rows in file order."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
@@ -291,26 +293,29 @@ def _check_files_and_index(port: int, table: str) -> dict[str, list[tuple[Any, .
               f"brand__max from {table}__zindex")}
     assert sorted(index) == files
     contents = {}
+    unsorted = 0
     for path in files:
         keys = _file_keys(properties, path)
-        assert keys == sorted(keys), path
+        unsorted += keys != sorted(keys)
         data = pq.read_table(path.removeprefix("file:"))
         bounds = [pc.min_max(data[c]).as_py() for c in ("city", "brand")]
         assert index[path] == (None, data.num_rows, bounds[0]["min"], bounds[0]["max"],
                                bounds[1]["min"], bounds[1]["max"]), path
         contents[path] = [tuple(r.values()) for r in data.to_pylist()]
+    assert unsorted <= landed, (unsorted, landed)
     return contents
 
 
-def _incremental_model(project: Path, port: int, name: str,
-                       layout: str) -> Callable[[int, int], str]:
+def _incremental_model(project: Path, port: int, name: str, layout: str,
+                       sort_appends: bool = True) -> Callable[[int, int], str]:
     """Write an incremental model of CLUSTERED_SQL's ids in ``[lo, hi)`` clustered by
-    ``layout`` (8 files); returns a run of it that checks the table holds ids below ``hi``
-    and gives dbt's output on one line."""
+    ``layout`` (8 files; appends sorted as written unless not ``sort_appends``); returns a
+    run of it that checks the table holds ids below ``hi`` and gives dbt's output on one
+    line."""
     table = f"{SCHEMA}.{name}"
     (project / "models" / f"{name}.sql").write_text(
         f"{{{{ config(materialized='incremental', {layout}, file_count=8, "
-        f"zspark_recluster_runs=2, zspark_sort_appends=true) }}}}"
+        f"zspark_recluster_runs=2, zspark_sort_appends={str(sort_appends).lower()}) }}}}"
         f"select * from ({CLUSTERED_SQL}) where id >= {{{{ var('lo') }}}} "
         f"and id < {{{{ var('hi') }}}}")
 
@@ -321,6 +326,28 @@ def _incremental_model(project: Path, port: int, name: str,
         return " ".join(output.split())
 
     return run
+
+
+def test_an_append_lands_as_written_and_its_merge_sorts_it_over_thrift(
+        project: Path, thrift_port: int) -> None:
+    """By default an append over thrift lands as the model gives it (the base's files
+    untouched, the landed files' index rows exact); the next append of its size merges
+    both runs, and every file is sorted by the key again."""
+    name = "thrift_landed"
+    table = f"{SCHEMA}.{name}"
+    run = _incremental_model(project, thrift_port, name, "hilbert_by=['city', 'brand']",
+                             sort_appends=False)
+    run(0, 2000)
+    base = _check_files_and_index(thrift_port, table)
+    landed_log = run(2000, 2200)
+    assert f"zspark: {name}: append (landed as written" in landed_log
+    assert "writing 200 rows as the model gives them, unsorted" in landed_log
+    landed = _check_files_and_index(thrift_port, table, landed=2)
+    assert {p: landed[p] for p in base} == base
+    assert 1 <= len(landed) - len(base) <= 2
+    assert f"zspark: {name}: merge (" in run(2200, 2400)
+    merged = _check_files_and_index(thrift_port, table)
+    assert not (set(landed) - set(base)) & set(merged)  # the landed files rewritten
 
 
 @pytest.mark.slow
