@@ -454,7 +454,7 @@ def test_a_partitioned_incremental_model_merges_within_its_partitions_over_thrif
     table = f"{SCHEMA}.{name}"
     (project / "models" / f"{name}.sql").write_text(
         "{{ config(materialized='incremental', hilbert_by=['city', 'brand'], file_count=8, "
-        "partition_by=['day'], zspark_recluster_runs=2) }}"
+        "partition_by=['day'], zspark_recluster_runs=2, zspark_sort_appends=true) }}"
         f"select * from ({PARTED_SQL}) "
         f"where id >= {{{{ var('lo') }}}} and id < {{{{ var('hi') }}}}")
 
