@@ -349,6 +349,8 @@ def test_appends_land_as_written_and_their_tier_merge_clusters_them(
             assert "landed as written, a pending run its tier merge clusters" in text
             assert "writing 400 rows as the model gives them, unsorted" in text
             assert 1 <= len(added) <= 2  # Spark's own files, not 400 rows' worth of pieces
+            # A pending run, rewritten at its merge: no dictionaries, as pieces.
+            assert not any(dictionary_columns(path) for path in paths)
             keys = [k for path in paths for k in stored_keys(properties, path)]
             assert len(keys) == 400
             assert keys != sorted(keys)

@@ -35,7 +35,8 @@ logger = AdapterLogger("zspark")
 #: Runs written since the last full clustering (pieces, merged runs) carry no Parquet
 #: dictionaries: in files of a few thousand rows building one per column costs more than
 #: it saves (5 M rows into 3,000 files, 2 cores: 9-11 s without, 15-16 s with, 7% more
-#: bytes), and the runs are rewritten at their merge or the full re-clustering.
+#: bytes), and the runs are rewritten at their merge or the full re-clustering. Landed
+#: appends too: 26% more bytes than a plain insert's files, about 1.3 s less at 5 M rows.
 PENDING_RUN_SETTINGS = {"parquet.enable.dictionary": "false"}
 
 
