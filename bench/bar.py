@@ -56,12 +56,12 @@ LABELS = {"bar_bare": "Spark's bare write (no key, no sort)",
 
 
 def dbt_step(args: list[str], session_dir: Path, log: Progress, variables: dict[str, Any],
-             model: str) -> dict[str, Any]:
+             model: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     """One ``dbt run`` of ``model`` in its own process: seconds, step split, memory."""
     output: list[str] = []
     memory: dict[str, int] = {}
     wall = run_dbt(["run", "-s", model, *args], session_dir, log, variables, lines=output,
-                   memory=memory)
+                   memory=memory, env=env)
     seconds = model_times(session_dir)[model]
     log(f"{model}: {seconds:.1f} s, peak dbt's Python {memory.get('python_bytes', 0) / 2**30:.2f}"
         f" GiB, process tree {memory.get('tree_bytes', 0) / 2**30:.2f} GiB")

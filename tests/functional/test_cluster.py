@@ -62,8 +62,9 @@ def run_on_cluster(project: str) -> None:
     from dbt.adapters.zspark.reach.session.embedded import active_session
     from tests.functional.dbt_project import files_read
 
-    # The executors read every index's footers (zspark's jar shipped to them), however few.
-    hadoop_files.DRIVER_READS_UP_TO = 0
+    # The executors read and parse every index's footers (zspark's jar shipped to them),
+    # however few.
+    hadoop_files.DRIVER_PARSES_UP_TO = 0
     runner = dbtRunner()
 
     def dbt(*args: str) -> Any:

@@ -48,7 +48,8 @@ SCRIPT = textwrap.dedent("""
         spark.conf.set("spark.sql.files.maxRecordsPerFile", prepared.file_rows or 0)
         spark.sql(f"create table built using parquet as {prepared.select_sql}")
         assert sorted(spark.table("built").collect()) == sorted(spark.sql(sql).collect())
-        hadoop_files.DRIVER_READS_UP_TO = 0  # the executors read and parse every footer
+        # The executors read and parse every footer.
+        hadoop_files.DRIVER_READS_UP_TO = hadoop_files.DRIVER_PARSES_UP_TO = 0
         summary = build_index(spark, "built", "built__zindex", ["city", "ts", "id"])
         assert (summary.files, summary.rows) == (6, 600), (layout, summary)
         by_executors = sorted(spark.table("built__zindex").collect(), key=repr)

@@ -1,9 +1,11 @@
 """A Parquet table's ``__zindex`` in a session: read from the files' footers and written.
 
-The executors read and parse the footers through the session's Hadoop file systems
+The executors read the footers through the session's Hadoop file systems
 (``hadoop_files.py``: one listing per folder by the driver, one ranged read per footer, a
 few in flight in each task), so an index is built wherever the session's storage settings
-reach, and the driver's work grows with folders, not with files' footers.
+reach. Up to a few thousand footers the driver parses them (a few MB, and no Python
+workers to start); more, the executors parse, and the driver's work grows with folders,
+not with files' footers.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import pyarrow as pa
 
 from dbt.adapters.zspark.core.sql_text import quote
 from dbt.adapters.zspark.reach.folders import SessionFolders
+from dbt.adapters.zspark.reach.session import hadoop_files
 from dbt.adapters.zspark.reach.session.hadoop_files import (
     HadoopFiles,
     executor_footers,
@@ -44,9 +47,10 @@ if TYPE_CHECKING:
 
 def index_frame(spark: SparkSession, files: list[str], columns: Sequence[ColumnRef],
                 description: str) -> DataFrame:
-    """The index rows of ``files``, from their footers: read and parsed by the executors
-    and held by them (:func:`hadoop_files.executor_footers`), or read by the driver (a
-    few files, or no zspark JVM classes)."""
+    """The index rows of ``files``, from their footers: read by the executors
+    (:func:`hadoop_files.executor_footers`) and parsed by them and held there, or (up to
+    :data:`hadoop_files.DRIVER_PARSES_UP_TO` files) parsed by the driver; or, without
+    zspark's JVM classes, read by the driver."""
     fields = index_fields(columns)
     # The bounds arrive as text, each cast to its column's type.
     bound_types = {stat_column(path_name(c.parts), stat): c.spark_type
@@ -57,13 +61,19 @@ def index_frame(spark: SparkSession, files: list[str], columns: Sequence[ColumnR
     chosen = list(columns)
     spark.sparkContext.setJobDescription(description)
     tails = executor_footers(spark, files)
-    if tails is not None:
+    if tails is not None and len(files) > hadoop_files.DRIVER_PARSES_UP_TO:
         rows = tails.mapInArrow(functools.partial(footer_batches, columns=chosen,
                                                   fields=fields), schema)
         # Read once, here: a failure reading footers surfaces now, before any swap.
         return rows.selectExpr(*casts).localCheckpoint(eager=True)
-    read = HadoopFiles(spark).footers(files)
-    tuples = ((t.identity.path, t.identity.size, t.identity.mtime, t.footer) for t in read)
+    if tails is not None:
+        # Read by the executors, parsed here: the footers of a few thousand files are a
+        # few MB, and Python workers started only to parse them cost about a second.
+        read = tails.toArrow()
+        tuples = zip(*(read.column(i).to_pylist() for i in range(4)), strict=True)
+    else:
+        tuples = ((t.identity.path, t.identity.size, t.identity.mtime, t.footer)
+                  for t in HadoopFiles(spark).footers(files))
     # Handed over as Arrow: pyspark re-pickles a list of rows in a map task, which starts
     # Python workers (a second of the index step) to copy them.
     batch = index_batch(list(footer_rows(tuples, chosen)), fields)
