@@ -11,8 +11,8 @@ not with files' footers.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -66,6 +66,7 @@ def index_frame(spark: SparkSession, files: list[str], columns: Sequence[ColumnR
                                                   fields=fields), schema)
         # Read once, here: a failure reading footers surfaces now, before any swap.
         return rows.selectExpr(*casts).localCheckpoint(eager=True)
+    tuples: Iterable[tuple[Any, ...]]
     if tails is not None:
         # Read by the executors, parsed here: the footers of a few thousand files are a
         # few MB, and Python workers started only to parse them cost about a second.
