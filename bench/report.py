@@ -40,6 +40,7 @@ from bench.plots import (
     skip_chart,
 )
 from bench.scale import scale_section
+from bench.sort_series import series_section
 from bench.thrift import thrift_section
 
 
@@ -245,6 +246,10 @@ def render(results: dict[str, Any], out: Path, img_dir: Path, results_dir: Path)
     scale_json = results_dir / "scale.json"
     if scale_json.exists():
         lines += scale_section(json.loads(scale_json.read_text()), img_dir, out.parent)
+
+    series_json = results_dir / "sort-series.json"
+    if series_json.exists():
+        lines += series_section(json.loads(series_json.read_text()))
 
     bar_json = results_dir / "bar.json"
     if bar_json.exists():

@@ -25,6 +25,8 @@ COMMANDS = {
                                    "--variants", "uniform", "--probes", "100",
                                    "--one-process", "--img-dir", "{dir}/img"]),
     "keys": ("keys.json", ["bench.keys", "--rows", "5000", "--repeat", "1"]),
+    "sort_series": ("sort-series.json", ["bench.sort_series", "--sizes", "20000:4",
+                                         "--formats", "parquet", "delta"]),
 }
 
 

@@ -57,6 +57,8 @@ public final class TableFiles {
       .add("footer", DataTypes.BinaryType, false);
 
   private static final byte[] MAGIC = {'P', 'A', 'R', '1'};
+  /** Up to this many files of one folder are asked for by name, not found in its listing. */
+  static final int STATUS_EACH_UP_TO = 8;
 
   private TableFiles() {}
 
@@ -244,8 +246,9 @@ public final class TableFiles {
   }
 
   /**
-   * Each path with its status, from one listing of every folder the paths lie in; with
-   * {@code all}, a path that is not there fails the call, named.
+   * Each path with its status, from one listing of every folder the paths lie in (a few
+   * files of a folder asked for by name); with {@code all}, a path that is not there fails
+   * the call, named.
    */
   static List<Tuple2<String, FileStatus>> statuses(Configuration conf, String paths, boolean all)
       throws IOException {
@@ -263,6 +266,18 @@ public final class TableFiles {
     Map<String, FileStatus> found = new HashMap<>();
     for (Map.Entry<Path, List<String>> folder : byFolder.entrySet()) {
       FileSystem fs = folder.getKey().getFileSystem(conf);
+      if (folder.getValue().size() <= STATUS_EACH_UP_TO) {
+        // A few files of a folder that may hold thousands: asked for by name, one request
+        // each, where a listing costs a request per thousand files.
+        for (String path : folder.getValue()) {
+          try {
+            found.put(path, fs.getFileStatus(wanted.get(path)));
+          } catch (FileNotFoundException gone) {
+            // named below
+          }
+        }
+        continue;
+      }
       Map<Path, FileStatus> listed = new HashMap<>();
       try {
         for (FileStatus status : fs.listStatus(folder.getKey())) {

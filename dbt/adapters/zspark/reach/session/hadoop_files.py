@@ -52,7 +52,8 @@ DRIVER_PARSES_UP_TO = 2_000
 #: Footer-reading tasks per core of the session (each with :data:`READERS` reads in flight).
 TASKS_PER_CORE = 2
 #: Up to this many files of one folder are asked for by name, not found in its listing
-#: (an append's 3 new files in a folder of 15,000: 6 s to list through py4j).
+#: (an append's 3 new files in a folder of 15,000: 6 s to list through py4j, and 15
+#: requests on S3 against 3). ``TableFiles.java`` keeps the same rule.
 STATUS_EACH_UP_TO = 8
 TABLE_FILES = "dbt.zspark.TableFiles"
 #: The last 8 bytes of a Parquet file: the footer's length (little-endian) and the magic.
