@@ -72,8 +72,10 @@ class SparkReach(Protocol):
 
     def keyed(self, plan: ClusteringPlan, sql: str, sampled: InputSample,
               stored: StoredLayout | None, file_count: int, schema: Mapping[str, str],
-              pieces: bool, file_per_partition: bool) -> PreparedBuild:
-        """The clustered SELECT of a sampled input."""
+              pieces: bool, file_per_partition: bool, select: bool = True) -> PreparedBuild:
+        """The clustered SELECT of a sampled input. Without ``select``, only the sample's
+        keys and the spread, no SELECT planned: a write that lands rows as the model gives
+        them logs its layout by them."""
         ...
 
     def frame(self, sql: str, types: Mapping[str, str]) -> pd.DataFrame:

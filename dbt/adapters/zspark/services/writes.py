@@ -73,7 +73,7 @@ class KeyedWrites:
                      schema: Mapping[str, str], settings: dict[str, str]) -> KeyedWrite:
         """The write of an append's rows as the model gives them: no key, no sort, files
         as Spark cuts them (a plain insert's cost); the keyed sample still probes the
-        layout for the log."""
+        layout for the log (``prepared``: planned without its SELECT)."""
         listed = ", ".join(quote(c) for c in schema)
         write = KeyedWrite(
             f"select {listed} from (\n{sql}\n) zspark_landed", None,
@@ -115,8 +115,10 @@ class KeyedWrites:
         file_per_partition = not written_as.cuts_files_by_rows or \
             self.ctx.fixes_file_rows(relation)
         if not decision.rewrites:
+            # Rows landing as written need the sample's keys for the log, no keyed SELECT.
             prepared = reach.keyed(plan, sql, sampled, stored, decision.pieces, schema,
-                                   pieces=True, file_per_partition=file_per_partition)
+                                   pieces=True, file_per_partition=file_per_partition,
+                                   select=not decision.as_written)
             if decision.as_written:
                 return self.landed_write(plan, sql, prepared, schema, settings), None
             return self.keyed_write(plan, prepared, new_layout=False,

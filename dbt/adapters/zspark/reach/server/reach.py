@@ -70,10 +70,10 @@ class ServerReach:
 
     def keyed(self, plan: ClusteringPlan, sql: str, sampled: InputSample,
               stored: StoredLayout | None, file_count: int, schema: Mapping[str, str],
-              pieces: bool, file_per_partition: bool) -> PreparedBuild:
+              pieces: bool, file_per_partition: bool, select: bool = True) -> PreparedBuild:
 
         return keyed_sql_build(self.fetch, plan, sql, sampled, stored, file_count,
-                               self._cores(), schema, pieces, file_per_partition)
+                               self._cores(), schema, pieces, file_per_partition, select)
 
     def frame(self, sql: str, types: Mapping[str, str]) -> pd.DataFrame:
         import pandas as pd

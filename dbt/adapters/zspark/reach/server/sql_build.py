@@ -194,13 +194,16 @@ def sample_input_sql(fetch: Fetch, plan: ClusteringPlan, sql: str,
 def keyed_sql_build(fetch: Fetch, plan: ClusteringPlan, sql: str, sampled: InputSample,
                     stored: StoredLayout | None, file_count: int, cores: int,
                     schema: Mapping[str, str], pieces: bool = False,
-                    file_per_partition: bool = False) -> PreparedBuild:
+                    file_per_partition: bool = False, select: bool = True) -> PreparedBuild:
     """The clustered SELECT of ``sql`` (already sampled) into ``file_count`` files, keyed
     in SQL (see ``clustering.plan_keys``); ``schema`` are the model's columns in order and
-    their Spark types, ``cores`` the parallelism the shuffle partitions are sized to."""
+    their Spark types, ``cores`` the parallelism the shuffle partitions are sized to.
+    Without ``select`` only the sample's keys (``Reach.keyed``)."""
     started = time.perf_counter()
     keyed = plan_keys(plan, sampled, stored, file_count, cores, schema, pieces,
                       file_per_partition)
+    if not select:
+        return keyed.prepared("", sampled, file_count, started)
     spread = keyed.spread
     owner = owner_sql(spread, quote(KEY_COLUMN), plan.layout.key_type(plan.curve_method),
                       keyed.parts)

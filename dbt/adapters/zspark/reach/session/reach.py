@@ -64,10 +64,10 @@ class SessionReach:
 
     def keyed(self, plan: ClusteringPlan, sql: str, sampled: InputSample,
               stored: StoredLayout | None, file_count: int, schema: Mapping[str, str],
-              pieces: bool, file_per_partition: bool) -> PreparedBuild:
+              pieces: bool, file_per_partition: bool, select: bool = True) -> PreparedBuild:
 
         return keyed_build(self.spark, plan, sql, sampled, stored, file_count, pieces,
-                           file_per_partition)
+                           file_per_partition, select)
 
     def frame(self, sql: str, types: Mapping[str, str]) -> pd.DataFrame:
         return as_pandas(self.spark.sql(sql))
