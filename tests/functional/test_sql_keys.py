@@ -138,6 +138,28 @@ def test_a_rows_shuffle_partition_is_the_same_in_a_session_and_in_sql(
     assert [r.sql for r in found] == expected
 
 
+@settings(max_examples=25, deadline=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+@given(cuts=st.lists(st.integers(-(2 ** 63), 2 ** 63 - 1), min_size=1, max_size=1100),
+       keys=st.lists(st.integers(-(2 ** 63), 2 ** 63 - 1), min_size=1, max_size=20),
+       repeats=st.integers(0, 3))
+def test_the_searched_shuffle_partition_counts_the_cuts_at_or_below_the_key(
+        spark: Any, cuts: list[int], keys: list[int], repeats: int) -> None:
+    """A write of a file per partition finds a row's partition by the unrolled binary
+    search (any number of cuts, repeated ones, keys equal to a cut, at the extremes of
+    bigint): the count of cuts at or below its key, as the ``case`` tree finds it."""
+    import bisect
+
+    from dbt.adapters.zspark.layouts.ranks_sql import cuts_at_or_below_sql
+
+    cuts = sorted(cuts + cuts[:repeats])
+    keys = [*keys, *cuts[:: max(1, len(cuts) // 5)], -(2 ** 63), 2 ** 63 - 1]
+    spark.createDataFrame([(k,) for k in keys], "k bigint").createOrReplaceTempView("keys")
+    found = spark.sql(cuts_at_or_below_sql("k", cuts, "select k from keys", "owner")) \
+        .select("k", "owner").collect()
+    assert [(r.k, r.owner) for r in found] == [(k, bisect.bisect_right(cuts, k)) for k in keys]
+
+
 @pytest.mark.parametrize("separators", [None, "\x1f"])
 def test_constant_arrays_fold_into_literals_of_their_values(
         spark: Any, monkeypatch: pytest.MonkeyPatch, separators: str | None) -> None:

@@ -125,6 +125,32 @@ def ranked_sql(values: Sequence[str], columns: Sequence[ColumnSpec],
                        in zip(searches, positions, ranks, strict=True)], "zspark_ranked"), ranks
 
 
+def cuts_at_or_below_sql(key: str, cuts: Sequence[int], source_sql: str,
+                         name: str) -> str:
+    """``source_sql``'s rows with ``name``: how many of the ascending bigint ``cuts`` sit at
+    or below the row's non-null bigint ``key`` (its shuffle partition), by the ranks'
+    unrolled binary search, one projection per step. A ``case`` tree over a thousand cuts
+    (a write of a file per partition) is one expression of thousands of nodes, whose
+    generated code ran an Iceberg write of 5 M rows into 1,000 files 8 s slower than
+    Spark's own range partitioning."""
+    steps = len(cuts).bit_length()
+    padded = [int(c) for c in cuts] + [int(cuts[-1])] * ((1 << steps) - len(cuts))
+    sql = f"select * from (\n{source_sql}\n) zspark_unowned"
+    position = "0"
+    for k in range(steps):
+        size = 1 << (steps - 1 - k)
+        probes = padded[size - 1::2 * size]
+        probe = f"{probes[0]}L" if len(probes) == 1 else (
+            f"get({constant_array(probes, 'bigint')}, shiftright({position}, "
+            f"{size.bit_length()}))")
+        step = f"__zspark_cut_{k}"
+        sql = with_columns(sql, [f"{position} | case when {probe} <= {key} then {size} "
+                                 f"else 0 end as {step}"], f"zspark_cuts_{k}")
+        position = step
+    return with_columns(sql, [f"cast(least({position}, {len(cuts)}) as int) as {name}"],
+                        "zspark_owned")
+
+
 def _comparable_sql(value: str, family: str) -> str:
     """The value in the form its boundaries are stored (``value_ranks._comparable``)."""
     if family == "boolean":

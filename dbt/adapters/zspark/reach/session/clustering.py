@@ -37,6 +37,7 @@ from dbt.adapters.zspark.layouts import (
     rank_grid_bits,
     zorder_schedule,
 )
+from dbt.adapters.zspark.layouts.ranks_sql import cuts_at_or_below_sql
 from dbt.adapters.zspark.reach.session.udfs import register_key_udf, udf_name
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ def expr(sql: str) -> Any:
     return sf.expr(sql)
 
 KEY_COLUMN = "__zspark_key"
+OWNER_COLUMN = "__zspark_owner"
 DRAW_COLUMN = "__zspark_draw"
 SAMPLE_SEED = 17
 #: Rows sampled per boundary; the RangePartitioner in Spark samples about 20 per partition.
@@ -190,6 +192,13 @@ def sort_position(value: Any) -> tuple[bool, Any]:
     """Where Spark's ascending sort puts a value: NULLs first."""
     value = python_value(value)
     return (value is not None, value)
+
+
+def searched_owner(spread: FileSpread, parts: Sequence[tuple[str, str]], key_type: str) -> bool:
+    """Whether a row's shuffle partition is found by ``ranks_sql.cuts_at_or_below_sql``:
+    cuts on a bigint key alone (no table partitions, no shift of the key)."""
+    return bool(spread.cuts) and spread.key_shift is None and not parts \
+        and key_type == "bigint"
 
 
 def _owner(spread: FileSpread, key: Any, parts: list[tuple[str, str]], key_type: str) -> Any:
@@ -503,8 +512,14 @@ def keyed_build(spark: SparkSession, plan: ClusteringPlan, sql: str, sampled: In
         register_key_udf(spark, name, keyed.function, plan.layout.key_type(plan.curve_method))
         key_call = f"{name}({', '.join(key_inputs(plan))})"
         keyed_rows = f"select *, {key_call} as {quote(KEY_COLUMN)} from (\n{sql}\n) zspark_source"
-    owner = _owner(keyed.spread, expr(quote(KEY_COLUMN)), keyed.parts,
-                   plan.layout.key_type(plan.curve_method))
+    key_type = plan.layout.key_type(plan.curve_method)
+    if searched_owner(keyed.spread, keyed.parts, key_type):
+        keyed_rows = cuts_at_or_below_sql(quote(KEY_COLUMN),
+                                          [cut[-1] for cut in keyed.spread.cuts],
+                                          keyed_rows, OWNER_COLUMN)
+        owner = expr(OWNER_COLUMN)
+    else:
+        owner = _owner(keyed.spread, expr(quote(KEY_COLUMN)), keyed.parts, key_type)
     view = f"zspark_build_{udf_name(plan.model).removeprefix('zspark_key_')}"
     (spark.sql(keyed_rows)
      .repartitionById(keyed.spread.partitions, owner)
