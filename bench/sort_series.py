@@ -94,7 +94,8 @@ def series_section(series: dict[str, Any]) -> list[str]:
              "(a fresh dbt process and JVM), its time dbt's `execution_time` of the model, "
              "all steps counted. *x sorted*: against Spark's own range-partitioned, sorted "
              f"write of the same rows into as many files (the bound is {BOUND}x); *+ s over "
-             "bare*: seconds more than Spark's bare write (no key, no sort).", ""]
+             f"bare*: seconds more than Spark's bare write (no key, no sort).", "",
+             *([series["note"], ""] if series.get("note") else [])]
     rows = []
     for point in series["points"]:
         builds = point["builds"]
