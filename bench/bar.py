@@ -42,7 +42,7 @@ from bench.common import (
     run_module,
     spark_session,
 )
-from bench.markdown import md_table, ms
+from bench.markdown import md_table, ms, step_split
 
 BAR_JSON = RESULTS / "bar.json"
 BUILDS = ("bar_bare", "bar_sorted", "bar_hilbert")
@@ -167,9 +167,7 @@ def bar_section(bar: dict[str, Any]) -> list[str]:
              ""]
     rows = []
     for model, build in bar["builds"].items():
-        steps = build.get("steps") or {}
-        split = " / ".join(f"{steps[s]:.1f}" for s in ("sample", "write", "index", "log")
-                           if s in steps) or "-"
+        split = step_split(build.get("steps"))
         rows.append([LABELS[model], f"{build['seconds']:.1f}", f"{build['over_sorted']:.2f}",
                      f"{build['seconds'] / (bar['rows'] / 1e6):.2f}", split,
                      gib(build, "python_bytes"), gib(build, "jvm_bytes"),

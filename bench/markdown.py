@@ -43,3 +43,10 @@ def pieces_words(config: Mapping[str, Any]) -> str:
     merges = (f"runs merged {config['tier_runs']} at a time by size" if "tier_runs" in config
               else "every pending run merged when the files overflow")
     return f"new rows in pieces of 1/{config.get('pieces_per_file', 8)} of a file, {merges}"
+
+
+def step_split(steps: dict[str, float] | None) -> str:
+    """A build's seconds per step as "sample / write / index / log" ("-": none logged)."""
+    found = steps or {}
+    return " / ".join(f"{found[s]:.1f}" for s in ("sample", "write", "index", "log")
+                      if s in found) or "-"

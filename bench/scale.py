@@ -40,7 +40,7 @@ from bench.common import (
 )
 from bench.delta import zorder_build
 from bench.footers import read_bounds
-from bench.markdown import md_table, ms
+from bench.markdown import md_table, ms, step_split
 from bench.plots import LABELS, scale_chart
 
 SIZES = (2_000_000, 8_000_000, 20_000_000)
@@ -213,9 +213,7 @@ def scale_section(scale: dict[str, Any], img_dir: Path, report_dir: Path) -> lis
             build = point["builds"].get(name) or point.get(name)
             if not build:
                 continue
-            steps = build.get("steps") or {}
-            split = " / ".join(f"{steps[s]:.1f}" for s in ("sample", "write", "index", "log")
-                               if s in steps) or "-"
+            split = step_split(build.get("steps"))
             memory = f"{(build.get('jvm_bytes') or build['tree_bytes']) / 2**30:.2f}"
             rows.append([f"{point['rows']:,}" if name == names[0] else "", LABELS[name],
                          f"{build['seconds']:.1f}", f"{build['seconds_per_m_rows']:.2f}",

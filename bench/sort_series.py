@@ -27,7 +27,7 @@ from typing import Any
 from bench.bar import dbt_step
 from bench.builds import machine_info
 from bench.common import DEFAULT_SESSION_DIR, RESULTS, Progress
-from bench.markdown import md_table
+from bench.markdown import md_table, step_split
 
 SERIES_JSON = RESULTS / "sort-series.json"
 SIZES = ((200_000, 20), (1_000_000, 100), (5_000_000, 1_000), (20_000_000, 2_000))
@@ -104,9 +104,7 @@ def series_section(series: dict[str, Any]) -> list[str]:
             if model not in builds:
                 continue
             build = builds[model]
-            steps = build.get("steps") or {}
-            split = " / ".join(f"{steps[s]:.1f}" for s in ("sample", "write", "index", "log")
-                               if s in steps) or "-"
+            split = step_split(build.get("steps"))
             rows.append([point["format"], f"{point['rows']:,}", f"{point['files']:,}",
                          NAMES[model], f"{build['seconds']:.1f}",
                          f"{build['over_sorted']:.2f}" if "over_sorted" in build else "-",
