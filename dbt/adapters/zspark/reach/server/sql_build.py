@@ -27,7 +27,6 @@ from dbt.adapters.zspark.core.layout_state import StoredLayout
 from dbt.adapters.zspark.core.partitioning import FileSpread, owner_search
 from dbt.adapters.zspark.core.planning import ClusteringPlan, normalize_type
 from dbt.adapters.zspark.core.sql_text import quote, sql_string
-from dbt.adapters.zspark.layouts.ranks_sql import cuts_at_or_below_sql
 from dbt.adapters.zspark.reach.session.clustering import (
     DRAW_COLUMN,
     KEY_COLUMN,
@@ -42,7 +41,7 @@ from dbt.adapters.zspark.reach.session.clustering import (
     plan_keys,
     python_value,
     sample_size,
-    searched_owner,
+    searched_owner_sql,
     type_of,
 )
 
@@ -212,10 +211,9 @@ def keyed_sql_build(fetch: Fetch, plan: ClusteringPlan, sql: str, sampled: Input
     buckets = bucket_values(fetch(bucket_probe_sql(spread.partitions)), spread.partitions)
     keyed_rows = plan.layout.keyed_sql(keyed.specs, key_inputs(plan), plan.boundary_count,
                                        sql, KEY_COLUMN, keyed.tree, keyed.weights)
-    if searched_owner(spread, keyed.parts, key_type):
-        keyed_rows = cuts_at_or_below_sql(quote(KEY_COLUMN), [c[-1] for c in spread.cuts],
-                                          keyed_rows, OWNER_COLUMN)
-        owner = OWNER_COLUMN
+    owned = searched_owner_sql(keyed_rows, spread, keyed.parts, key_type)
+    if owned is not None:
+        keyed_rows, owner = owned, OWNER_COLUMN
     else:
         owner = owner_sql(spread, quote(KEY_COLUMN), key_type, keyed.parts)
     select_sql = (

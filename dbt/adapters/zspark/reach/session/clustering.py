@@ -194,11 +194,15 @@ def sort_position(value: Any) -> tuple[bool, Any]:
     return (value is not None, value)
 
 
-def searched_owner(spread: FileSpread, parts: Sequence[tuple[str, str]], key_type: str) -> bool:
-    """Whether a row's shuffle partition is found by ``ranks_sql.cuts_at_or_below_sql``:
-    cuts on a bigint key alone (no table partitions, no shift of the key)."""
-    return bool(spread.cuts) and spread.key_shift is None and not parts \
-        and key_type == "bigint"
+def searched_owner_sql(keyed_rows: str, spread: FileSpread,
+                       parts: Sequence[tuple[str, str]], key_type: str) -> str | None:
+    """``keyed_rows`` with each row's shuffle partition as :data:`OWNER_COLUMN`, found by
+    ``ranks_sql.cuts_at_or_below_sql`` where cuts fall on a bigint key alone (no table
+    partitions, no shift of the key); None otherwise (the ``case`` tree finds it)."""
+    if not spread.cuts or spread.key_shift is not None or parts or key_type != "bigint":
+        return None
+    return cuts_at_or_below_sql(quote(KEY_COLUMN), [cut[-1] for cut in spread.cuts],
+                                keyed_rows, OWNER_COLUMN)
 
 
 def _owner(spread: FileSpread, key: Any, parts: list[tuple[str, str]], key_type: str) -> Any:
@@ -513,11 +517,9 @@ def keyed_build(spark: SparkSession, plan: ClusteringPlan, sql: str, sampled: In
         key_call = f"{name}({', '.join(key_inputs(plan))})"
         keyed_rows = f"select *, {key_call} as {quote(KEY_COLUMN)} from (\n{sql}\n) zspark_source"
     key_type = plan.layout.key_type(plan.curve_method)
-    if searched_owner(keyed.spread, keyed.parts, key_type):
-        keyed_rows = cuts_at_or_below_sql(quote(KEY_COLUMN),
-                                          [cut[-1] for cut in keyed.spread.cuts],
-                                          keyed_rows, OWNER_COLUMN)
-        owner = expr(OWNER_COLUMN)
+    owned = searched_owner_sql(keyed_rows, keyed.spread, keyed.parts, key_type)
+    if owned is not None:
+        keyed_rows, owner = owned, expr(OWNER_COLUMN)
     else:
         owner = _owner(keyed.spread, expr(quote(KEY_COLUMN)), keyed.parts, key_type)
     view = f"zspark_build_{udf_name(plan.model).removeprefix('zspark_key_')}"
