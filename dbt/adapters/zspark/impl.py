@@ -15,6 +15,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from dbt.adapters.base import PythonJobHelper, available
+from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
 
 from dbt.adapters.zspark.connections import ZSparkConnectionManager
@@ -22,6 +23,7 @@ from dbt.adapters.zspark.core.sql_text import property_list, sql_string
 from dbt.adapters.zspark.formats.settings import names_an_iceberg_table
 from dbt.adapters.zspark.layouts import CONFIG_KEYS
 from dbt.adapters.zspark.reach.session.python_models import SUBMISSION_METHOD, SessionPythonJob
+from dbt.adapters.zspark.services.advice import WorkloadAdvisor
 from dbt.adapters.zspark.services.builds import SeedRead, TableBuilds
 from dbt.adapters.zspark.services.context import RunContext
 from dbt.adapters.zspark.services.families import ModelFlow, TableFamilies
@@ -64,6 +66,9 @@ MODEL_CONFIG_KEYS = (*(f.name for f in fields(ZSparkConfig)
                        if f.name not in {g.name for g in fields(SparkConfig)}), "partition_by")
 
 
+logger = AdapterLogger("zspark")
+
+
 class ZSparkAdapter(SparkAdapter):
     ConnectionManager = ZSparkConnectionManager  # type: ignore[assignment]
     AdapterSpecificConfigs = ZSparkConfig  # type: ignore[assignment]
@@ -85,6 +90,7 @@ class ZSparkAdapter(SparkAdapter):
                                       self.format_increments)
         self.scans = SkipScans(ctx, self.tables)
         self.report = LayoutReport(ctx, self.tables, self.index)
+        self.advisor = WorkloadAdvisor(ctx, self.tables)
 
     @classmethod
     def type(cls) -> str:
@@ -165,6 +171,12 @@ class ZSparkAdapter(SparkAdapter):
     def zspark_check_config(self, model: str, config: dict[str, Any],
                             materialized: str) -> bool:
         return self.builds.check_config(model, config, materialized)
+
+    @available
+    def zspark_warn_config_names(self, model: str, config: dict[str, Any]) -> list[str]:
+        """Warn of each config a model set (``model['config']``) that looks like one of
+        zspark's but is not; once per run of the model, from its materialization."""
+        return self.builds.warn_config_names(model, config, MODEL_CONFIG_KEYS)
 
     @available
     def zspark_build_plan(self, model: str, relation: Any, config: dict[str, Any],
@@ -300,6 +312,15 @@ class ZSparkAdapter(SparkAdapter):
     def zspark_layout_report(self, relation: Any, x: str | None = None, y: str | None = None,
                              path: str | None = None) -> dict[str, Any]:
         return self.report.layout_report(relation, x, y, path)
+
+    # -- the layout the workload asks for (services/advice.py) ---------------------------
+    @available
+    def zspark_advise(self, model: str, relation: Any, config: dict[str, Any],
+                      nodes: list[dict[str, str]], files: int | None = None) -> list[str]:
+        """``zspark_advise``: the workload found, the candidates scored, the choice."""
+        lines = self.advisor.advise(model, relation, config, nodes, files).lines()
+        logger.info("\n".join(lines))
+        return lines
 
     # -- skip-aware scans and skip_coverage (services/scans.py) -------------------------
     @available

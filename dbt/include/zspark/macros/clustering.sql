@@ -13,17 +13,17 @@
 
 {#- The predicates of the current model's skip_coverage tests, from the project's graph. -#}
 {% macro zspark_skip_coverage_predicates() %}
-  {%- set found = [] -%}
   {%- if execute and graph is defined and model is defined -%}
-    {%- for node in graph.nodes.values() -%}
-      {%- set test = node.get('test_metadata') or {} -%}
-      {%- if node.resource_type == 'test' and test.get('name') == 'skip_coverage'
-            and node.get('attached_node') == model.unique_id -%}
-        {%- do found.extend(test.get('kwargs', {}).get('predicates') or []) -%}
-      {%- endif -%}
-    {%- endfor -%}
+    {{ return(zspark_node_test_predicates(model.unique_id)) }}
   {%- endif -%}
-  {{ return(found) }}
+  {{ return([]) }}
+{% endmacro %}
+
+
+{#- Warn of each config the model set that looks like one of zspark's but is not (a
+    `hilbrt_by`, a `layout`), which nothing reads: once per run, from each materialization. -#}
+{% macro zspark_warn_config_names() %}
+  {%- do adapter.zspark_warn_config_names(model['name'], model['config']) -%}
 {% endmacro %}
 
 

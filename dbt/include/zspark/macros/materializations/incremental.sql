@@ -12,6 +12,7 @@
       clustered table of its own versions (Parquet), a clustered table of a format that
       commits on its own (Delta, Iceberg), or dbt-spark's run of an unclustered model
       (through the session for a Python one). -#}
+  {%- do zspark_warn_config_names() -%}
   {%- set flow = adapter.zspark_flow(model['name'], zspark_model_config(),
                                      config.get('file_format', default='parquet'), model['language'], 'incremental') -%}
   {%- do adapter.zspark_begin(model['name'], this) -%}

@@ -10,6 +10,7 @@
       table of its own versions (Parquet, clustered or not), a clustered table of a format
       that commits on its own (Delta, Iceberg), dbt-spark's build of an unclustered one,
       or an unclustered Python model's result written as one. -#}
+  {%- do zspark_warn_config_names() -%}
   {%- set flow = adapter.zspark_flow(model['name'], zspark_model_config(),
                                      config.get('file_format', default='parquet'), model['language'], 'table') -%}
   {%- set paths = {'versions': zspark_versions_table, 'commits': zspark_commits_table,

@@ -1,0 +1,131 @@
+"""The layouts an advice weighs, and the files each would write, simulated on a sample.
+
+A candidate is a layout config over a subset of the columns the workload filters on. Its
+files are simulated the way a build cuts them: the sample keyed by the candidate's key
+(boundaries from the sample itself), sorted by it and cut into files of equal rows; each
+simulated file's min, max and null count per column then stand in for the index a build
+would write. Pure Python (pandas, numpy and the layouts' own key functions).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+
+from dbt.adapters.zspark.core import value_ranks
+from dbt.adapters.zspark.core.value_ranks import normalize_type
+from dbt.adapters.zspark.layouts import LAYOUTS, ColumnSpec
+
+#: At most this many clustering columns in a chosen layout: each more column halves the
+#: resolution every other one gets.
+MAX_AUTO_COLUMNS = 4
+#: Candidate subsets are drawn from this many of the most-filtered columns.
+CANDIDATE_POOL = 4
+#: A simulated file holds at least this many sample rows, else its range is noise.
+MIN_SAMPLE_ROWS_PER_FILE = 32
+#: The layouts tried on two or more columns (one column: sorted by it, ``linear_by``).
+MULTI_COLUMN_LAYOUTS = ("hilbert_by", "zorder_by", "balanced_by")
+#: The candidate that clusters nothing: files as rows arrive.
+UNCLUSTERED = "none"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A layout config (``hilbert_by``, ...; :data:`UNCLUSTERED` for none) over ``columns``
+    with their ``weights`` (for the layouts that take weights)."""
+
+    config_key: str
+    columns: tuple[str, ...] = ()
+    weights: tuple[float, ...] = ()
+
+    @property
+    def name(self) -> str:
+        if self.config_key == UNCLUSTERED:
+            return "unclustered"
+        return f"{self.config_key}={list(self.columns)}"
+
+    def same_layout(self, other: Candidate) -> bool:
+        """The same layout config over the same columns (weights aside)."""
+        return (self.config_key, [c.lower() for c in self.columns]) == \
+            (other.config_key, [c.lower() for c in other.columns])
+
+    @property
+    def takes_weights(self) -> bool:
+        return self.config_key != UNCLUSTERED and LAYOUTS[self.config_key].takes_weights
+
+
+def ranked_columns(column_counts: Mapping[str, float], clusterable: Sequence[str]) -> list[str]:
+    """The clusterable columns the workload filters on, most queries first (ties: the
+    table's column order)."""
+    order = {c.lower(): i for i, c in enumerate(clusterable)}
+    named = [c for c in clusterable if column_counts.get(c, 0) > 0]
+    return sorted(named, key=lambda c: (-column_counts[c], order[c.lower()]))
+
+
+def candidates(column_counts: Mapping[str, float], clusterable: Sequence[str]
+               ) -> list[Candidate]:
+    """Every candidate an advice scores: unclustered; each of the most-filtered columns
+    alone (sorted by it); and every subset of two or more of them under each multi-column
+    layout, weighted by the queries on each column where the layout takes weights."""
+    pool = ranked_columns(column_counts, clusterable)[:CANDIDATE_POOL]
+    found = [Candidate(UNCLUSTERED)]
+    found += [Candidate("linear_by", (c,), (1.0,)) for c in pool]
+    for size in range(2, min(len(pool), MAX_AUTO_COLUMNS) + 1):
+        for subset in combinations(pool, size):
+            counts = tuple(float(column_counts[c]) for c in subset)
+            for key in MULTI_COLUMN_LAYOUTS:
+                weights = counts if LAYOUTS[key].takes_weights else tuple(1.0 for _ in subset)
+                found.append(Candidate(key, subset, weights))
+    return found
+
+
+def simulated_file_count(sample_rows: int, file_count: int) -> int:
+    """Files a simulation cuts the sample into: the table's own count, less where the
+    sample is too thin to give each file :data:`MIN_SAMPLE_ROWS_PER_FILE` rows."""
+    return max(1, min(file_count, sample_rows // MIN_SAMPLE_ROWS_PER_FILE))
+
+
+def file_of_rows(sample: pd.DataFrame, candidate: Candidate, types: Mapping[str, str],
+                 files: int, boundary_count: int) -> np.ndarray:
+    """The simulated file of each sample row under ``candidate``: rows in key order (the
+    sample's own order, a random one, when unclustered) cut into ``files`` equal runs."""
+    rows = len(sample)
+    if candidate.config_key == UNCLUSTERED or rows == 0:
+        order = np.arange(rows)
+    else:
+        layout = LAYOUTS[candidate.config_key]
+        values = [sample[c] for c in candidate.columns]
+        specs = [ColumnSpec(c, types[c], value_ranks.sample_boundaries(v, boundary_count))
+                 for c, v in zip(candidate.columns, values, strict=True)]
+        weights = candidate.weights if candidate.takes_weights else ()
+        tree = layout.fit(specs, values, boundary_count, files, weights or
+                          tuple(1.0 for _ in specs))
+        keys = layout.key_function(specs, "boundary", boundary_count, tree,
+                                   weights)(*values).to_numpy()
+        order = np.argsort(keys, kind="stable")
+    file = np.empty(rows, dtype=np.int64)
+    file[order] = np.arange(rows) * files // max(rows, 1)
+    return file
+
+
+def file_stats(sample: pd.DataFrame, file: np.ndarray, columns: Sequence[str],
+               types: Mapping[str, str]) -> pd.DataFrame:
+    """Per simulated file: ``row_count`` and each column's ``__min``, ``__max``,
+    ``__nulls`` (and ``__nans`` for floating columns), as the index holds them."""
+    frame = sample[list(columns)].copy()
+    frame["__file"] = file
+    grouped = frame.groupby("__file", sort=True)
+    stats = pd.DataFrame({"row_count": grouped.size()})
+    for column in columns:
+        values = grouped[column]
+        stats[f"{column}__min"] = values.min()
+        stats[f"{column}__max"] = values.max()
+        stats[f"{column}__nulls"] = values.apply(lambda v: int(v.isna().sum()))
+        if normalize_type(types[column]) in ("float", "double"):
+            stats[f"{column}__nans"] = values.apply(
+                lambda v: int(np.isnan(v.to_numpy(dtype=float, na_value=0.0)).sum()))
+    return stats.reset_index(drop=True)

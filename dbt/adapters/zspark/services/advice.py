@@ -1,0 +1,215 @@
+"""``zspark_advise``: the workload a table serves, the layouts it could have, each scored in
+files per query on a sample of the table, and the one ``cluster_by='auto'`` would choose.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.zspark.advice.candidates import (
+    UNCLUSTERED,
+    Candidate,
+    candidates,
+    file_of_rows,
+    file_stats,
+    ranked_columns,
+    simulated_file_count,
+)
+from dbt.adapters.zspark.advice.graph_workload import ProjectNode, project_queries
+from dbt.adapters.zspark.advice.scoring import Choice, choose, score_sql, scores, stats_sql
+from dbt.adapters.zspark.core.layout_state import StoredLayout, StoredLayoutError
+from dbt.adapters.zspark.core.planning import CLUSTERABLE_TYPES, DEFAULT_BOUNDARY_COUNT
+from dbt.adapters.zspark.core.sql_text import quote
+from dbt.adapters.zspark.core.value_ranks import normalize_type
+from dbt.adapters.zspark.core.workload import (
+    DeclaredQuery,
+    WorkloadError,
+    declared_queries,
+    filtered_columns,
+)
+from dbt.adapters.zspark.reach.session.clustering import key_input_sql, key_input_type
+from dbt.adapters.zspark.services.context import RunContext
+from dbt.adapters.zspark.services.tables import TableFiles
+from dbt.adapters.zspark.skipping.pruning import PredicateError
+
+logger = AdapterLogger("zspark")
+
+#: Rows an advice samples from the table.
+ADVICE_SAMPLE_ROWS = 100_000
+#: The best candidates an advice lists.
+SHOWN_CANDIDATES = 12
+#: The file count an advice simulates when the table's own is unknown.
+DEFAULT_ADVICE_FILES = 1_000
+
+
+@dataclass
+class Workload:
+    """The queries found, by source, and those that could not be read."""
+
+    queries: list[DeclaredQuery] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)
+
+    def by_source(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for query in self.queries:
+            kind = query.source.split(" ", 1)[0]
+            counts[kind] = counts.get(kind, 0) + 1
+        return counts
+
+
+@dataclass
+class Advice:
+    """What ``zspark_advise`` found and chose for a table."""
+
+    relation: str
+    workload: Workload
+    column_counts: dict[str, float]
+    files: int
+    choice: Choice | None
+    current: Candidate | None
+    seconds: float
+
+    def lines(self) -> list[str]:
+        """The advice as a person reads it."""
+        sources = ", ".join(f"{n} from {kind}" for kind, n in self.workload.by_source().items())
+        out = [f"zspark_advise {self.relation}: {len(self.workload.queries)} queries "
+               f"({sources or 'none found'})"]
+        for query in self.workload.queries:
+            out.append(f"  [{query.source}] x{query.count:g}: {query.predicate}")
+        if self.workload.unreadable:
+            out.append("  not read (code sqlglot cannot parse): "
+                       + ", ".join(self.workload.unreadable))
+        if self.choice is None:
+            out.append("no query filters on a clusterable column: the default stands "
+                       "(unclustered).")
+            return out
+        out.append("columns by queries: " + ", ".join(
+            f"{c} {n:g}" for c, n in sorted(self.column_counts.items(), key=lambda i: -i[1])))
+        out.append(f"candidates scored on a sample cut into {self.choice.best.files} files "
+                   "(share of files read per query, weighted by count):")
+        shown = self.choice.ranked[:SHOWN_CANDIDATES]
+        # No clustering and the table's own layout are always shown, for comparison.
+        shown += [s for s in self.choice.ranked[SHOWN_CANDIDATES:]
+                  if s.candidate.config_key == UNCLUSTERED
+                  or (self.current is not None and s.candidate.same_layout(self.current))]
+        for score in shown:
+            mark = "*" if score is self.choice.chosen else " "
+            out.append(f" {mark} {100 * score.expected:5.1f}%  {score.candidate.name}")
+        chosen = self.choice.chosen
+        out.append(f"choice: {chosen.candidate.name}, {100 * chosen.expected:.1f}% of files "
+                   f"per query (~{chosen.files_per_query(self.files):.0f} of {self.files}): "
+                   f"{self.choice.reason}")
+        if self.current is not None:
+            now = next((s for s in self.choice.ranked if s.candidate.same_layout(self.current)),
+                       None)
+            if now is None:
+                out.append(f"current layout {self.current.name}: not among the candidates (it "
+                           "clusters columns the workload does not filter on)")
+            elif not now.candidate.same_layout(chosen.candidate):
+                out.append(f"current layout {now.candidate.name}: {100 * now.expected:.1f}% "
+                           f"of files per query; the choice reads "
+                           f"{now.expected / max(chosen.expected, 1e-9):.2f}x fewer")
+            elif now is not None:
+                out.append("the current layout is the choice")
+        out.append(f"({self.seconds:.1f} s)")
+        return out
+
+
+class WorkloadAdvisor:
+    """``zspark_advise``: the workload of a table, its candidate layouts scored, a choice."""
+
+    def __init__(self, ctx: RunContext, tables: TableFiles) -> None:
+        self.ctx = ctx
+        self.tables = tables
+
+    def workload(self, model: str, config: Mapping[str, Any],
+                 nodes: Sequence[Mapping[str, str]]) -> Workload:
+        """The model's declared queries (``workload`` config, ``skip_coverage`` tests) and
+        those the project's code runs against it."""
+        try:
+            declared = declared_queries(config.get("workload"),
+                                        config.get("skip_coverage_predicates") or ())
+        except WorkloadError as error:
+            raise DbtRuntimeError(f"Model '{model}': config '{error.config}' {error.problem}. "
+                                  f"Allowed: {error.allowed}.") from None
+        found = project_queries(model, [ProjectNode(n["resource_type"], n["name"], n["code"])
+                                        for n in nodes])
+        return Workload([*declared, *found.queries], found.unreadable)
+
+    def advise(self, model: str, relation: Any, config: Mapping[str, Any],
+               nodes: Sequence[Mapping[str, str]], files: int | None = None) -> Advice:
+        started = time.perf_counter()
+        workload = self.workload(model, config, nodes)
+        schema = self.ctx.reach().schema(f"select * from {relation}")
+        clusterable = [c for c, t in schema.items() if normalize_type(t) in CLUSTERABLE_TYPES]
+        counts: dict[str, float] = {}
+        readable = []
+        for query in workload.queries:
+            try:
+                named = filtered_columns(query.predicate, clusterable)
+            except PredicateError:
+                workload.unreadable.append(f"{query.source}: {query.predicate}")
+                continue
+            readable.append(query)
+            for column in named:
+                counts[column] = counts.get(column, 0.0) + query.count
+        workload.queries = readable
+        table_files = files or self._file_count(relation)
+        current = self._current(relation)
+        if not ranked_columns(counts, clusterable):
+            return Advice(str(relation), workload, counts, table_files, None, current,
+                          time.perf_counter() - started)
+        choice = self.score(relation, schema, counts, clusterable, readable, table_files)
+        return Advice(str(relation), workload, counts, table_files, choice, current,
+                      time.perf_counter() - started)
+
+    def score(self, relation: Any, schema: Mapping[str, str], counts: Mapping[str, float],
+              clusterable: Sequence[str], queries: Sequence[DeclaredQuery],
+              table_files: int) -> Choice:
+        """Every candidate's files simulated on one sample of the table, each query judged
+        against them by Spark."""
+        tried = candidates(counts, clusterable)
+        columns = sorted({c for candidate in tried for c in candidate.columns},
+                         key=list(schema).index)
+        types = {c: schema[c] for c in columns}
+        sample = self._sample(relation, types)
+        files = simulated_file_count(len(sample), table_files)
+        key_types = {c: key_input_type(t) for c, t in types.items()}
+        stats = {candidate.name: file_stats(
+            sample, file_of_rows(sample, candidate, key_types, files, DEFAULT_BOUNDARY_COUNT),
+            columns, key_types) for candidate in tried}
+        sql = score_sql(stats_sql(stats, types), queries, types, list(schema))
+        rows = self.ctx.reach().frame(sql, {})
+        return choose(scores(rows, {c.name: c for c in tried}, queries))
+
+    def _sample(self, relation: Any, types: Mapping[str, str]) -> Any:
+        rows = int(self.ctx.fetch(f"select count(*) from {relation}")[0][0] or 0)
+        fraction = min(1.0, ADVICE_SAMPLE_ROWS / max(rows, 1))
+        inputs = ", ".join(f"{key_input_sql(quote(c), t)} as {quote(c)}"
+                           for c, t in types.items())
+        return self.ctx.reach().frame(
+            f"select {inputs} from {relation} where rand(17) < {fraction!r}",
+            {c: key_input_type(t) for c, t in types.items()})
+
+    def _file_count(self, relation: Any) -> int:
+        file_format, properties = self.tables.format_of(relation)
+        if file_format is not None:
+            return len(self.tables.format_file_list(relation, file_format, properties)) \
+                or DEFAULT_ADVICE_FILES
+        return len(self.ctx.reach().table_files(relation)) or DEFAULT_ADVICE_FILES
+
+    def _current(self, relation: Any) -> Candidate | None:
+        """The table's own layout as a candidate, when zspark clustered it."""
+        try:
+            stored = StoredLayout.from_properties(self.ctx.table_properties(relation))
+        except StoredLayoutError:  # a layout it cannot read: none to compare with
+            return None
+        if stored is None:
+            return None
+        return Candidate(stored.config_key, tuple(stored.columns), tuple(stored.weights))
