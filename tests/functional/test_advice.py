@@ -74,3 +74,70 @@ def test_a_misspelt_clustering_config_is_warned_by_name(project: DbtProject) -> 
             "'hilbert_by'? It was ignored.") in text, text
     assert "model 'adv_typo': config 'layout' is not a zspark config; did you mean " \
         "'hilbert_by'?" in text, text
+
+
+AUTO_ROWS = """
+select id,
+       concat('CITY', lpad(cast(pmod(hash(id, 1), 40) as string), 3, '0')) as city,
+       cast(pmod(hash(id, 2), 1000) as int) as brand,
+       date_add(date'2024-01-01', cast(pmod(hash(id, 3), 120) as int)) as day
+from range({{ var('start', 0) }}, {{ var('stop', 20000) }})
+"""
+
+
+def test_cluster_by_auto_builds_the_layout_the_workload_asks_for(project: DbtProject) -> None:
+    project.write("models/advice/auto_events.sql",
+                  "{{ config(materialized='table', cluster_by='auto', file_count=8) }}\n"
+                  + AUTO_ROWS)
+    # Two models query it, one by brand, one by day.
+    project.write("models/advice/auto_by_brand.sql", """
+        {{ config(materialized='view') }}
+        select * from {{ ref('auto_events') }} where brand = 7
+    """)
+    project.write("models/advice/auto_by_day.sql", """
+        {{ config(materialized='view') }}
+        select * from {{ ref('auto_events') }} where day = date'2024-02-02'
+    """)
+    project.write("models/advice/auto_appended.sql",
+                  "{{ config(materialized='incremental', incremental_strategy='append', "
+                  "cluster_by='auto', file_count=4, "
+                  "workload=['city = \\'CITY001\\'', 'brand = 3']) }}\n" + AUTO_ROWS)
+    project.write("models/advice/auto_idle.sql",
+                  "{{ config(materialized='table', cluster_by='auto') }}\n" + AUTO_ROWS)
+    project.dbt("run", "--select", "auto_events", "auto_appended", "auto_idle")
+    text = project.log_text()
+    chosen = re.search(r"auto_events: cluster_by='auto' chose (\w+)=\[([^\]]*)\] from 2 "
+                       r"queries \(2 from model\)", text)
+    assert chosen is not None, text
+    assert set(re.findall(r"'(\w+)'", chosen.group(2))) == {"brand", "day"}, text
+    # The table is clustered as chosen: its stored layout names those columns, and every
+    # row is there.
+    properties = {r.key: r.value for r in project.spark.sql(
+        f"show tblproperties {project.table('auto_events')}").collect()}
+    assert any("brand" in v and "day" in v for k, v in properties.items()
+               if k.startswith("zspark")), properties
+    assert project.rows(f"select count(*), count(distinct id) from "
+                        f"{project.table('auto_events')}") == [(20000, 20000)]
+    assert project.spark.catalog.tableExists(project.table("auto_events__zindex"))
+    # A declared workload counts as well; no queries at all: unclustered, and said so.
+    assert re.search(r"auto_appended: cluster_by='auto' chose \w+=\[.*'city'.*\] from 2 "
+                     r"queries \(2 from workload\)", text), text
+    assert "auto_idle: cluster_by='auto': no workload yet (0 queries found" in text, text
+    assert not project.spark.catalog.tableExists(project.table("auto_idle__zindex"))
+    # Rows added to an incremental model go by the layout its build chose.
+    project.dbt("run", "--select", "auto_appended", "--vars", "{start: 20000, stop: 21000}")
+    assert "auto_appended: cluster_by='auto': rows added by the table's layout" in \
+        project.log_text(), project.log_text()
+    assert project.rows(f"select count(*) from {project.table('auto_appended')}") == [(21000,)]
+
+
+def test_cluster_by_takes_auto_alone(project: DbtProject) -> None:
+    project.write("models/advice/auto_bad.sql",
+                  "{{ config(materialized='table', cluster_by='always') }}\nselect 1 as id")
+    project.write("models/advice/auto_both.sql",
+                  "{{ config(materialized='table', cluster_by='auto', hilbert_by=['id']) }}\n"
+                  "select 1 as id")
+    project.dbt("run", "--select", "auto_bad", "auto_both", expect_pass=False)
+    text = project.log_text()
+    assert "Model 'auto_bad': config 'cluster_by' is 'always'. Allowed: 'auto'" in text, text
+    assert "Model 'auto_both': config 'cluster_by and hilbert_by' are both set" in text, text

@@ -128,8 +128,11 @@ def test_configs_that_look_like_no_zspark_config_are_left_alone(key: str) -> Non
 def test_a_zspark_config_passed_by_the_caller_is_never_flagged() -> None:
     assert misnamed({"cluster_by": "auto", "hilbert_by": ["a"], "partition_by": "d"}) == {}
     # The names are the caller's: without cluster_by, it is a *_by that chooses no layout.
-    assert [m.given for m in misnamed_configs({"cluster_by": "auto"}, MODEL_CONFIG_KEYS,
+    known = [k for k in MODEL_CONFIG_KEYS if k != "cluster_by"]
+    assert [m.given for m in misnamed_configs({"cluster_by": "auto"}, known,
                                               CONFIG_KEYS)] == ["cluster_by"]
+    assert misnamed_configs({"clustr_by": "auto"}, MODEL_CONFIG_KEYS, CONFIG_KEYS)[0].meant \
+        == ("cluster_by",)
 
 
 def test_ties_name_every_config_at_the_least_distance() -> None:

@@ -47,6 +47,7 @@ class ZSparkConfig(SparkConfig):
     linear_by: list[str] | str | None = None
     balanced_by: list[str] | str | None = None
     gray_by: list[str] | str | None = None
+    cluster_by: str | None = None
     cluster_weights: dict[str, float] | str | None = None
     workload: list[Any] | None = None
     boundary_count: int | None = None
@@ -321,6 +322,15 @@ class ZSparkAdapter(SparkAdapter):
         lines = self.advisor.advise(model, relation, config, nodes, files).lines()
         logger.info("\n".join(lines))
         return lines
+
+    @available
+    def zspark_auto_config(self, model: str, config: dict[str, Any], sql: str, relation: Any,
+                           nodes: list[dict[str, str]], materialized: str,
+                           adding: bool) -> dict[str, Any]:
+        """A ``cluster_by='auto'`` model's configs with the layout chosen for it
+        (``adding``: an incremental run adding rows to its table)."""
+        return self.advisor.auto_config(model, config, sql, relation, nodes, materialized,
+                                        adding)
 
     # -- skip-aware scans and skip_coverage (services/scans.py) -------------------------
     @available

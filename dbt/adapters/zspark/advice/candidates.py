@@ -106,7 +106,12 @@ def file_of_rows(sample: pd.DataFrame, candidate: Candidate, types: Mapping[str,
                           tuple(1.0 for _ in specs))
         keys = layout.key_function(specs, "boundary", boundary_count, tree,
                                    weights)(*values).to_numpy()
-        order = np.argsort(keys, kind="stable")
+        # Rows of equal key in the build's order too (a linear key: the values themselves).
+        ties = layout.tie_break(list(candidate.columns), tree)
+        ordered = pd.DataFrame({"__key": keys, **{f"__tie{i}": sample[c].to_numpy()
+                                                 for i, c in enumerate(ties)}})
+        order = ordered.sort_values(list(ordered.columns), kind="stable",
+                                    na_position="first").index.to_numpy()
     file = np.empty(rows, dtype=np.int64)
     file[order] = np.arange(rows) * files // max(rows, 1)
     return file

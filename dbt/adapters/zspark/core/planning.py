@@ -22,6 +22,8 @@ from dbt.adapters.zspark.core.workload import (
 from dbt.adapters.zspark.layouts import CURVE_METHODS, LAYOUTS, Layout
 
 DEFAULT_BOUNDARY_COUNT = 1000
+#: ``cluster_by``'s one value: the layout chosen from the workload (services/advice.py).
+AUTO = "auto"
 CLUSTERED_MATERIALIZATIONS = ("table", "incremental")
 DEFAULT_TARGET_FILE_SIZE_MB = 128
 #: The layouts that spend their resolution by column weight.
@@ -93,6 +95,28 @@ def _as_int(model: str, key: str, value: Any, minimum: int, allowed: str) -> int
     return value
 
 
+def auto_requested(model: str, config: Mapping[str, Any], materialized: str) -> bool:
+    """Does the model ask zspark to choose its layout (``cluster_by='auto'``)? Refuses a
+    value other than 'auto', a layout config beside it, and a model it cannot apply to."""
+    value = config.get("cluster_by")
+    if value is None:
+        return False
+    if not isinstance(value, str) or value.strip().lower() != AUTO:
+        raise ClusteringConfigError(
+            model, "cluster_by", f"is {value!r}",
+            f"'{AUTO}' (zspark chooses the layout from the workload); to choose the columns "
+            "yourself, a layout config: " + ", ".join(LAYOUTS))
+    chosen = [key for key in LAYOUTS if config.get(key) not in (None, [], "")]
+    if chosen:
+        raise ClusteringConfigError(model, f"cluster_by and {chosen[0]}", "are both set",
+                                    f"cluster_by='{AUTO}' or a layout config, not both")
+    if materialized not in CLUSTERED_MATERIALIZATIONS:
+        raise ClusteringConfigError(
+            model, "cluster_by", f"is set on a model materialized as '{materialized}'",
+            "clustering configs on SQL models materialized as 'table' or 'incremental'")
+    return True
+
+
 def plan_clustering(
     model: str,
     config: Mapping[str, Any],
@@ -104,6 +128,10 @@ def plan_clustering(
     ``schema`` maps the model's output columns to Spark type strings; ``None`` skips the
     column checks (used when only the config values can be checked, e.g. for a view).
     """
+    if auto_requested(model, config, materialized):
+        # Resolved before planning (``zspark_model_config``): still here, nothing chose.
+        raise ClusteringConfigError(model, "cluster_by", f"is '{AUTO}' where no layout was "
+                                    "chosen", f"cluster_by='{AUTO}' on SQL models")
     chosen = [key for key in LAYOUTS if config.get(key) not in (None, [], "")]
     empty = [key for key in LAYOUTS if config.get(key) in ([], "")]
     if empty:

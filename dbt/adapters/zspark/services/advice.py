@@ -9,10 +9,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import pandas as pd
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.zspark.advice.candidates import (
+    CANDIDATE_POOL,
     UNCLUSTERED,
     Candidate,
     candidates,
@@ -24,7 +26,13 @@ from dbt.adapters.zspark.advice.candidates import (
 from dbt.adapters.zspark.advice.graph_workload import ProjectNode, project_queries
 from dbt.adapters.zspark.advice.scoring import Choice, choose, score_sql, scores, stats_sql
 from dbt.adapters.zspark.core.layout_state import StoredLayout, StoredLayoutError
-from dbt.adapters.zspark.core.planning import CLUSTERABLE_TYPES, DEFAULT_BOUNDARY_COUNT
+from dbt.adapters.zspark.core.planning import (
+    CLUSTERABLE_TYPES,
+    DEFAULT_BOUNDARY_COUNT,
+    ClusteringConfigError,
+    auto_requested,
+    plan_clustering,
+)
 from dbt.adapters.zspark.core.sql_text import quote
 from dbt.adapters.zspark.core.value_ranks import normalize_type
 from dbt.adapters.zspark.core.workload import (
@@ -33,6 +41,7 @@ from dbt.adapters.zspark.core.workload import (
     declared_queries,
     filtered_columns,
 )
+from dbt.adapters.zspark.layouts import LAYOUTS
 from dbt.adapters.zspark.reach.session.clustering import key_input_sql, key_input_type
 from dbt.adapters.zspark.services.context import RunContext
 from dbt.adapters.zspark.services.tables import TableFiles
@@ -147,38 +156,94 @@ class WorkloadAdvisor:
         started = time.perf_counter()
         workload = self.workload(model, config, nodes)
         schema = self.ctx.reach().schema(f"select * from {relation}")
-        clusterable = [c for c, t in schema.items() if normalize_type(t) in CLUSTERABLE_TYPES]
-        counts: dict[str, float] = {}
-        readable = []
-        for query in workload.queries:
-            try:
-                named = filtered_columns(query.predicate, clusterable)
-            except PredicateError:
-                workload.unreadable.append(f"{query.source}: {query.predicate}")
-                continue
-            readable.append(query)
-            for column in named:
-                counts[column] = counts.get(column, 0.0) + query.count
-        workload.queries = readable
+        clusterable = _clusterable(schema, ())
+        counts = _column_counts(workload, clusterable)
         table_files = files or self._file_count(relation)
         current = self._current(relation)
-        if not ranked_columns(counts, clusterable):
-            return Advice(str(relation), workload, counts, table_files, None, current,
-                          time.perf_counter() - started)
-        choice = self.score(relation, schema, counts, clusterable, readable, table_files)
+        choice = None
+        if ranked_columns(counts, clusterable):
+            types = self._candidate_types(schema, counts, clusterable)
+            choice = self.score(self._sample(relation, types), schema, counts, clusterable,
+                                workload.queries, table_files)
         return Advice(str(relation), workload, counts, table_files, choice, current,
                       time.perf_counter() - started)
 
-    def score(self, relation: Any, schema: Mapping[str, str], counts: Mapping[str, float],
-              clusterable: Sequence[str], queries: Sequence[DeclaredQuery],
-              table_files: int) -> Choice:
-        """Every candidate's files simulated on one sample of the table, each query judged
-        against them by Spark."""
+    def auto_config(self, model: str, config: Mapping[str, Any], sql: str, relation: Any,
+                    nodes: Sequence[Mapping[str, str]], materialized: str,
+                    adding: bool) -> dict[str, Any]:
+        """``config`` of a ``cluster_by='auto'`` model with its layout chosen: once per run
+        of the model (every step asks). A build chooses from the workload on a sample of
+        its input (kept for the build to key by); a run adding rows to a table keeps the
+        table's own layout."""
+        try:
+            auto_requested(model, config, materialized)
+        except ClusteringConfigError as error:
+            raise DbtRuntimeError(str(error)) from None
+        key = (model, sql)
+        if key not in self.ctx.run.auto_configs:
+            self.ctx.run.auto_configs[key] = self._auto_config(model, config, sql, relation,
+                                                               nodes, adding)
+        return self.ctx.run.auto_configs[key]
+
+    def _auto_config(self, model: str, config: Mapping[str, Any], sql: str, relation: Any,
+                     nodes: Sequence[Mapping[str, str]], adding: bool) -> dict[str, Any]:
+        # The workload is a source of the choice here, not weights of a layout of the user's.
+        plain = {**config, "cluster_by": None, "workload": None, "cluster_weights": None}
+        if adding:
+            stored = self._stored(relation)
+            if stored is None:
+                logger.info(f"zspark: {model}: cluster_by='auto': the table was built "
+                            "unclustered and stays so for added rows; a full refresh "
+                            "chooses again")
+                return plain
+            logger.info(f"zspark: {model}: cluster_by='auto': rows added by the table's "
+                        f"layout, {_layout_name(stored)}")
+            return {**plain, **_layout_config(stored.config_key, stored.columns,
+                                              stored.weights)}
+        workload = self.workload(model, config, nodes)
+        reach = self.ctx.reach()
+        schema = reach.schema(sql)
+        clusterable = _clusterable(schema, _as_list(config.get("partition_by")))
+        counts = _column_counts(workload, clusterable)
+        pool = ranked_columns(counts, clusterable)
+        if not pool:
+            logger.info(f"zspark: {model}: cluster_by='auto': no workload yet "
+                        f"({len(workload.queries)} queries found, none filtering on a "
+                        "column zspark can cluster): built unclustered until one does")
+            return plain
+        try:
+            sampling = plan_clustering(model, {**plain, "hilbert_by": pool[:CANDIDATE_POOL]},
+                                       schema, "table")
+        except ClusteringConfigError as error:
+            raise DbtRuntimeError(str(error)) from None
+        assert sampling is not None
+        sampled = reach.sample(sampling, sql, schema, None)
+        files = sampling.resolve_file_count(sampled.input_bytes)
+        choice = self.score(sampled.sample, schema, counts, clusterable, workload.queries,
+                            files)
+        chosen = choice.chosen
+        plain_share = next(s.expected for s in choice.ranked
+                           if s.candidate.config_key == UNCLUSTERED)
+        sources = ", ".join(f"{n} from {kind}" for kind, n in workload.by_source().items())
+        logger.info(f"zspark: {model}: cluster_by='auto' chose {chosen.candidate.name} from "
+                    f"{len(workload.queries)} queries ({sources}): {100 * chosen.expected:.1f}%"
+                    f" of {files} files per query expected, {100 * plain_share:.1f}% "
+                    f"unclustered; {choice.reason}")
+        if chosen.candidate.config_key == UNCLUSTERED:
+            return plain
+        # The build keys by the sample the choice was scored on: no second pass to sample.
+        self.ctx.run.auto_samples[(model, sql)] = sampled
+        return {**plain, **_layout_config(chosen.candidate.config_key,
+                                          chosen.candidate.columns, chosen.candidate.weights)}
+
+    def score(self, sample: pd.DataFrame, schema: Mapping[str, str],
+              counts: Mapping[str, float], clusterable: Sequence[str],
+              queries: Sequence[DeclaredQuery], table_files: int) -> Choice:
+        """Every candidate's files simulated on one sample (the candidates' columns as key
+        inputs), each query judged against them by Spark."""
         tried = candidates(counts, clusterable)
-        columns = sorted({c for candidate in tried for c in candidate.columns},
-                         key=list(schema).index)
-        types = {c: schema[c] for c in columns}
-        sample = self._sample(relation, types)
+        types = self._candidate_types(schema, counts, clusterable)
+        columns = list(types)
         files = simulated_file_count(len(sample), table_files)
         key_types = {c: key_input_type(t) for c, t in types.items()}
         stats = {candidate.name: file_stats(
@@ -187,6 +252,14 @@ class WorkloadAdvisor:
         sql = score_sql(stats_sql(stats, types), queries, types, list(schema))
         rows = self.ctx.reach().frame(sql, {})
         return choose(scores(rows, {c.name: c for c in tried}, queries))
+
+    @staticmethod
+    def _candidate_types(schema: Mapping[str, str], counts: Mapping[str, float],
+                         clusterable: Sequence[str]) -> dict[str, str]:
+        """The pool's columns (those any candidate clusters) and their Spark types, in the
+        table's order."""
+        pool = set(ranked_columns(counts, clusterable)[:CANDIDATE_POOL])
+        return {c: t for c, t in schema.items() if c in pool}
 
     def _sample(self, relation: Any, types: Mapping[str, str]) -> Any:
         rows = int(self.ctx.fetch(f"select count(*) from {relation}")[0][0] or 0)
@@ -206,10 +279,57 @@ class WorkloadAdvisor:
 
     def _current(self, relation: Any) -> Candidate | None:
         """The table's own layout as a candidate, when zspark clustered it."""
-        try:
-            stored = StoredLayout.from_properties(self.ctx.table_properties(relation))
-        except StoredLayoutError:  # a layout it cannot read: none to compare with
-            return None
+        stored = self._stored(relation)
         if stored is None:
             return None
         return Candidate(stored.config_key, tuple(stored.columns), tuple(stored.weights))
+
+    def _stored(self, relation: Any) -> StoredLayout | None:
+        """The layout stored with ``relation`` (None: no such table, or none stored)."""
+        try:
+            return StoredLayout.from_properties(self.ctx.table_properties(relation))
+        except (StoredLayoutError, DbtRuntimeError):  # none readable, or no table yet
+            return None
+
+
+def _as_list(value: Any) -> list[str]:
+    return [] if value is None else [value] if isinstance(value, str) else list(value)
+
+
+def _clusterable(schema: Mapping[str, str], partition_by: Sequence[str]) -> list[str]:
+    """Columns a layout may cluster: of a clusterable type, not a table partition column."""
+    parts = {p.lower() for p in partition_by}
+    return [c for c, t in schema.items()
+            if normalize_type(t) in CLUSTERABLE_TYPES and c.lower() not in parts]
+
+
+def _column_counts(workload: Workload, clusterable: Sequence[str]) -> dict[str, float]:
+    """Per column, the count of the queries filtering on it; queries that cannot be read
+    move to ``workload.unreadable``."""
+    counts: dict[str, float] = {}
+    readable = []
+    for query in workload.queries:
+        try:
+            named = filtered_columns(query.predicate, clusterable)
+        except PredicateError:
+            workload.unreadable.append(f"{query.source}: {query.predicate}")
+            continue
+        readable.append(query)
+        for column in named:
+            counts[column] = counts.get(column, 0.0) + query.count
+    workload.queries = readable
+    return counts
+
+
+def _layout_config(config_key: str, columns: Sequence[str],
+                   weights: Sequence[float]) -> dict[str, Any]:
+    """A layout config over ``columns``, with ``cluster_weights`` where the layout takes
+    them and they differ."""
+    config: dict[str, Any] = {config_key: list(columns)}
+    if LAYOUTS[config_key].takes_weights and len(set(weights)) > 1:
+        config["cluster_weights"] = dict(zip(columns, weights, strict=True))
+    return config
+
+
+def _layout_name(stored: StoredLayout) -> str:
+    return f"{stored.config_key}={list(stored.columns)}"

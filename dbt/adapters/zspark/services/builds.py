@@ -212,7 +212,9 @@ class TableBuilds:
             + ("" if reach.runs_python else " (keys in Spark SQL: no Python on the server)")
         )
         # Two passes (a session) or three (thrift): sample and count, then the write.
-        sampled = reach.sample(plan, sql, schema, last_rows)
+        # A layout chosen by cluster_by='auto' was scored on a sample of this input.
+        sampled = self.ctx.run.auto_samples.pop((model, sql), None) \
+            or reach.sample(plan, sql, schema, last_rows)
         written_as = format_table(file_format)
         prepared = reach.keyed(plan, sql, sampled, None,
                                plan.resolve_file_count(sampled.input_bytes), schema,

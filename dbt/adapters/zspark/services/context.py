@@ -34,6 +34,10 @@ class RunState:
 
     #: Locks this process holds (lock view -> the thread that took it).
     locks: dict[str, int] = field(default_factory=dict)
+    #: ``cluster_by='auto'``: per model and SQL, the configs chosen (asked by every step).
+    auto_configs: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    #: ... and the sample the choice was scored on, which the build then keys by.
+    auto_samples: dict[tuple[str, str], Any] = field(default_factory=dict)
 
 
 class RunContext:

@@ -7,6 +7,15 @@
     {%- do values.update({key: config.get(key)}) -%}
   {%- endfor -%}
   {%- do values.update({'skip_coverage_predicates': zspark_skip_coverage_predicates()}) -%}
+  {%- set materialized = config.get('materialized') -%}
+  {%- if values.get('cluster_by') is not none and execute and model.language == 'sql'
+        and materialized in ('table', 'incremental') -%}
+    {#- cluster_by='auto': the layout chosen from the workload, once per run of the model. -#}
+    {%- set values = adapter.zspark_auto_config(model['name'], values, compiled_code, this,
+                                                zspark_nodes_reading(model.unique_id),
+                                                materialized,
+                                                materialized == 'incremental' and is_incremental()) -%}
+  {%- endif -%}
   {{ return(values) }}
 {% endmacro %}
 

@@ -1,0 +1,116 @@
+"""The advice's pure parts: queries read from a project's code, the candidates, simulated
+files and the choice rule."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dbt.adapters.zspark.advice.candidates import (
+    UNCLUSTERED,
+    Candidate,
+    candidates,
+    file_of_rows,
+    file_stats,
+    simulated_file_count,
+)
+from dbt.adapters.zspark.advice.graph_workload import (
+    ProjectNode,
+    project_queries,
+    scan_predicates,
+)
+from dbt.adapters.zspark.advice.scoring import SIMPLER_WINS_WITHIN, Score, choose
+
+
+def queries(code: str, model: str = "orders") -> list[str]:
+    return [q.predicate for q in project_queries(
+        model, [ProjectNode("model", "m", code)]).queries]
+
+
+@pytest.mark.parametrize(("code", "expected"), [
+    ("select * from {{ ref('orders') }} where city = 'x'", ["city = 'x'"]),
+    # Only the table's own columns, by its alias, where it is joined.
+    ("select o.* from {{ ref('orders') }} o join {{ ref('users') }} u on o.uid = u.id "
+     "where o.day > date'2024-01-01' and u.age > 3 and o.uid = u.id",
+     ["o_day"]),
+    # Unqualified names of a join are not taken for the table's.
+    ("select * from {{ ref('orders') }} o join {{ ref('users') }} u on o.uid = u.id "
+     "where age > 3", []),
+    # A CTE's filter counts; a filter over the CTE does not (it reads no table here).
+    ("with a as (select * from {{ ref('orders') }} where city = 'x' or city = 'y') "
+     "select * from a where day = 1", ["city = 'x' OR city = 'y'"]),
+    # Jinja values stand in as literals; another model's ref is another table.
+    ("{{ config(materialized='view') }} select * from {{ ref('orders') }} "
+     "where day = '{{ var(\"day\") }}' and brand = {{ var('b') }}",
+     ["day = '0' AND brand = 0"]),
+    ("select * from {{ ref('users') }} where city = 'x'", []),
+    ("select * from {{ ref('orders') }}", []),
+    ("select * from {{ ref('orders') }} where id in (select id from {{ ref('users') }})",
+     []),
+])
+def test_the_filters_a_projects_code_applies_to_the_table(code: str,
+                                                          expected: list[str]) -> None:
+    found = queries(code)
+    if expected == ["o_day"]:
+        assert found == ["day > CAST('2024-01-01' AS DATE)"]
+    else:
+        assert found == expected
+
+
+def test_zspark_scan_calls_are_queries_and_unparsable_code_is_named() -> None:
+    code = """select * from {{ zspark_scan(ref('orders'), "city = 'x' and day > 3") }}"""
+    assert scan_predicates(code, "orders") == ["city = 'x' and day > 3"]
+    assert scan_predicates(code, "users") == []
+    found = project_queries("orders", [ProjectNode("model", "bad", "select from where (("
+                                                   " {{ ref('orders') }}"),
+                                       ProjectNode("analysis", "a", code)])
+    assert found.unreadable == ["bad"]
+    assert [(q.source, q.predicate) for q in found.queries] == \
+        [("analysis a", "city = 'x' and day > 3")]
+
+
+def test_candidates_are_the_pools_subsets_under_each_layout() -> None:
+    counts = {"a": 5.0, "b": 3.0, "c": 2.0, "d": 1.0, "e": 1.0}
+    found = candidates(counts, ["a", "b", "c", "d", "e", "f"])
+    assert found[0] == Candidate(UNCLUSTERED)
+    # Four columns alone, 6 + 4 + 1 subsets of 2-4 under three layouts; e is past the pool.
+    assert len(found) == 1 + 4 + 11 * 3
+    assert not any("e" in c.columns for c in found)
+    balanced = next(c for c in found if c.config_key == "balanced_by" and
+                    c.columns == ("a", "b"))
+    assert balanced.weights == (5.0, 3.0)
+    hilbert = next(c for c in found if c.config_key == "hilbert_by" and
+                   c.columns == ("a", "b"))
+    assert hilbert.weights == (1.0, 1.0)
+
+
+def test_simulated_files_are_equal_runs_in_key_order() -> None:
+    rng = np.random.default_rng(3)
+    sample = pd.DataFrame({"a": rng.integers(0, 1000, 4000), "b": rng.random(4000)})
+    types = {"a": "bigint", "b": "double"}
+    assert simulated_file_count(len(sample), 1000) == 4000 // 32
+    files = file_of_rows(sample, Candidate("linear_by", ("a",), (1.0,)), types, 16, 1000)
+    assert np.bincount(files).tolist() == [250] * 16
+    stats = file_stats(sample, files, ["a", "b"], types)
+    assert stats["row_count"].sum() == 4000
+    # Sorted by a: the files' ranges of a do not overlap.
+    assert (stats["a__max"].to_numpy()[:-1] <= stats["a__min"].to_numpy()[1:]).all()
+    assert (stats["b__nans"] == 0).all()
+    unclustered = file_stats(sample, file_of_rows(sample, Candidate(UNCLUSTERED), types, 16,
+                                                  1000), ["a"], types)
+    assert (unclustered["a__max"] - unclustered["a__min"]).min() > 900
+
+
+def score(name: str, columns: tuple[str, ...], expected: float) -> Score:
+    return Score(Candidate(name, columns), 100, (expected,), expected)
+
+
+def test_the_simplest_candidate_near_the_best_is_chosen() -> None:
+    best = score("hilbert_by", ("a", "b", "c"), 0.10)
+    near = score("hilbert_by", ("a", "b"), 0.10 * (1 + SIMPLER_WINS_WITHIN))
+    far = score("linear_by", ("a",), 0.20)
+    choice = choose([best, near, far])
+    assert choice.chosen is near
+    assert "fewer columns" in choice.reason
+    assert choose([best, far]).chosen is best
