@@ -113,8 +113,14 @@ def spark(session_dir: Path) -> Any:
     from dbt.adapters.zspark.connections import session_defaults
 
     builder = SparkSession.builder.master("local[2]").enableHiveSupport()
+    # Its queries land in an event log (Spark 4's default: rolling, zstd): the query
+    # history a cluster_by='auto' choice reads (tests/functional/test_advice.py).
+    events = session_dir / "spark-events"
+    events.mkdir(exist_ok=True)
     settings = {
         **session_defaults(str(session_dir)),
+        "spark.eventLog.enabled": "true",
+        "spark.eventLog.dir": events.as_uri(),
         "spark.sql.shuffle.partitions": "4",
         "spark.sql.ansi.enabled": "false",
         "spark.driver.memory": "2g",

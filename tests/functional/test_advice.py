@@ -141,3 +141,23 @@ def test_cluster_by_takes_auto_alone(project: DbtProject) -> None:
     text = project.log_text()
     assert "Model 'auto_bad': config 'cluster_by' is 'always'. Allowed: 'auto'" in text, text
     assert "Model 'auto_both': config 'cluster_by and hilbert_by' are both set" in text, text
+
+
+def test_the_query_history_in_sparks_event_logs_is_a_workload(project: DbtProject) -> None:
+    project.write("models/advice/adv_history.sql",
+                  "{{ config(materialized='table', file_count=8) }}\n" + AUTO_ROWS)
+    project.dbt("run", "--select", "adv_history")
+    table = project.table("adv_history")
+    # Queries of the table as anyone runs them: the session logs them (zstd, rolling).
+    for _ in range(3):
+        project.spark.sql(f"select count(*) from {table} where brand = 77").collect()
+    project.spark.sql(f"select * from {table} where city in ('CITY001', 'CITY002') "
+                      f"and day >= date'2024-03-01'").collect()
+    project.spark.sql(f"select * from {table} where id + 1 = 5").collect()  # no column filter
+    project.dbt("run-operation", "zspark_advise", "--args", "{relation: adv_history}")
+    text = project.log_text()
+    assert "query history read from: file:" in text, text
+    assert "[history] x3: `brand` = 77" in text, text
+    assert ("[history] x1: `city` IN ('CITY001', 'CITY002') AND `day` >= date'2024-03-01'"
+            in text), text
+    assert re.search(r"^choice: \w+=\[.*'brand'.*\]", text, re.MULTILINE), text

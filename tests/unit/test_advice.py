@@ -15,6 +15,7 @@ from dbt.adapters.zspark.advice.candidates import (
     file_stats,
     simulated_file_count,
 )
+from dbt.adapters.zspark.advice.event_logs import UNREADABLE, filters_predicate, scan_rows
 from dbt.adapters.zspark.advice.graph_workload import (
     ProjectNode,
     project_queries,
@@ -114,3 +115,48 @@ def test_the_simplest_candidate_near_the_best_is_chosen() -> None:
     assert choice.chosen is near
     assert "fewer columns" in choice.reason
     assert choose([best, far]).chosen is best
+
+
+TYPES = {"city": "string", "brand": "int", "day": "date", "ts": "timestamp",
+         "price": "decimal(10,2)"}
+
+
+@pytest.mark.parametrize(("pushed", "expected"), [
+    ("[IsNotNull(city), EqualTo(city,c3), GreaterThanOrEqual(brand,10)]",
+     "`city` = 'c3' AND `brand` >= 10"),
+    ("[Or(In(city, [c1,c2]),EqualTo(brand,3))]",
+     "(`city` IN ('c1', 'c2')) OR (`brand` = 3)"),
+    ("[And(LessThan(day,2024-01-05),GreaterThan(ts,2024-01-01 10:00:00.0))]",
+     "(`day` < date'2024-01-05') AND (`ts` > timestamp'2024-01-01 10:00:00.0')"),
+    ("[StringStartsWith(city,CI), EqualTo(price,1.50)]", "`city` LIKE 'CI%' AND `price` = 1.50"),
+    # What cannot be said is left out: other columns, odd values, Not, an Or half unread.
+    ("[EqualTo(other,1), EqualTo(brand,x1), Not(EqualTo(brand,1))]", None),
+    ("[Or(EqualTo(brand,1),EqualTo(other,2)), EqualTo(city,it's)]", "`city` = 'it\\'s'"),
+    ("[]", None),
+    ("not a list", None),
+])
+def test_pushed_filters_of_a_scan_read_as_a_predicate(pushed: str,
+                                                      expected: str | None) -> None:
+    assert filters_predicate(pushed, TYPES) == expected
+
+
+def test_a_logs_scans_of_the_table_are_found_in_plain_and_zstd_logs() -> None:
+    import json
+
+    import pyarrow as pa
+
+    event = {"Event": "org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart",
+             "sparkPlanInfo": {"nodeName": "HashAggregate", "metadata": {}, "children": [
+                 {"nodeName": "Scan parquet spark_catalog.s.orders",
+                  "metadata": {"PushedFilters": "[EqualTo(city,c3)]"}, "children": []},
+                 {"nodeName": "Scan parquet spark_catalog.s.other",
+                  "metadata": {"PushedFilters": "[EqualTo(city,c4)]"}, "children": []}]}}
+    text = ("{\"Event\": \"SparkListenerJobStart\"}\n" + json.dumps(event) + "\n{\"Ev").encode()
+    sink = pa.BufferOutputStream()
+    with pa.CompressedOutputStream(sink, "zstd") as stream:
+        stream.write(text)
+    for path, content in (("events_1_app", text),
+                          ("events_1_app.zstd.inprogress", sink.getvalue().to_pybytes())):
+        assert scan_rows(path, content, frozenset({"s.orders"})) == \
+            [("s.orders", "[EqualTo(city,c3)]", path)]
+    assert scan_rows("app-1.lz4", b"\x00", frozenset({"s.orders"}))[0][0] == UNREADABLE

@@ -48,6 +48,7 @@ class ZSparkConfig(SparkConfig):
     balanced_by: list[str] | str | None = None
     gray_by: list[str] | str | None = None
     cluster_by: str | None = None
+    zspark_event_logs: list[str] | str | None = None
     cluster_weights: dict[str, float] | str | None = None
     workload: list[Any] | None = None
     boundary_count: int | None = None

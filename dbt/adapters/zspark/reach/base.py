@@ -83,6 +83,13 @@ class SparkReach(Protocol):
         need converting from what a server returns)."""
         ...
 
+    def event_log_scans(self, folders: Sequence[str],
+                        tables: Sequence[str]) -> pd.DataFrame | None:
+        """Scans of ``tables`` (lower-case ``schema.table``) in the Spark event logs under
+        ``folders``, grouped: ``table_name``, ``pushed_filters``, ``queries``, ``logs``
+        (``advice/event_logs.py``); None where this reach cannot read them."""
+        ...
+
     def files_view(self, written_as: FormatTable, table: str,
                    columns: Sequence[TypedColumn], view: str) -> None:
         """A temporary view ``view`` of a Delta or Iceberg table's live files, one

@@ -23,6 +23,8 @@ from dbt.adapters.zspark.advice.candidates import (
     ranked_columns,
     simulated_file_count,
 )
+from dbt.adapters.zspark.advice.event_logs import UNREADABLE as UNREADABLE_LOG
+from dbt.adapters.zspark.advice.event_logs import filters_predicate
 from dbt.adapters.zspark.advice.graph_workload import ProjectNode, project_queries
 from dbt.adapters.zspark.advice.scoring import Choice, choose, score_sql, scores, stats_sql
 from dbt.adapters.zspark.core.layout_state import StoredLayout, StoredLayoutError
@@ -63,6 +65,8 @@ class Workload:
 
     queries: list[DeclaredQuery] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)
+    #: The event log folders read for the query history.
+    history_folders: list[str] = field(default_factory=list)
 
     def by_source(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -89,6 +93,8 @@ class Advice:
         sources = ", ".join(f"{n} from {kind}" for kind, n in self.workload.by_source().items())
         out = [f"zspark_advise {self.relation}: {len(self.workload.queries)} queries "
                f"({sources or 'none found'})"]
+        if self.workload.history_folders:
+            out.append("query history read from: " + ", ".join(self.workload.history_folders))
         for query in self.workload.queries:
             out.append(f"  [{query.source}] x{query.count:g}: {query.predicate}")
         if self.workload.unreadable:
@@ -138,9 +144,10 @@ class WorkloadAdvisor:
         self.tables = tables
 
     def workload(self, model: str, config: Mapping[str, Any],
-                 nodes: Sequence[Mapping[str, str]]) -> Workload:
-        """The model's declared queries (``workload`` config, ``skip_coverage`` tests) and
-        those the project's code runs against it."""
+                 nodes: Sequence[Mapping[str, str]], relation: Any,
+                 schema: Mapping[str, str]) -> Workload:
+        """The model's declared queries (``workload`` config, ``skip_coverage`` tests),
+        those the project's code runs against it, and its scans in the query history."""
         try:
             declared = declared_queries(config.get("workload"),
                                         config.get("skip_coverage_predicates") or ())
@@ -149,13 +156,43 @@ class WorkloadAdvisor:
                                   f"Allowed: {error.allowed}.") from None
         found = project_queries(model, [ProjectNode(n["resource_type"], n["name"], n["code"])
                                         for n in nodes])
-        return Workload([*declared, *found.queries], found.unreadable)
+        workload = Workload([*declared, *found.queries], found.unreadable)
+        self._history(workload, config, relation, schema)
+        return workload
+
+    def _history(self, workload: Workload, config: Mapping[str, Any], relation: Any,
+                 schema: Mapping[str, str]) -> None:
+        """Add the table's scans found in Spark's event logs: the session's own
+        (``spark.eventLog.dir`` when logging is on) and the ``zspark_event_logs`` folders."""
+        folders = _as_list(config.get("zspark_event_logs"))
+        settings = dict(self.ctx.fetch("set spark.eventLog.enabled")
+                        + self.ctx.fetch("set spark.eventLog.dir"))
+        if str(settings.get("spark.eventLog.enabled", "")).lower() == "true":
+            folders.append(str(settings.get("spark.eventLog.dir") or "/tmp/spark-events"))
+        if not folders:
+            return
+        name = str(relation).lower()
+        scans = self.ctx.reach().event_log_scans(sorted(set(folders)), [name])
+        workload.history_folders = sorted(set(folders))
+        if scans is None:
+            workload.unreadable.append("query history: event logs are read by a session, "
+                                       "not over a server")
+            return
+        for row in scans.to_dict("records"):
+            if row["table_name"] == UNREADABLE_LOG:
+                workload.unreadable.append(f"event logs of a codec not read here ({row['logs']} "
+                                           "files; zstd and plain are)")
+                continue
+            predicate = filters_predicate(str(row["pushed_filters"]), schema)
+            if predicate is not None:
+                workload.queries.append(DeclaredQuery(predicate, float(row["queries"]),
+                                                      "history"))
 
     def advise(self, model: str, relation: Any, config: Mapping[str, Any],
                nodes: Sequence[Mapping[str, str]], files: int | None = None) -> Advice:
         started = time.perf_counter()
-        workload = self.workload(model, config, nodes)
         schema = self.ctx.reach().schema(f"select * from {relation}")
+        workload = self.workload(model, config, nodes, relation, schema)
         clusterable = _clusterable(schema, ())
         counts = _column_counts(workload, clusterable)
         table_files = files or self._file_count(relation)
@@ -200,9 +237,9 @@ class WorkloadAdvisor:
                         f"layout, {_layout_name(stored)}")
             return {**plain, **_layout_config(stored.config_key, stored.columns,
                                               stored.weights)}
-        workload = self.workload(model, config, nodes)
         reach = self.ctx.reach()
         schema = reach.schema(sql)
+        workload = self.workload(model, config, nodes, relation, schema)
         clusterable = _clusterable(schema, _as_list(config.get("partition_by")))
         counts = _column_counts(workload, clusterable)
         pool = ranked_columns(counts, clusterable)

@@ -75,6 +75,11 @@ class ServerReach:
         return keyed_sql_build(self.fetch, plan, sql, sampled, stored, file_count,
                                self._cores(), schema, pieces, file_per_partition, select)
 
+    def event_log_scans(self, folders: Sequence[str],
+                        tables: Sequence[str]) -> pd.DataFrame | None:
+        # Decoding a log and walking its plans needs Python beside Spark: not over a server.
+        return None
+
     def frame(self, sql: str, types: Mapping[str, str]) -> pd.DataFrame:
         import pandas as pd
 

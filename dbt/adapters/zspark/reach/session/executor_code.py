@@ -12,6 +12,7 @@ import importlib
 
 #: Modules whose functions run in Python workers; they import nothing else of dbt's.
 EXECUTOR_MODULES = (
+    "dbt.adapters.zspark.advice.event_logs",
     "dbt.adapters.zspark.core.balanced",
     "dbt.adapters.zspark.core.curves",
     "dbt.adapters.zspark.layouts",  # and its modules

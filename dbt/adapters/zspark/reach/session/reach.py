@@ -15,6 +15,7 @@ from dbt.adapters.zspark.reach.session.clustering import (
     model_schema,
     sample_input,
 )
+from dbt.adapters.zspark.reach.session.event_logs import event_log_scans
 from dbt.adapters.zspark.reach.session.hadoop_files import input_files
 from dbt.adapters.zspark.reach.session.index_tables import (
     build_index,
@@ -71,6 +72,10 @@ class SessionReach:
 
     def frame(self, sql: str, types: Mapping[str, str]) -> pd.DataFrame:
         return as_pandas(self.spark.sql(sql))
+
+    def event_log_scans(self, folders: Sequence[str],
+                        tables: Sequence[str]) -> pd.DataFrame | None:
+        return event_log_scans(self.spark, folders, tables)
 
     def files_view(self, written_as: FormatTable, table: str,
                    columns: Sequence[TypedColumn], view: str) -> None:
