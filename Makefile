@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup demo test test-slow test-bench bench bench-object-store bench-formats bench-formats-bar bench-keys bench-scale bench-sort-series bench-bar bench-pipeline bench-thrift bench-balanced bench-kills bench-seeds bench-pip-user bench-jvm-start bench-quick bench-report lint
+.PHONY: setup demo test test-slow test-bench bench bench-object-store bench-formats bench-formats-bar bench-keys bench-scale bench-sort-series bench-auto bench-bar bench-pipeline bench-thrift bench-balanced bench-kills bench-seeds bench-pip-user bench-jvm-start bench-quick bench-report lint
 
 # Scale of `make bench` (seed 002: 1000 files).
 ROWS ?= 2000000
@@ -131,6 +131,11 @@ bench-scale: setup
 # 20 M rows on Parquet, Delta and Iceberg, each build its own dbt process (~60 min).
 bench-sort-series: setup
 	$(PY) -m bench.sort_series
+	$(PY) -m bench.report
+
+# cluster_by='auto' against every hand-chosen layout, before and after a workload shift.
+bench-auto: setup
+	$(PY) -m bench.auto_choice
 	$(PY) -m bench.report
 
 # The scale bar: 100 M rows into 10,000 files, each build and append its own dbt process:

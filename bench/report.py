@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from bench.auto_choice import section as auto_choice_section
 from bench.balanced import balanced_section
 from bench.bar import bar_section
 from bench.common import (
@@ -250,6 +251,10 @@ def render(results: dict[str, Any], out: Path, img_dir: Path, results_dir: Path)
     series_json = results_dir / "sort-series.json"
     if series_json.exists():
         lines += series_section(json.loads(series_json.read_text()))
+
+    auto_json = results_dir / "auto-choice.json"
+    if auto_json.exists():
+        lines += auto_choice_section(json.loads(auto_json.read_text()))
 
     bar_json = results_dir / "bar.json"
     if bar_json.exists():

@@ -160,3 +160,26 @@ def test_a_logs_scans_of_the_table_are_found_in_plain_and_zstd_logs() -> None:
         assert scan_rows(path, content, frozenset({"s.orders"})) == \
             [("s.orders", "[EqualTo(city,c3)]", path)]
     assert scan_rows("app-1.lz4", b"\x00", frozenset({"s.orders"}))[0][0] == UNREADABLE
+
+
+def test_a_balanced_candidates_files_are_cut_within_its_groups() -> None:
+    from dbt.adapters.zspark.core import value_ranks
+    from dbt.adapters.zspark.layouts import LAYOUTS, ColumnSpec, group_shift
+
+    rng = np.random.default_rng(5)
+    sample = pd.DataFrame({"a": rng.integers(0, 50, 6000), "b": rng.integers(0, 900, 6000)})
+    types = {"a": "bigint", "b": "bigint"}
+    files = file_of_rows(sample, Candidate("balanced_by", ("a", "b"), (1.0, 1.0)), types, 16,
+                         1000)
+    assert 8 <= files.max() + 1 <= 32
+    # The layout's own groups, as the candidate keyed them: no file holds two.
+    layout = LAYOUTS["balanced_by"]
+    values = [sample["a"], sample["b"]]
+    specs = [ColumnSpec(c, "bigint", value_ranks.sample_boundaries(v, 1000))
+             for c, v in zip(("a", "b"), values, strict=True)]
+    tree = layout.fit(specs, values, 1000, 16, (1.0, 1.0))
+    assert tree is not None
+    assert not tree.curve
+    keys = layout.key_function(specs, "boundary", 1000, tree, (1.0, 1.0))(*values).to_numpy()
+    groups = pd.Series(keys.astype(np.int64) >> group_shift(1000)).groupby(files).nunique()
+    assert (groups == 1).all()

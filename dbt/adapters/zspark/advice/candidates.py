@@ -16,9 +16,9 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from dbt.adapters.zspark.core import value_ranks
+from dbt.adapters.zspark.core import balanced, value_ranks
 from dbt.adapters.zspark.core.value_ranks import normalize_type
-from dbt.adapters.zspark.layouts import LAYOUTS, ColumnSpec
+from dbt.adapters.zspark.layouts import LAYOUTS, ColumnSpec, group_shift
 
 #: At most this many clustering columns in a chosen layout: each more column halves the
 #: resolution every other one gets.
@@ -112,9 +112,25 @@ def file_of_rows(sample: pd.DataFrame, candidate: Candidate, types: Mapping[str,
                                                  for i, c in enumerate(ties)}})
         order = ordered.sort_values(list(ordered.columns), kind="stable",
                                     na_position="first").index.to_numpy()
+        if tree is not None and not tree.curve:
+            return _group_files(keys, order, group_shift(boundary_count), files)
     file = np.empty(rows, dtype=np.int64)
     file[order] = np.arange(rows) * files // max(rows, 1)
     return file
+
+
+def _group_files(keys: np.ndarray, order: np.ndarray, shift: int, files: int) -> np.ndarray:
+    """A balanced build's files: each group (the key's bits above ``shift``) cut on its
+    own every ``balanced.file_rows`` rows, as the build cuts them (no file spans two)."""
+    groups = keys.astype(np.int64) >> shift
+    _, group_of, counts = np.unique(groups, return_inverse=True, return_counts=True)
+    rows_per_file = balanced.file_rows(counts.tolist(), files, counts.tolist())
+    ordered_groups = group_of[order]
+    starts = np.r_[0, np.flatnonzero(np.diff(ordered_groups)) + 1]
+    within = np.arange(order.size) - np.repeat(starts, np.diff(np.r_[starts, order.size]))
+    file = np.empty(order.size, dtype=np.int64)
+    file[order] = ordered_groups * (order.size + 1) + within // max(rows_per_file, 1)
+    return np.unique(file, return_inverse=True)[1]
 
 
 def file_stats(sample: pd.DataFrame, file: np.ndarray, columns: Sequence[str],

@@ -10,7 +10,7 @@ the choice; services/advice.py runs it.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -18,7 +18,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dbt.adapters.zspark.advice.candidates import UNCLUSTERED, Candidate
+from dbt.adapters.zspark.advice.candidates import (
+    CANDIDATE_POOL,
+    UNCLUSTERED,
+    Candidate,
+    candidates,
+    file_of_rows,
+    file_stats,
+    ranked_columns,
+    simulated_file_count,
+)
 from dbt.adapters.zspark.core.sql_text import quote, sql_string
 from dbt.adapters.zspark.core.value_ranks import normalize_type
 from dbt.adapters.zspark.core.workload import DeclaredQuery
@@ -162,6 +171,36 @@ def choose(ranked: Sequence[Score]) -> Choice:
                   + ("fewer columns" if len(chosen.candidate.columns)
                      < len(best.candidate.columns) else "a simpler layout"))
     return Choice(chosen, best, reason, list(ranked))
+
+
+def candidate_types(schema: Mapping[str, str], counts: Mapping[str, float],
+                    clusterable: Sequence[str]) -> dict[str, str]:
+    """The pool's columns (those any candidate clusters) and their Spark types, in the
+    table's order."""
+    pool = set(ranked_columns(counts, clusterable)[:CANDIDATE_POOL])
+    return {c: t for c, t in schema.items() if c in pool}
+
+
+def score_layouts(sample: pd.DataFrame, schema: Mapping[str, str],
+                  counts: Mapping[str, float], clusterable: Sequence[str],
+                  queries: Sequence[DeclaredQuery], table_files: int,
+                  frame: Callable[[str], pd.DataFrame]) -> Choice:
+    """Every candidate's files simulated on one ``sample`` (the pool's columns as key
+    inputs: timestamps in microseconds), each query judged against them by the Spark that
+    ``frame`` runs a query on; the choice."""
+    from dbt.adapters.zspark.core.planning import DEFAULT_BOUNDARY_COUNT
+    from dbt.adapters.zspark.core.value_ranks import normalize_type
+
+    tried = candidates(counts, clusterable)
+    types = candidate_types(schema, counts, clusterable)
+    files = simulated_file_count(len(sample), table_files)
+    key_types = {c: "bigint" if normalize_type(t) in ("timestamp", "timestamp_ntz") else t
+                 for c, t in types.items()}
+    stats = {candidate.name: file_stats(
+        sample, file_of_rows(sample, candidate, key_types, files, DEFAULT_BOUNDARY_COUNT),
+        list(types), key_types) for candidate in tried}
+    rows = frame(score_sql(stats_sql(stats, types), queries, types, list(schema)))
+    return choose(scores(rows, {c.name: c for c in tried}, queries))
 
 
 def share_text(share: float) -> str:

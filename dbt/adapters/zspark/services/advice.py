@@ -17,20 +17,15 @@ from dbt.adapters.zspark.advice.candidates import (
     CANDIDATE_POOL,
     UNCLUSTERED,
     Candidate,
-    candidates,
-    file_of_rows,
-    file_stats,
     ranked_columns,
-    simulated_file_count,
 )
 from dbt.adapters.zspark.advice.event_logs import UNREADABLE as UNREADABLE_LOG
 from dbt.adapters.zspark.advice.event_logs import filters_predicate
 from dbt.adapters.zspark.advice.graph_workload import ProjectNode, project_queries
-from dbt.adapters.zspark.advice.scoring import Choice, choose, score_sql, scores, stats_sql
+from dbt.adapters.zspark.advice.scoring import Choice, candidate_types, score_layouts
 from dbt.adapters.zspark.core.layout_state import StoredLayout, StoredLayoutError
 from dbt.adapters.zspark.core.planning import (
     CLUSTERABLE_TYPES,
-    DEFAULT_BOUNDARY_COUNT,
     ClusteringConfigError,
     auto_requested,
     plan_clustering,
@@ -199,7 +194,7 @@ class WorkloadAdvisor:
         current = self._current(relation)
         choice = None
         if ranked_columns(counts, clusterable):
-            types = self._candidate_types(schema, counts, clusterable)
+            types = candidate_types(schema, counts, clusterable)
             choice = self.score(self._sample(relation, types), schema, counts, clusterable,
                                 workload.queries, table_files)
         return Advice(str(relation), workload, counts, table_files, choice, current,
@@ -276,27 +271,9 @@ class WorkloadAdvisor:
     def score(self, sample: pd.DataFrame, schema: Mapping[str, str],
               counts: Mapping[str, float], clusterable: Sequence[str],
               queries: Sequence[DeclaredQuery], table_files: int) -> Choice:
-        """Every candidate's files simulated on one sample (the candidates' columns as key
-        inputs), each query judged against them by Spark."""
-        tried = candidates(counts, clusterable)
-        types = self._candidate_types(schema, counts, clusterable)
-        columns = list(types)
-        files = simulated_file_count(len(sample), table_files)
-        key_types = {c: key_input_type(t) for c, t in types.items()}
-        stats = {candidate.name: file_stats(
-            sample, file_of_rows(sample, candidate, key_types, files, DEFAULT_BOUNDARY_COUNT),
-            columns, key_types) for candidate in tried}
-        sql = score_sql(stats_sql(stats, types), queries, types, list(schema))
-        rows = self.ctx.reach().frame(sql, {})
-        return choose(scores(rows, {c.name: c for c in tried}, queries))
-
-    @staticmethod
-    def _candidate_types(schema: Mapping[str, str], counts: Mapping[str, float],
-                         clusterable: Sequence[str]) -> dict[str, str]:
-        """The pool's columns (those any candidate clusters) and their Spark types, in the
-        table's order."""
-        pool = set(ranked_columns(counts, clusterable)[:CANDIDATE_POOL])
-        return {c: t for c, t in schema.items() if c in pool}
+        """Every candidate's files simulated on one sample, each query judged by Spark."""
+        return score_layouts(sample, schema, counts, clusterable, queries, table_files,
+                             lambda sql: self.ctx.reach().frame(sql, {}))
 
     def _sample(self, relation: Any, types: Mapping[str, str]) -> Any:
         rows = int(self.ctx.fetch(f"select count(*) from {relation}")[0][0] or 0)
