@@ -161,3 +161,29 @@ def test_the_query_history_in_sparks_event_logs_is_a_workload(project: DbtProjec
     assert ("[history] x1: `city` IN ('CITY001', 'CITY002') AND `day` >= date'2024-03-01'"
             in text), text
     assert re.search(r"^choice: \w+=\[.*'brand'.*\]", text, re.MULTILINE), text
+
+
+def stored_layout(project: DbtProject, name: str) -> str:
+    properties = {r.key: r.value for r in project.spark.sql(
+        f"show tblproperties {project.table(name)}").collect()}
+    return " ".join(v for k, v in sorted(properties.items()) if k.startswith("zspark.layout"))
+
+
+def test_an_unchanged_workload_keeps_the_layout_and_a_shift_changes_it(
+        project: DbtProject) -> None:
+    project.write("models/advice/auto_steady.sql",
+                  "{{ config(materialized='table', cluster_by='auto', file_count=8, "
+                  "workload=var('steady_workload')) }}\n" + AUTO_ROWS)
+    before = "{steady_workload: ['brand = 7', \"day = date'2024-02-02'\"]}"
+    project.dbt("run", "--select", "auto_steady", "--vars", before)
+    first = stored_layout(project, "auto_steady")
+    for _ in range(2):  # rebuilt on the same workload: the same layout, nothing changed
+        project.dbt("run", "--select", "auto_steady", "--vars", before)
+        assert "changed" not in project.log_text()
+        assert stored_layout(project, "auto_steady") == first
+    project.dbt("run", "--select", "auto_steady", "--vars",
+                "{steady_workload: [\"city = 'CITY001'\"]}")
+    assert "auto_steady: cluster_by='auto': linear_by=['city'] against the table's" in \
+        project.log_text(), project.log_text()
+    assert ": changed, " in project.log_text()
+    assert "city" in stored_layout(project, "auto_steady")

@@ -183,3 +183,21 @@ def test_a_balanced_candidates_files_are_cut_within_its_groups() -> None:
     keys = layout.key_function(specs, "boundary", 1000, tree, (1.0, 1.0))(*values).to_numpy()
     groups = pd.Series(keys.astype(np.int64) >> group_shift(1000)).groupby(files).nunique()
     assert (groups == 1).all()
+
+
+def test_a_new_layout_replaces_the_tables_own_only_when_it_pays() -> None:
+    from dbt.adapters.zspark.advice.decision import KEEP_WITHIN, layout_change
+
+    # A rebuilt table: no rewrite cost, but the margin holds against estimates' noise.
+    assert layout_change(0.40, 0.20, 100, 10, 0).change
+    assert not layout_change(0.40, 0.40 * (1 - KEEP_WITHIN) + 1e-9, 100, 10, 0).change
+    assert layout_change(0.40, 0.40 * (1 - KEEP_WITHIN) - 1e-9, 100, 10, 0).change
+    # The same workload scored the same: never a change, whatever the counts.
+    assert not layout_change(0.3, 0.3, 10_000, 1e9, 0).change
+    # A rewrite must be paid for by the files the queries do not open.
+    paid = layout_change(0.5, 0.1, 100, 10, 100)  # saves 400, costs 200
+    assert paid.change
+    assert (paid.saving, paid.cost) == (400.0, 200.0)
+    assert not layout_change(0.5, 0.1, 100, 5, 100).change  # saves 200, costs 200
+    assert "less than the 200" in layout_change(0.5, 0.1, 100, 5, 100).reason
+    assert not layout_change(0.0, 0.0, 100, 5, 0).change

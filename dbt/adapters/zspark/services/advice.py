@@ -19,10 +19,11 @@ from dbt.adapters.zspark.advice.candidates import (
     Candidate,
     ranked_columns,
 )
+from dbt.adapters.zspark.advice.decision import layout_change
 from dbt.adapters.zspark.advice.event_logs import UNREADABLE as UNREADABLE_LOG
 from dbt.adapters.zspark.advice.event_logs import filters_predicate
 from dbt.adapters.zspark.advice.graph_workload import ProjectNode, project_queries
-from dbt.adapters.zspark.advice.scoring import Choice, candidate_types, score_layouts
+from dbt.adapters.zspark.advice.scoring import Choice, Score, candidate_types, score_layouts
 from dbt.adapters.zspark.core.layout_state import StoredLayout, StoredLayoutError
 from dbt.adapters.zspark.core.planning import (
     CLUSTERABLE_TYPES,
@@ -256,17 +257,38 @@ class WorkloadAdvisor:
         chosen = choice.chosen
         plain_share = next(s.expected for s in choice.ranked
                            if s.candidate.config_key == UNCLUSTERED)
+        kept = self._kept(model, relation, choice, files,
+                          sum(q.count for q in workload.queries))
+        if kept is not None:
+            chosen = kept
         sources = ", ".join(f"{n} from {kind}" for kind, n in workload.by_source().items())
         logger.info(f"zspark: {model}: cluster_by='auto' chose {chosen.candidate.name} from "
                     f"{len(workload.queries)} queries ({sources}): {100 * chosen.expected:.1f}%"
                     f" of {files} files per query expected, {100 * plain_share:.1f}% "
-                    f"unclustered; {choice.reason}")
+                    f"unclustered; {choice.reason if kept is None else 'the table keeps it'}")
         if chosen.candidate.config_key == UNCLUSTERED:
             return plain
         # The build keys by the sample the choice was scored on: no second pass to sample.
         self.ctx.run.auto_samples[(model, sql)] = sampled
         return {**plain, **_layout_config(chosen.candidate.config_key,
                                           chosen.candidate.columns, chosen.candidate.weights)}
+
+    def _kept(self, model: str, relation: Any, choice: Choice, files: int,
+              queries: float) -> Score | None:
+        """The score of the table's own layout when a rebuild keeps it (the choice does
+        not read enough fewer files, ``decision.layout_change``); None: the choice."""
+        stored = self._stored(relation)
+        if stored is None:
+            return None
+        current = Candidate(stored.config_key, tuple(stored.columns), tuple(stored.weights))
+        own = next((s for s in choice.ranked if s.candidate.same_layout(current)), None)
+        if own is None or own.candidate.same_layout(choice.chosen.candidate):
+            return None
+        decision = layout_change(own.expected, choice.chosen.expected, files, queries, 0)
+        logger.info(f"zspark: {model}: cluster_by='auto': {choice.chosen.candidate.name} "
+                    f"against the table's {own.candidate.name}: "
+                    f"{'changed' if decision.change else 'kept'}, {decision.reason}")
+        return None if decision.change else own
 
     def score(self, sample: pd.DataFrame, schema: Mapping[str, str],
               counts: Mapping[str, float], clusterable: Sequence[str],
