@@ -282,7 +282,12 @@ class WorkloadAdvisor:
             return None
         current = Candidate(stored.config_key, tuple(stored.columns), tuple(stored.weights))
         own = next((s for s in choice.ranked if s.candidate.same_layout(current)), None)
-        if own is None or own.candidate.same_layout(choice.chosen.candidate):
+        if own is None:
+            logger.info(f"zspark: {model}: cluster_by='auto': {choice.chosen.candidate.name} "
+                        f"against the table's {current.name}: changed, the workload no "
+                        "longer filters on all of its columns")
+            return None
+        if own.candidate.same_layout(choice.chosen.candidate):
             return None
         decision = layout_change(own.expected, choice.chosen.expected, files, queries, 0)
         logger.info(f"zspark: {model}: cluster_by='auto': {choice.chosen.candidate.name} "
