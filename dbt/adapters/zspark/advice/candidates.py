@@ -27,6 +27,10 @@ MAX_AUTO_COLUMNS = 4
 CANDIDATE_POOL = 4
 #: A simulated file holds at least this many sample rows, else its range is noise.
 MIN_SAMPLE_ROWS_PER_FILE = 32
+#: Sample rows a simulation keys per file it cuts (fitting a balanced tree costs time in
+#: proportion), with at least :data:`MIN_SIMULATED_ROWS` in all.
+SIMULATED_ROWS_PER_FILE = 128
+MIN_SIMULATED_ROWS = 8_192
 #: The layouts tried on two or more columns (one column: sorted by it, ``linear_by``).
 MULTI_COLUMN_LAYOUTS = ("hilbert_by", "zorder_by", "balanced_by")
 #: The candidate that clusters nothing: files as rows arrive.
@@ -89,8 +93,18 @@ def simulated_file_count(sample_rows: int, file_count: int) -> int:
     return max(1, min(file_count, sample_rows // MIN_SAMPLE_ROWS_PER_FILE))
 
 
+def simulation_rows(sample: pd.DataFrame, files: int) -> pd.DataFrame:
+    """The rows of ``sample`` a simulation of ``files`` files keys: enough for each file's
+    range, no more (a uniform draw of the sample is a uniform sample)."""
+    wanted = max(MIN_SIMULATED_ROWS, files * SIMULATED_ROWS_PER_FILE)
+    if len(sample) <= wanted:
+        return sample.reset_index(drop=True)
+    return sample.sample(n=wanted, random_state=17).reset_index(drop=True)
+
+
 def file_of_rows(sample: pd.DataFrame, candidate: Candidate, types: Mapping[str, str],
-                 files: int, boundary_count: int) -> np.ndarray:
+                 files: int, boundary_count: int,
+                 boundaries: dict[str, np.ndarray] | None = None) -> np.ndarray:
     """The simulated file of each sample row under ``candidate``: rows in key order (the
     sample's own order, a random one, when unclustered) cut into ``files`` equal runs."""
     rows = len(sample)
@@ -99,8 +113,12 @@ def file_of_rows(sample: pd.DataFrame, candidate: Candidate, types: Mapping[str,
     else:
         layout = LAYOUTS[candidate.config_key]
         values = [sample[c] for c in candidate.columns]
-        specs = [ColumnSpec(c, types[c], value_ranks.sample_boundaries(v, boundary_count))
-                 for c, v in zip(candidate.columns, values, strict=True)]
+        # A column's boundaries are the same in every candidate: drawn once.
+        known = {} if boundaries is None else boundaries
+        for c, v in zip(candidate.columns, values, strict=True):
+            if c not in known:
+                known[c] = value_ranks.sample_boundaries(v, boundary_count)
+        specs = [ColumnSpec(c, types[c], known[c]) for c in candidate.columns]
         weights = candidate.weights if candidate.takes_weights else ()
         tree = layout.fit(specs, values, boundary_count, files, weights or
                           tuple(1.0 for _ in specs))
@@ -145,8 +163,9 @@ def file_stats(sample: pd.DataFrame, file: np.ndarray, columns: Sequence[str],
         values = grouped[column]
         stats[f"{column}__min"] = values.min()
         stats[f"{column}__max"] = values.max()
-        stats[f"{column}__nulls"] = values.apply(lambda v: int(v.isna().sum()))
+        stats[f"{column}__nulls"] = sample[column].isna().groupby(file).sum()
         if normalize_type(types[column]) in ("float", "double"):
-            stats[f"{column}__nans"] = values.apply(
-                lambda v: int(np.isnan(v.to_numpy(dtype=float, na_value=0.0)).sum()))
+            nans = np.isnan(pd.to_numeric(sample[column], errors="coerce")
+                            .to_numpy(dtype=float, na_value=0.0))
+            stats[f"{column}__nans"] = pd.Series(nans).groupby(file).sum()
     return stats.reset_index(drop=True)

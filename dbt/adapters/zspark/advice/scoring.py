@@ -27,6 +27,7 @@ from dbt.adapters.zspark.advice.candidates import (
     file_stats,
     ranked_columns,
     simulated_file_count,
+    simulation_rows,
 )
 from dbt.adapters.zspark.core.sql_text import quote, sql_string
 from dbt.adapters.zspark.core.value_ranks import normalize_type
@@ -194,11 +195,13 @@ def score_layouts(sample: pd.DataFrame, schema: Mapping[str, str],
     tried = candidates(counts, clusterable)
     types = candidate_types(schema, counts, clusterable)
     files = simulated_file_count(len(sample), table_files)
+    sample = simulation_rows(sample, files)
+    boundaries: dict[str, Any] = {}
     key_types = {c: "bigint" if normalize_type(t) in ("timestamp", "timestamp_ntz") else t
                  for c, t in types.items()}
     stats = {candidate.name: file_stats(
-        sample, file_of_rows(sample, candidate, key_types, files, DEFAULT_BOUNDARY_COUNT),
-        list(types), key_types) for candidate in tried}
+        sample, file_of_rows(sample, candidate, key_types, files, DEFAULT_BOUNDARY_COUNT,
+                             boundaries), list(types), key_types) for candidate in tried}
     rows = frame(score_sql(stats_sql(stats, types), queries, types, list(schema)))
     return choose(scores(rows, {c.name: c for c in tried}, queries))
 
