@@ -39,6 +39,9 @@ CLUSTERED = {
     # The layout report after the build reads the format's statistics too.
     "c_balanced": "balanced_by=['a', 's'], file_count=16, "
                   "post_hook='{{ zspark_layout_report(this) }}'",
+    # The layout chosen from the declared workload (cluster_by='auto'): a and s.
+    "c_auto": "cluster_by='auto', file_count=16, "
+              f"workload=['a = 17', \"s = '{PREFIX}017'\"]",
 }
 POINTS = ("a = 17", f"s = '{PREFIX}017'")
 #: 40 columns, clustered on the last: past Delta's default of statistics on the first 32.
