@@ -201,3 +201,22 @@ def test_a_new_layout_replaces_the_tables_own_only_when_it_pays() -> None:
     assert not layout_change(0.5, 0.1, 100, 5, 100).change  # saves 200, costs 200
     assert "less than the 200" in layout_change(0.5, 0.1, 100, 5, 100).reason
     assert not layout_change(0.0, 0.0, 100, 5, 0).change
+
+
+def test_an_iceberg_scans_filters_read_as_a_predicate() -> None:
+    from dbt.adapters.zspark.advice.event_logs import ICEBERG_FILTERS, plan_scans
+
+    scan = ("BatchScan spark_catalog.s.orders[city#1, day#2] IcebergScan(table=spark_catalog"
+            ".s.orders, schemaId=0, snapshotId=1, branch=null, filters=city IS NOT NULL, "
+            "city = 'c3, c4', brand >= 10, day >= 19727, ts > 300000000, runtimeFilters=, "
+            "groupedBy=) RuntimeFilters: []")
+    event = {"sparkPlanInfo": {"nodeName": "BatchScan spark_catalog.s.orders",
+                               "simpleString": scan, "metadata": {}, "children": []}}
+    [(table, filters)] = list(plan_scans(event))
+    assert table == "spark_catalog.s.orders"
+    assert filters.startswith(ICEBERG_FILTERS)
+    # Iceberg writes dates as days and timestamps as microseconds since the epoch.
+    assert filters_predicate(filters, TYPES) == (
+        "city = 'c3, c4' AND brand >= 10 AND day >= CAST('2024-01-05' AS DATE) AND "
+        "ts > CAST('1970-01-01 00:05:00+00:00' AS TIMESTAMP)")
+    assert filters_predicate(ICEBERG_FILTERS + "(city IN ('a') OR other = 1)", TYPES) is None

@@ -43,13 +43,23 @@ def log_lines(path: str, content: bytes) -> Iterator[str] | None:
     return iter(data.decode("utf-8", errors="replace").splitlines())
 
 
+#: Marks an Iceberg scan's filters (its own expressions' text) among pushed filters.
+ICEBERG_FILTERS = "iceberg:"
+_ICEBERG_SCAN = re.compile(r"IcebergScan\(.*?, filters=(.*?), runtimeFilters=", re.DOTALL)
+
+
 def plan_scans(event: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
-    """(table, pushed filters) of each file scan of a query's plan."""
+    """(table, pushed filters) of each file scan of a query's plan: a file source's
+    ``PushedFilters``, or an Iceberg scan's ``filters=`` marked :data:`ICEBERG_FILTERS`."""
     def walk(node: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
         name = str(node.get("nodeName", ""))
         metadata = node.get("metadata") or {}
         if name.startswith("Scan ") and "PushedFilters" in metadata:
             yield name.rsplit(" ", 1)[-1], str(metadata["PushedFilters"])
+        elif name.startswith("BatchScan "):
+            found = _ICEBERG_SCAN.search(str(node.get("simpleString", "")))
+            if found is not None:
+                yield name.rsplit(" ", 1)[-1], ICEBERG_FILTERS + found.group(1)
         for child in node.get("children") or ():
             yield from walk(child)
     yield from walk(event.get("sparkPlanInfo") or {})
@@ -178,9 +188,81 @@ def _filter_sql(text: str, types: Mapping[str, str]) -> str | None:
 def filters_predicate(pushed: str, types: Mapping[str, str]) -> str | None:
     """A scan's ``PushedFilters`` text as one predicate over the table's columns, or None
     when none of its filters can be read (values whose text is ambiguous are left out)."""
+    if pushed.startswith(ICEBERG_FILTERS):
+        return iceberg_predicate(pushed.removeprefix(ICEBERG_FILTERS), types)
     text = pushed.strip()
     if not (text.startswith("[") and text.endswith("]")):
         return None
     parts = [_filter_sql(p.strip(), types) for p in _split_top(text[1:-1], ", ") if p.strip()]
     kept = [p for p in parts if p is not None]
+    return " AND ".join(kept) if kept else None
+
+
+def _split_terms(text: str) -> list[str]:
+    """An Iceberg scan's filters split at ``, `` outside quotes and parentheses."""
+    parts, depth, quoted, start = [], 0, False, 0
+    for i, char in enumerate(text):
+        if char == "'":
+            quoted = not quoted
+        elif not quoted and char == "(":
+            depth += 1
+        elif not quoted and char == ")":
+            depth -= 1
+        elif not quoted and depth == 0 and text.startswith(", ", i):
+            parts.append(text[start:i])
+            start = i + 2
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def iceberg_predicate(filters: str, types: Mapping[str, str]) -> str | None:
+    """An Iceberg scan's filters (its expressions' text: dates as days and timestamps as
+    microseconds since the epoch) as one predicate over ``types``' columns."""
+    import datetime
+
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import ParseError, TokenError
+
+    columns = {c.lower(): c for c in types}
+    epoch = datetime.date(1970, 1, 1)
+
+    def typed(node: Any, column: str) -> Any:
+        family = re.split(r"[(<]", types[column].lower(), maxsplit=1)[0].strip()
+        if not (isinstance(node, exp.Literal) and not node.is_string):
+            return node
+        number = int(node.this)
+        if family == "date":
+            day = epoch + datetime.timedelta(days=number)
+            return sqlglot.parse_one(f"date'{day}'", read="spark")
+        if family in ("timestamp", "timestamp_ntz"):
+            moment = datetime.datetime(1970, 1, 1) + datetime.timedelta(microseconds=number)
+            zone = "+00:00" if family == "timestamp" else ""
+            return sqlglot.parse_one(f"{family}'{moment.isoformat(sep=' ')}{zone}'",
+                                     read="spark")
+        return node
+
+    def fix(node: Any) -> Any:
+        column = node.args.get("this")
+        if isinstance(node, exp.Binary | exp.In) and isinstance(column, exp.Column) \
+                and column.name.lower() in columns:
+            name = columns[column.name.lower()]
+            if isinstance(node, exp.In):
+                node.set("expressions", [typed(e, name) for e in node.expressions])
+            else:
+                node.set("expression", typed(node.expression, name))
+        return node
+
+    kept = []
+    for term in _split_terms(filters):
+        if term.upper().endswith("IS NOT NULL"):  # says nothing a file's range answers
+            continue
+        try:
+            tree = sqlglot.parse_one(term, read="spark")
+        except (ParseError, TokenError):
+            continue
+        names = {c.name.lower() for c in tree.find_all(exp.Column)}
+        if not names or not names <= set(columns):
+            continue
+        kept.append(tree.transform(fix).sql(dialect="spark"))
     return " AND ".join(kept) if kept else None
