@@ -192,3 +192,41 @@ def test_an_unchanged_workload_keeps_the_layout_and_a_shift_changes_it(
         project.log_text(), project.log_text()
     assert ": changed, " in project.log_text()
     assert "city" in stored_layout(project, "auto_steady")
+
+
+def test_an_incremental_model_is_re_clustered_once_when_its_workload_moves(
+        project: DbtProject) -> None:
+    project.write("models/advice/auto_growing.sql",
+                  "{{ config(materialized='incremental', incremental_strategy='append', "
+                  "cluster_by='auto', file_count=8, workload=var('growing_workload')) }}\n"
+                  + AUTO_ROWS)
+    before = "{growing_workload: ['brand = 7', 'brand = 9']"
+    # Counted as the queries of the horizon: 40 of them pay for rewriting ten files.
+    after = ("{growing_workload: [{predicate: \"city = 'CITY001'\", count: 20}, "
+             "{predicate: \"city = 'CITY002'\", count: 20}]")
+    project.dbt("run", "--select", "auto_growing", "--vars", before + ", stop: 20000}")
+    assert stored_layout(project, "auto_growing") == "linear_by=['brand']"
+    # The same workload: rows added by the table's layout.
+    project.dbt("run", "--select", "auto_growing", "--vars",
+                before + ", start: 20000, stop: 21000}")
+    assert "re-clustering the table by it" not in project.log_text()
+    assert stored_layout(project, "auto_growing") == "linear_by=['brand']"
+    # The workload moves to city: the whole table re-clustered by the new choice, once.
+    project.dbt("run", "--select", "auto_growing", "--vars",
+                after + ", start: 21000, stop: 22000}")
+    assert "auto_growing: cluster_by='auto': linear_by=['city'] (" in project.log_text(), \
+        project.log_text()
+    assert "re-clustering the table by it" in project.log_text()
+    assert stored_layout(project, "auto_growing") == "linear_by=['city']"
+    project.dbt("run", "--select", "auto_growing", "--vars",
+                after + ", start: 22000, stop: 23000}")
+    assert "re-clustering the table by it" not in project.log_text()
+    # Every row once, and the files narrow on city: a point on it could skip most.
+    table = project.table("auto_growing")
+    assert project.rows(f"select count(*), count(distinct id) from {table}") == \
+        [(23000, 23000)]
+    [(files, holding)] = project.rows(
+        f"select count(*), count_if(low <= 'CITY001' and high >= 'CITY001') from ("
+        f"select min(city) as low, max(city) as high from {table} "
+        f"group by input_file_name())")
+    assert holding * 3 <= files, (holding, files)

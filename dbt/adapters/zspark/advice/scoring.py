@@ -185,15 +185,20 @@ def candidate_types(schema: Mapping[str, str], counts: Mapping[str, float],
 def score_layouts(sample: pd.DataFrame, schema: Mapping[str, str],
                   counts: Mapping[str, float], clusterable: Sequence[str],
                   queries: Sequence[DeclaredQuery], table_files: int,
-                  frame: Callable[[str], pd.DataFrame]) -> Choice:
+                  frame: Callable[[str], pd.DataFrame],
+                  current: Candidate | None = None) -> Choice:
     """Every candidate's files simulated on one ``sample`` (the pool's columns as key
     inputs: timestamps in microseconds), each query judged against them by the Spark that
-    ``frame`` runs a query on; the choice."""
+    ``frame`` runs a query on; the choice. ``current``: the table's own layout, scored too
+    (its columns must be in ``sample``)."""
     from dbt.adapters.zspark.core.planning import DEFAULT_BOUNDARY_COUNT
     from dbt.adapters.zspark.core.value_ranks import normalize_type
 
     tried = candidates(counts, clusterable)
     types = candidate_types(schema, counts, clusterable)
+    if current is not None and not any(c.same_layout(current) for c in tried):
+        tried.append(current)
+        types = {c: t for c, t in schema.items() if c in types or c in current.columns}
     files = simulated_file_count(len(sample), table_files)
     sample = simulation_rows(sample, files)
     boundaries: dict[str, Any] = {}

@@ -24,6 +24,9 @@ from dbt.adapters.zspark.layouts import CURVE_METHODS, LAYOUTS, Layout
 DEFAULT_BOUNDARY_COUNT = 1000
 #: ``cluster_by``'s one value: the layout chosen from the workload (services/advice.py).
 AUTO = "auto"
+#: Set (by ``cluster_by='auto'``, never by a user) on an incremental run whose new layout
+#: re-clusters the whole table: the config's layout replaces the stored one.
+RELAYOUT_KEY = "zspark_auto_relayout"
 CLUSTERED_MATERIALIZATIONS = ("table", "incremental")
 DEFAULT_TARGET_FILE_SIZE_MB = 128
 #: The layouts that spend their resolution by column weight.

@@ -27,6 +27,7 @@ from dbt.adapters.zspark.advice.scoring import Choice, Score, candidate_types, s
 from dbt.adapters.zspark.core.layout_state import StoredLayout, StoredLayoutError
 from dbt.adapters.zspark.core.planning import (
     CLUSTERABLE_TYPES,
+    RELAYOUT_KEY,
     ClusteringConfigError,
     auto_requested,
     plan_clustering,
@@ -229,10 +230,7 @@ class WorkloadAdvisor:
                             "unclustered and stays so for added rows; a full refresh "
                             "chooses again")
                 return plain
-            logger.info(f"zspark: {model}: cluster_by='auto': rows added by the table's "
-                        f"layout, {_layout_name(stored)}")
-            return {**plain, **_layout_config(stored.config_key, stored.columns,
-                                              stored.weights)}
+            return self._added_rows_config(model, config, relation, nodes, plain, stored)
         reach = self.ctx.reach()
         schema = reach.schema(sql)
         workload = self.workload(model, config, nodes, relation, schema)
@@ -272,6 +270,47 @@ class WorkloadAdvisor:
         self.ctx.run.auto_samples[(model, sql)] = sampled
         return {**plain, **_layout_config(chosen.candidate.config_key,
                                           chosen.candidate.columns, chosen.candidate.weights)}
+
+    def _added_rows_config(self, model: str, config: Mapping[str, Any], relation: Any,
+                           nodes: Sequence[Mapping[str, str]], plain: dict[str, Any],
+                           stored: StoredLayout) -> dict[str, Any]:
+        """An incremental run's layout: the table's own, or a new choice when the workload
+        moved and the files its queries would not open pay for rewriting the table (the
+        run then re-clusters the whole table by it, ``RELAYOUT_KEY``)."""
+        own = {**plain, **_layout_config(stored.config_key, stored.columns, stored.weights)}
+        schema = self.ctx.reach().schema(f"select * from {relation}")
+        workload = self.workload(model, config, nodes, relation, schema)
+        clusterable = _clusterable(schema, stored.partition_by)
+        counts = _column_counts(workload, clusterable)
+        if not ranked_columns(counts, clusterable):
+            logger.info(f"zspark: {model}: cluster_by='auto': rows added by the table's "
+                        f"layout, {_layout_name(stored)} (no workload found)")
+            return own
+        current = Candidate(stored.config_key, tuple(stored.columns), tuple(stored.weights))
+        types = {c: t for c, t in schema.items()
+                 if c in candidate_types(schema, counts, clusterable) or c in current.columns}
+        files = self._file_count(relation)
+        choice = score_layouts(self._sample(relation, types), schema, counts, clusterable,
+                               workload.queries, files,
+                               lambda sql: self.ctx.reach().frame(sql, {}), current)
+        now = next(s for s in choice.ranked if s.candidate.same_layout(current))
+        if now.candidate.same_layout(choice.chosen.candidate):
+            logger.info(f"zspark: {model}: cluster_by='auto': rows added by the table's "
+                        f"layout, {_layout_name(stored)}, still the choice")
+            return own
+        decision = layout_change(now.expected, choice.chosen.expected, files,
+                                 sum(q.count for q in workload.queries), files)
+        logger.info(f"zspark: {model}: cluster_by='auto': {choice.chosen.candidate.name} "
+                    f"({100 * choice.chosen.expected:.1f}% of files per query) against the "
+                    f"table's {now.candidate.name} ({100 * now.expected:.1f}%): "
+                    f"{'re-clustering the table by it' if decision.change else 'kept'}, "
+                    f"{decision.reason}")
+        if not decision.change:
+            return own
+        return {**plain, **_layout_config(choice.chosen.candidate.config_key,
+                                          choice.chosen.candidate.columns,
+                                          choice.chosen.candidate.weights),
+                RELAYOUT_KEY: True}
 
     def _kept(self, model: str, relation: Any, choice: Choice, files: int,
               queries: float) -> Score | None:

@@ -19,12 +19,18 @@ from dbt.adapters.zspark.core.layout_state import (
     clustered_writes,
     clustered_writes_after,
 )
-from dbt.adapters.zspark.core.planning import ClusteringConfigError, ClusteringPlan, plan_clustering
+from dbt.adapters.zspark.core.planning import (
+    RELAYOUT_KEY,
+    ClusteringConfigError,
+    ClusteringPlan,
+    plan_clustering,
+)
 from dbt.adapters.zspark.core.sql_text import sql_string
 from dbt.adapters.zspark.core.stop_points import stop_point
 from dbt.adapters.zspark.formats import (
     format_table,
 )
+from dbt.adapters.zspark.layouts import CONFIG_KEYS
 from dbt.adapters.zspark.services.context import RunContext
 from dbt.adapters.zspark.services.indexing import FileIndex
 from dbt.adapters.zspark.services.plans import FormatPlan, IncrementPlan, Rewrite, lap
@@ -41,6 +47,7 @@ from dbt.adapters.zspark.versions.recluster import (
     plan_on_demand,
 )
 from dbt.adapters.zspark.versions.recluster import rebuild_files as files_for
+from dbt.adapters.zspark.versions.recluster import relayout as relayout_plan
 from dbt.adapters.zspark.versions.rewrite import (
     carried_properties,
     in_partitions,
@@ -200,6 +207,16 @@ class IncrementPlanner:
         self.index = index
         self.writes = writes
 
+    @staticmethod
+    def _plan_of(model: str, config: dict[str, Any], schema: dict[str, str]) -> ClusteringPlan:
+        """The plan of a layout replacing the stored one (no drift to refuse)."""
+        try:
+            plan = plan_clustering(model, config, schema, "incremental")
+        except ClusteringConfigError as error:
+            raise DbtRuntimeError(str(error)) from error
+        assert plan is not None
+        return plan
+
     def _checked_plan(self, model: str, relation: Any, stored: StoredLayout,
                       config: dict[str, Any], schema: dict[str, str]) -> ClusteringPlan:
         """The model's clustering plan, refused when it keys rows differently from the
@@ -236,7 +253,16 @@ class IncrementPlanner:
         stored = self.tables.stored_layout(model, relation, properties)
         reach = self.ctx.reach()
         schema = reach.schema(sql)
-        plan = replace(self._checked_plan(model, relation, stored, config, schema),
+        # cluster_by='auto' chose a new layout: an append re-clusters the whole Parquet
+        # table by it; any other run keeps the stored one.
+        relayout = bool(config.get(RELAYOUT_KEY)) and strategy == "append" \
+            and table_format is None
+        if config.get(RELAYOUT_KEY) and not relayout:
+            logger.info(f"zspark: {model}: the new layout waits for an append or a full "
+                        "refresh; rows added by the table's")
+            config = {**config, **dict.fromkeys(CONFIG_KEYS), **stored.as_config()}
+        plan = replace(self._plan_of(model, config, schema) if relayout else
+                       self._checked_plan(model, relation, stored, config, schema),
                        file_count=None)
         files = self.index.live_files(relation, table_format, properties,
                                       create=config.get("zspark_index") is not False)
@@ -264,6 +290,9 @@ class IncrementPlanner:
             decision = ReclusterPlan(APPEND, (), 0, table_sized,
                                      "no index lists the table's files: table-sized files, "
                                      "no re-clustering")
+        elif relayout:
+            decision = relayout_plan(runs or [], sampled.rows, stored.rows_per_file,
+                                     "cluster_by='auto' chose a new layout for the workload")
         else:
             # On a partitioned table only the partitions the new rows fall in take part.
             touched = table_runs(in_partitions(files, plan.partition_by, sampled.partitions),

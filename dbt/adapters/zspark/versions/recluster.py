@@ -169,6 +169,20 @@ def most_run_pieces(table_rows: int, rows_per_file: int) -> int:
     return max(1, math.ceil(RUN_FILES_SHARE * rebuild_files(table_rows, rows_per_file)))
 
 
+def relayout(runs: Sequence[Run], new_rows: int, rows_per_file: int, reason: str
+             ) -> ReclusterPlan:
+    """Every file of the table rewritten together with ``new_rows`` new rows, by a new
+    layout (``cluster_by='auto'``: the workload asks for one that pays for the rewrite).
+
+    >>> relayout([Run("a", ("p", "q"), 50, 1, True)], 10, 20, "moved").pieces
+    3
+    """
+    existing = tuple(p for r in runs for p in r.paths)
+    total = sum(r.rows for r in runs)
+    return ReclusterPlan(FULL, existing, total, rebuild_files(total + new_rows, rows_per_file),
+                         reason)
+
+
 def plan_on_demand(runs: Sequence[Run], rows_per_file: int, full: bool) -> ReclusterPlan:
     """``zspark_recluster``: rewrite the whole table (``full``), or merge every pending run
     into one run of pieces. Nothing to do is a plan that rewrites nothing."""
