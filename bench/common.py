@@ -127,6 +127,8 @@ def session_env(session_dir: Path) -> dict[str, str]:
     # dirs can run at once without reading each other's run_results.json.
     env["DBT_TARGET_PATH"] = str(dbt_target(session_dir))
     env["DBT_LOG_PATH"] = str(dbt_target(session_dir) / "logs")
+    # One file, never rolled over: a run's debug lines are read back from where it began.
+    env["DBT_LOG_FILE_MAX_BYTES"] = "0"
     return env
 
 
@@ -334,6 +336,8 @@ def run_dbt(args: Sequence[str], session_dir: Path, log: Progress,
     log("dbt " + " ".join(args) + (f" --vars '{json.dumps(variables)}'" if variables else ""))
     started = time.monotonic()
     environment = {**session_env(session_dir), **(env or {})}
+    debug_log = Path(environment["DBT_LOG_PATH"]) / "dbt.log"
+    log_start = debug_log.stat().st_size if debug_log.exists() else 0
     if DBT_IN_THIS_PROCESS:
         returncode, output = _dbt_here(runner, command[2 + len(runner):], environment)
     else:
@@ -358,6 +362,7 @@ def run_dbt(args: Sequence[str], session_dir: Path, log: Progress,
     elapsed = time.monotonic() - started
     if lines is not None:
         lines.extend(output.splitlines())
+        lines.extend(adapter_debug_lines(debug_log, log_start))
     if DBT_IN_THIS_PROCESS:
         for line in output.splitlines():
             _echo(line)
@@ -367,6 +372,17 @@ def run_dbt(args: Sequence[str], session_dir: Path, log: Progress,
     status = "done" if returncode == 0 else f"exited {returncode}"
     log(f"dbt {args[0]} {status} in {elapsed:.1f}s")
     return elapsed
+
+
+def adapter_debug_lines(debug_log: Path, start: int) -> list[str]:
+    """The adapter's detail lines (step seconds, layout figures) a run wrote to dbt's
+    debug log from byte ``start`` on: its console shows one short line per model."""
+    if not debug_log.exists():
+        return []
+    with debug_log.open("rb") as log:
+        log.seek(start)
+        text = log.read().decode(errors="replace")
+    return [line for line in text.splitlines() if "[debug]" in line and "zspark" in line]
 
 
 def run_results(session_dir: Path) -> dict[str, Any]:

@@ -122,6 +122,8 @@ class DbtProject:
     root: Path
     spark: Any
     logs: list[str] = field(default_factory=list)
+    #: The lines dbt's console shows (info and above) of the last command.
+    console: list[str] = field(default_factory=list)
 
     def write(self, relative: str, text: str) -> None:
         path = self.root / relative
@@ -131,9 +133,12 @@ class DbtProject:
     def dbt(self, *args: str, expect_pass: bool | None = True) -> Any:
         """Run the real dbt CLI in-process; captured log lines land in ``self.logs``."""
         self.logs.clear()
+        self.console.clear()
 
         def capture(event: Any) -> None:
             self.logs.append(event.info.msg)
+            if event.info.level != "debug":
+                self.console.append(event.info.msg)
 
         return run_dbt(
             [*args, "--project-dir", str(self.root), "--profiles-dir", str(self.root)],

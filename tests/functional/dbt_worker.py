@@ -14,6 +14,7 @@ import io
 import json
 import os
 import sys
+from typing import Any
 
 from dbt.cli.main import dbtRunner
 from dbt_common.events.functions import capture_stdout_logs, stop_capture_stdout_logs
@@ -34,11 +35,18 @@ class _Console(io.TextIOBase):
         return len(text)
 
 
+def _adapter_detail(event: Any) -> None:
+    """The adapter's detail lines (dbt's debug log) passed on too: tests read them."""
+    if event.info.level == "debug" and event.info.msg.startswith("zspark"):
+        sys.stdout.write(CONSOLE + json.dumps(f"[debug] {event.info.msg}\n") + "\n")
+        sys.stdout.flush()
+
+
 def run(args: list[str], stop_at: str) -> int:
     os.environ[ENVIRONMENT] = stop_at
     capture_stdout_logs(_Console())
     try:
-        result = dbtRunner().invoke(args)
+        result = dbtRunner(callbacks=[_adapter_detail]).invoke(args)
     finally:
         stop_capture_stdout_logs()
         os.environ[ENVIRONMENT] = ""

@@ -221,8 +221,12 @@ NEW_PROCESS_RUN = textwrap.dedent("""
     from dbt.adapters.zspark.reach.session.embedded import active_session
 
     project, start, stop = sys.argv[1], sys.argv[2], sys.argv[3]
-    result = dbtRunner().invoke(["run", "--project-dir", project, "--profiles-dir", project,
-                                 "--vars", f"{{start: {start}, stop: {stop}}}"])
+    def detail(event):  # the adapter's lines, its debug log's included
+        if event.info.msg.startswith("zspark"):
+            print(event.info.msg)
+    result = dbtRunner(callbacks=[detail]).invoke([
+        "run", "--project-dir", project, "--profiles-dir", project,
+        "--vars", f"{{start: {start}, stop: {stop}}}"])
     assert result.success, result.exception
     spark = active_session()
     properties = {r[0]: r[1] for r in spark.sql("show tblproperties zspark_test.inc").collect()}
@@ -313,6 +317,15 @@ def test_the_default_policy_appends_pieces_merges_runs_and_reclusters_in_full(
         run(project, "inc_policy", start, start + 400)
         text = project.log_text()
         assert f"inc_policy: {action} (" in text
+        # The console: one short line saying what the run did, files, rows and skips.
+        said = [line.split("zspark: ", 1)[1] for line in project.console
+                if "zspark: inc_policy:" in line]
+        words = {"append": r"appended unsorted, for a later merge to cluster: ",
+                 "merge": r"appended; \d+ pending files re-clustered with the new rows: ",
+                 "full": r"appended; the whole table re-clustered: "}[action]
+        assert len(said) == 1, said
+        assert re.match(f"inc_policy: {words}", said[0]), said
+        assert re.search(r"files, \d[\d,]* rows; a point query skips \d+% of files on ", said[0])
         if action == "full":
             assert "0.0% of rows written since the last full clustering" in text
         assert project.rows(f"select * from {table}") == source_rows(project, (0, start + 400))

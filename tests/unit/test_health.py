@@ -9,6 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dbt.adapters.zspark.skipping.health import (
+    ColumnHealth,
+    LayoutHealth,
     layout_health,
     overlap_figures,
     point_depth,
@@ -84,3 +86,15 @@ def test_a_popular_value_weighs_by_its_rows_in_one_model_and_once_in_the_other()
     assert f"({column.skip_share:.1%} skipped; {column.value_skip_share:.1%} per distinct " \
            "value)" in health.describe()
     assert health.table()[0]["value_skip_share"] == round(column.value_skip_share, 4)
+
+
+def test_the_console_line_gives_each_columns_skip_and_the_rows_awaiting_reclustering() -> None:
+    def column(name: str, depth: float) -> ColumnHealth:
+        return ColumnHealth(name, 64, depth, None, 0.0, 0.0, depth)
+
+    clustered = LayoutHealth((column("city", 17.9), column("day", 4.0)), 64, 1000, 0)
+    assert clustered.skip_words() == "a point query skips 72% of files on city, 94% on day"
+    pending = LayoutHealth((column("city", 64.0),), 64, 1000, 130)
+    assert pending.skip_words() == ("a point query skips 0% of files on city; 13% of rows "
+                                    "await re-clustering")
+    assert LayoutHealth((), 0, 0, 0).skip_words() == ""

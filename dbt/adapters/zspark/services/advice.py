@@ -295,8 +295,8 @@ class WorkloadAdvisor:
                                lambda sql: self.ctx.reach().frame(sql, {}), current)
         now = next(s for s in choice.ranked if s.candidate.same_layout(current))
         if now.candidate.same_layout(choice.chosen.candidate):
-            logger.info(f"zspark: {model}: cluster_by='auto': rows added by the table's "
-                        f"layout, {_layout_name(stored)}, still the choice")
+            logger.debug(f"zspark: {model}: cluster_by='auto': rows added by the table's "
+                         f"layout, {_layout_name(stored)}, still the choice")
             return own
         decision = layout_change(now.expected, choice.chosen.expected, files,
                                  sum(q.count for q in workload.queries), files)

@@ -205,7 +205,7 @@ class TableBuilds:
                                        f"config 'curve_method' is '{plan.curve_method}', "
                                        f"which computes keys in Python")
         last_rows = self._rows_last_built(previous)
-        logger.info(
+        logger.debug(
             f"zspark: {model}: {plan.layout.name} layout on {', '.join(plan.columns)} "
             f"({plan.curve_method}, boundary_count={plan.boundary_count}); sampling input"
             + ("" if last_rows is None else f" ({last_rows} rows at its last build)")

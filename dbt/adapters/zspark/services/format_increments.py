@@ -34,6 +34,8 @@ from dbt.adapters.zspark.services.context import RunContext
 from dbt.adapters.zspark.services.increments import (
     IncrementPlanner,
     landed_as_written,
+    recluster_words,
+    run_action,
     run_words,
     stored_table_plan,
 )
@@ -88,7 +90,8 @@ class FormatIncrements:
         lands = start.lands(strategy) and self.ctx.reach().reaches_jvm
         if lands:
             decision = landed_as_written(decision)
-        logger.info(f"zspark: {model}: {run_words(strategy, decision)}")
+        logger.debug(f"zspark: {model}: {run_words(strategy, decision)}")
+        action = run_action(strategy, decision)
         format_plan = FormatPlan(decision, start.plan, start.stored, written_as.name,
                                  start.properties, plan_after=strategy == "merge",
                                  automatic=start.automatic, tier_runs=start.tier_runs)
@@ -100,8 +103,11 @@ class FormatIncrements:
             if lands:
                 # Committed unsorted; a merge the policy chose rewrites them after.
                 decision = replace(decision, as_written=True)
-        return self.planner.increment_plan(start, relation, sql, strategy, decision,
+        step = self.planner.increment_plan(start, relation, sql, strategy, decision,
                                            format_plan)
+        if step.write is not None:
+            step.write.action = action
+        return step
 
     def record_base(self, model: str, relation: Any, file_format: str) -> None:
         """After a clustered incremental model's full build of a Delta or Iceberg table:
@@ -150,8 +156,10 @@ class FormatIncrements:
                                0, planned.stored.rows_per_file, planned.automatic,
                                planned.tier_runs),
                 planned.file_format)
-            logger.info(f"zspark: {model}: after the merge: {decision.action} "
-                        f"({decision.reason}{merge_rewrote(before, files, planned.properties)})")
+            logger.debug(f"zspark: {model}: after the merge: {decision.action} "
+                         f"({decision.reason}{merge_rewrote(before, files, planned.properties)})")
+            if step.write is not None and decision.rewrites:
+                step.write.action += f"; {recluster_words(decision)}"
         if not decision.rewrites:
             if opened:
                 self._record_opened_partitions(model, relation, planned.properties, files,
@@ -165,7 +173,7 @@ class FormatIncrements:
         rewritten = tuple(dict.fromkeys([*decision.rewritten_paths, *new_run]))
         return self._replace_files(
             model, relation, planned, replace(decision, rewritten_paths=rewritten), files,
-            later="the next run")
+            later="the next run", action=step.write.action if step.write is not None else "")
 
     def _record_opened_partitions(self, model: str, relation: Any, properties: dict[str, str],
                                   files: list[tuple[str, int, int]], before: set[str]) -> None:
@@ -186,8 +194,8 @@ class FormatIncrements:
                            f"pending: another writer committed to {relation} meanwhile "
                            f"({str(error).splitlines()[0][:300]})")
             return
-        logger.info(f"zspark: {model}: {len(new_run)} files of whole partitions recorded as "
-                    f"their clustered base")
+        logger.debug(f"zspark: {model}: {len(new_run)} files of whole partitions recorded as "
+                     f"their clustered base")
 
     def recluster(self, model: str, relation: Any, file_format: str,
                   properties: dict[str, str], full: bool) -> dict[str, Any]:
@@ -212,15 +220,17 @@ class FormatIncrements:
         plan = stored_table_plan(model, stored, reach.schema(f"select * from {relation}"))
         planned = FormatPlan(decision, plan, stored, file_format, properties)
         return self._replace_files(model, relation, planned, decision, files,
-                                   later="a later zspark_recluster")
+                                   later="a later zspark_recluster",
+                                   action=recluster_words(decision))
 
     def _replace_files(self, model: str, relation: Any, planned: Any,
                        decision: Any, files: list[tuple[str, int, int]],
-                       later: str) -> dict[str, Any]:
+                       later: str, action: str) -> dict[str, Any]:
         """The files ``decision`` rewrites, keyed with the table's layout (a full one: with a
         new one) and sorted anew, replaced in one commit of the format that changes no
         data; a full one sets the new layout and base in the same commit. Another
-        writer's conflicting commit defers it to ``later``: nothing of it is committed."""
+        writer's conflicting commit defers it to ``later``: nothing of it is committed.
+        ``action``: what the run did, opening its log line."""
 
         written_as = committing_table(planned.file_format)
         rewritten = tuple(decision.rewritten_paths)
@@ -267,9 +277,11 @@ class FormatIncrements:
                            f"({str(error).splitlines()[0][:300]})")
             self.index.log_format_stats(relation, planned.file_format, write, just_built=False)
             return {"action": "deferred", "rewritten_rows": 0}
-        logger.info(f"zspark: {model}: {decision.action}: {len(rewritten)} files "
-                    f"({rewrite.rewritten_rows} rows) replaced in one commit "
-                    f"({planned.file_format} version {version})")
+        logger.debug(f"zspark: {model}: {decision.action}: {len(rewritten)} files "
+                     f"({rewrite.rewritten_rows} rows) replaced in one commit "
+                     f"({planned.file_format} version {version})")
+        if write is not None:
+            write.action = action
         self.index.log_format_stats(relation, planned.file_format, write, just_built=False)
         return {"action": decision.action, "rewritten_rows": rewrite.rewritten_rows}
 

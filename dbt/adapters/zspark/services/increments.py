@@ -40,6 +40,7 @@ from dbt.adapters.zspark.services.writes import KeyedWrites
 from dbt.adapters.zspark.versions.recluster import (
     APPEND,
     FULL,
+    MERGE,
     TIER_RUNS,
     ReclusterPlan,
     Run,
@@ -268,7 +269,7 @@ class IncrementPlanner:
                                       create=config.get("zspark_index") is not False)
         clustered = clustered_writes(properties)
         runs = None if files is None else table_runs(files, clustered)
-        logger.info(f"zspark: {model}: {stored.describe()} (stored); sampling new rows")
+        logger.debug(f"zspark: {model}: {stored.describe()} (stored); sampling new rows")
         # Appends of a like size: the last run's rows let the sample drop most rows early.
         sampled = reach.sample(plan, sql, schema, last_run_rows(runs))
         if sampled.rows == 0:
@@ -349,8 +350,11 @@ class ParquetIncrements:
             return IncrementPlan(0, False)
         decision = landed_as_written(start.decision) if start.lands(strategy) \
             else start.decision
-        logger.info(f"zspark: {model}: {run_words(strategy, decision)}")
-        return self.planner.increment_plan(start, relation, sql, strategy, decision)
+        logger.debug(f"zspark: {model}: {run_words(strategy, decision)}")
+        step = self.planner.increment_plan(start, relation, sql, strategy, decision)
+        if step.write is not None:
+            step.write.action = run_action(strategy, decision)
+        return step
 
     def recluster(self, model: str, relation: Any,
                   full: bool) -> dict[str, Any]:
@@ -373,6 +377,7 @@ class ParquetIncrements:
         plan = stored_table_plan(model, stored, schema)
         write, rewrite = self.writes.rewrite_select(relation, plan, stored, decision, "",
                                                     None, runs, schema, properties)
+        write.action = recluster_words(decision)
         step = IncrementPlan(decision.rewritten_rows, True, rewritten=rewrite, write=write)
         staging = self.begin_rewrite(model, relation, step)
         self.writes.execute_write(write, f"insert into {staging} {write.sql}")
@@ -482,8 +487,8 @@ class ParquetIncrements:
             summary = reach.build_index(relation, index, clustering, configured)
         stop_point("append:indexed")
         lap(step.write, "index")
-        logger.info(f"zspark: {relation.identifier}: {len(added)} files added, "
-                    f"{len(removed)} replaced; their footers indexed")
+        logger.debug(f"zspark: {relation.identifier}: {len(added)} files added, "
+                     f"{len(removed)} replaced; their footers indexed")
         self.index.log_index(relation, index, summary, step.write)
         return {"added": len(added), "removed": len(removed)}
 
@@ -493,6 +498,38 @@ def _rewrite_of(step: IncrementPlan) -> Rewrite:
     if step.rewritten is None:
         raise DbtRuntimeError("zspark: a re-clustering step got a plan that rewrites nothing")
     return step.rewritten
+
+
+#: How each strategy's run opens its log line.
+_STRATEGY_VERBS = {"append": "appended", "merge": "merged on unique_key",
+                   "insert_overwrite": "overwrote partitions",
+                   "microbatch": "replaced the batch's partitions"}
+
+
+def run_action(strategy: str, decision: ReclusterPlan) -> str:
+    """What an incremental run did, in the few words that open its log line (the
+    policy's reasons go to dbt's debug log).
+
+    >>> run_action("append", ReclusterPlan("full", (), 10, 3, "pending rows"))
+    'appended; the whole table re-clustered'
+    >>> run_action("merge", ReclusterPlan("append", (), 0, 3, "judged after its commit"))
+    'merged on unique_key'
+    >>> run_action("append", ReclusterPlan("merge", ("a", "b"), 10, 3, "tier"))
+    'appended; 2 pending files re-clustered with the new rows'
+    """
+    verb = _STRATEGY_VERBS.get(strategy, strategy)
+    if decision.as_written:
+        verb += " unsorted, for a later merge to cluster"
+    return "; ".join(filter(None, [verb, recluster_words(decision)]))
+
+
+def recluster_words(decision: ReclusterPlan) -> str:
+    """The re-clustering a decision makes, in words ("": none)."""
+    if decision.action == FULL:
+        return "the whole table re-clustered"
+    if decision.action == MERGE:
+        return f"{len(decision.rewritten_paths)} pending files re-clustered with the new rows"
+    return ""
 
 
 def run_words(strategy: str, decision: ReclusterPlan) -> str:

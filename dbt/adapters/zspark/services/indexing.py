@@ -83,24 +83,31 @@ class FileIndex:
                   held_in: str | None = None, just_built: bool = False) -> dict[str, Any]:
         """Log a table's files, rows and layout figures (probed with the sample of the
         ``write`` that made them, and its timings; ``just_built``: by a commit that
-        replaced every file, so none is pending re-clustering)."""
-        message = (
-            f"zspark: {relation.identifier}: {summary.files} files, {summary.rows} rows, "
-            f"{len(summary.columns)} columns indexed in {held_in or index.identifier}"
-        )
+        replaced every file, so none is pending re-clustering): one short line, and the
+        detail in dbt's debug log."""
+        counts = f"{summary.files:,} files, {summary.rows:,} rows"
+        detail = (f"zspark: {relation.identifier}: {summary.files} files, {summary.rows} rows, "
+                  f"{len(summary.columns)} columns indexed in {held_in or index.identifier}")
+        short = ""
         if write is not None and summary.files:
             try:
                 health, _ = self.layout_health(relation, index, write.sample, just_built)
-                message += "; layout: " + health.describe()
+                detail += "; layout: " + health.describe()
+                short = health.skip_words()
             except Exception as error:  # the figures inform; they never fail a build
                 logger.warning(f"zspark: {relation.identifier}: layout figures unavailable "
                                f"({type(error).__name__}: {error})")
         if write is not None:
             write.lap("log")
             steps = ("sample", "write", "index", "log")
-            message += "; seconds: " + ", ".join(
+            detail += "; seconds: " + ", ".join(
                 f"{step} {write.timings.get(step, 0.0):.1f}" for step in steps)
-        logger.info(message)
+            action = f"{write.action}: " if write.action else ""
+            logger.info(f"zspark: {relation.identifier}: {action}{counts}"
+                        + (f"; {short}" if short else ""))
+            logger.debug(detail)
+        else:
+            logger.info(detail)
         return {"files": summary.files, "rows": summary.rows, "columns": summary.columns}
 
     def log_format_stats(self, relation: Any, file_format: str, write: KeyedWrite | None,

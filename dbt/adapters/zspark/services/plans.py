@@ -42,6 +42,8 @@ class KeyedWrite:
     timings: dict[str, float]
     #: Session settings of the format around the statement (statistics' string cut).
     settings: dict[str, str] = field(default_factory=dict)
+    #: What the run did, opening its log line ("appended as a run of its own").
+    action: str = ""
 
     def statement_settings(self) -> dict[str, str]:
         """The session settings the write's statement runs with, restored after: rows

@@ -62,8 +62,8 @@ class KeyedWrites:
                if spread is not None and spread.rows_per_file else "one file per partition")
         keyed = "" if new_layout else ", keyed with the table's stored layout"
         if prepared.note:
-            logger.info(f"zspark: {plan.model}: {prepared.note}")
-        logger.info(
+            logger.debug(f"zspark: {plan.model}: {prepared.note}")
+        logger.debug(
             f"zspark: {plan.model}: writing {prepared.input_rows} rows into "
             f"{prepared.file_count} files ({how}{keyed})"
         )
@@ -80,8 +80,8 @@ class KeyedWrites:
             LayoutSample(plan.columns, plan.column_types, prepared.sample,
                          prepared.sample_keys, prepared.sample_partitions),
             {"sample": prepared.sample_seconds, "since": time.perf_counter()}, settings)
-        logger.info(f"zspark: {plan.model}: writing {prepared.input_rows} rows as the model "
-                    f"gives them, unsorted (zspark_sort_appends: false)")
+        logger.debug(f"zspark: {plan.model}: writing {prepared.input_rows} rows as the model "
+                     f"gives them, unsorted (zspark_sort_appends: false)")
         return write
 
     def execute_write(self, write: KeyedWrite | None, sql: str) -> Any:
@@ -146,8 +146,8 @@ class KeyedWrites:
             table_rows=sum(r.rows for r in runs or []),
             layout=prepared.layout.to_properties() if everything and prepared.layout else None,
             partition_by=list(plan.partition_by), whole_table=whole_table)
-        logger.info(f"zspark: {model}: rewriting {decision.rewritten_rows} rows of "
-                    f"{len(decision.rewritten_paths)} files into the table's next version")
+        logger.debug(f"zspark: {model}: rewriting {decision.rewritten_rows} rows of "
+                     f"{len(decision.rewritten_paths)} files into the table's next version")
         return write, rewrite
 
     def session_reclusters(self, decision: Any, file_format: str) -> Any:

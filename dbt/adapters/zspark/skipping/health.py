@@ -80,8 +80,20 @@ class LayoutHealth:
     def pending_share(self) -> float:
         return self.pending_rows / self.rows if self.rows else 0.0
 
+    def skip_words(self) -> str:
+        """The run's short line: what a point query on each clustering column skips, and
+        the rows awaiting re-clustering when there are any."""
+        shares = [f"{c.skip_share:.0%} on {c.column}" for c in self.columns]
+        if not shares:
+            return ""
+        words = f"a point query skips {shares[0].replace(' on ', ' of files on ', 1)}"
+        words += "".join(f", {share}" for share in shares[1:])
+        if self.pending_rows:
+            words += f"; {self.pending_share:.0%} of rows await re-clustering"
+        return words
+
     def describe(self) -> str:
-        """One line for the run's log."""
+        """The figures in detail, for dbt's debug log."""
         parts = []
         for c in self.columns:
             rebuild = ("" if c.rebuild_depth is None
