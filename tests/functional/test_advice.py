@@ -137,8 +137,14 @@ def test_cluster_by_takes_auto_alone(project: DbtProject) -> None:
     project.write("models/advice/auto_both.sql",
                   "{{ config(materialized='table', cluster_by='auto', hilbert_by=['id']) }}\n"
                   "select 1 as id")
-    project.dbt("run", "--select", "auto_bad", "auto_both", expect_pass=False)
+    project.write("models/advice/auto_horizon.sql",
+                  "{{ config(materialized='table', cluster_by='auto', "
+                  "zspark_auto_horizon_days='weekly') }}\nselect 1 as id")
+    project.dbt("run", "--select", "auto_bad", "auto_both", "auto_horizon", expect_pass=False)
     text = project.log_text()
+    assert ("Model 'auto_horizon': config 'zspark_auto_horizon_days' is 'weekly'. Allowed: a "
+            "number of days above 0") in text, text
+    assert not project.spark.catalog.tableExists(project.table("auto_horizon"))
     assert "Model 'auto_bad': config 'cluster_by' is 'always'. Allowed: 'auto'" in text, text
     assert "Model 'auto_both': config 'cluster_by and hilbert_by' are both set" in text, text
 
@@ -198,10 +204,12 @@ def test_an_incremental_model_is_re_clustered_once_when_its_workload_moves(
         project: DbtProject) -> None:
     project.write("models/advice/auto_growing.sql",
                   "{{ config(materialized='incremental', incremental_strategy='append', "
-                  "cluster_by='auto', file_count=8, workload=var('growing_workload')) }}\n"
+                  "cluster_by='auto', file_count=8, workload=var('growing_workload'), "
+                  "zspark_auto_horizon_days=var('horizon', none)) }}\n"
                   + AUTO_ROWS)
     before = "{growing_workload: ['brand = 7', 'brand = 9']"
-    # Counted as the queries of the horizon: 40 of them pay for rewriting ten files.
+    # Queries a day: 40 over the default 30-day horizon pay for rewriting ten files; over
+    # a thousandth of a day they do not.
     after = ("{growing_workload: [{predicate: \"city = 'CITY001'\", count: 20}, "
              "{predicate: \"city = 'CITY002'\", count: 20}]")
     project.dbt("run", "--select", "auto_growing", "--vars", before + ", stop: 20000}")
@@ -211,9 +219,16 @@ def test_an_incremental_model_is_re_clustered_once_when_its_workload_moves(
                 before + ", start: 20000, stop: 21000}")
     assert "re-clustering the table by it" not in project.log_text()
     assert stored_layout(project, "auto_growing") == "linear_by=['brand']"
-    # The workload moves to city: the whole table re-clustered by the new choice, once.
+    # The workload moves to city, but over a short horizon the rewrite does not pay.
     project.dbt("run", "--select", "auto_growing", "--vars",
-                after + ", start: 21000, stop: 22000}")
+                after + ", start: 21000, stop: 21500, horizon: 0.001}")
+    assert re.search(r"auto_growing: cluster_by='auto': linear_by=\['city'\] .*: kept, the "
+                     r"workload's [\d.]+ queries would open \d+ files fewer, less than the",
+                     project.log_text()), project.log_text()
+    assert stored_layout(project, "auto_growing") == "linear_by=['brand']"
+    # Over the default horizon: the whole table re-clustered by the new choice, once.
+    project.dbt("run", "--select", "auto_growing", "--vars",
+                after + ", start: 21500, stop: 22000}")
     assert "auto_growing: cluster_by='auto': linear_by=['city'] (" in project.log_text(), \
         project.log_text()
     assert "re-clustering the table by it" in project.log_text()

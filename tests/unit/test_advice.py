@@ -146,6 +146,7 @@ def test_a_logs_scans_of_the_table_are_found_in_plain_and_zstd_logs() -> None:
     import pyarrow as pa
 
     event = {"Event": "org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart",
+             "time": 1764892800000,
              "sparkPlanInfo": {"nodeName": "HashAggregate", "metadata": {}, "children": [
                  {"nodeName": "Scan parquet spark_catalog.s.orders",
                   "metadata": {"PushedFilters": "[EqualTo(city,c3)]"}, "children": []},
@@ -158,7 +159,7 @@ def test_a_logs_scans_of_the_table_are_found_in_plain_and_zstd_logs() -> None:
     for path, content in (("events_1_app", text),
                           ("events_1_app.zstd.inprogress", sink.getvalue().to_pybytes())):
         assert scan_rows(path, content, frozenset({"s.orders"})) == \
-            [("s.orders", "[EqualTo(city,c3)]", path)]
+            [("s.orders", "[EqualTo(city,c3)]", path, "1764892800000")]
     assert scan_rows("app-1.lz4", b"\x00", frozenset({"s.orders"}))[0][0] == UNREADABLE
 
 

@@ -49,6 +49,7 @@ class ZSparkConfig(SparkConfig):
     gray_by: list[str] | str | None = None
     cluster_by: str | None = None
     zspark_event_logs: list[str] | str | None = None
+    zspark_auto_horizon_days: float | None = None
     cluster_weights: dict[str, float] | str | None = None
     workload: list[Any] | None = None
     boundary_count: int | None = None

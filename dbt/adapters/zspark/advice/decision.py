@@ -1,8 +1,8 @@
 """Whether a table changes to a newly chosen layout: only when that pays, and never back
 and forth on a workload that has not changed.
 
-The saving is the files the workload's queries would not open, counted over the queries
-the workload holds (its counts stand for the horizon's queries); the cost is the files a
+The saving is the files the workload's queries would not open, counted over the horizon's
+queries (its queries per day times ``zspark_auto_horizon_days``); the cost is the files a
 rewrite to the new layout reads and writes (none for a table model, rebuilt every run
 anyway). A new layout must also read at least :data:`KEEP_WITHIN` fewer files than the
 table's own: estimates from a sample move a little between runs, and a layout within that

@@ -23,7 +23,7 @@ import pyarrow as pa
 EXECUTION_START = "SparkListenerSQLExecutionStart"
 #: What each scan row holds: the table, its pushed filters, the log it came from.
 SCAN_FIELDS = (("table_name", pa.string()), ("pushed_filters", pa.string()),
-               ("log_path", pa.string()))
+               ("log_path", pa.string()), ("started_ms", pa.string()))
 #: Rows of a log Spark's codecs wrote that cannot be read here.
 UNREADABLE = "<unreadable codec>"
 _CODECS = {"zstd": "zstd", "zst": "zstd", "gz": "gzip"}
@@ -65,12 +65,13 @@ def plan_scans(event: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     yield from walk(event.get("sparkPlanInfo") or {})
 
 
-def scan_rows(path: str, content: bytes, tables: frozenset[str]) -> list[tuple[str, str, str]]:
+def scan_rows(path: str, content: bytes,
+              tables: frozenset[str]) -> list[tuple[str, str, str, str]]:
     """The scans of ``tables`` (lower-case ``schema.table`` names; a scan's may carry its
-    catalog too) in one log file."""
+    catalog too) in one log file, with the time its query started (epoch milliseconds)."""
     lines = log_lines(path, content)
     if lines is None:
-        return [(UNREADABLE, "", path)]
+        return [(UNREADABLE, "", path, "")]
     found = []
     for line in lines:
         if EXECUTION_START not in line:
@@ -86,7 +87,7 @@ def scan_rows(path: str, content: bytes, tables: frozenset[str]) -> list[tuple[s
             match = next((t for t in tables if lowered == t or lowered.endswith("." + t)),
                          None)
             if match is not None:
-                found.append((match, filters, path))
+                found.append((match, filters, path, str(event.get("time") or "")))
     return found
 
 

@@ -54,6 +54,9 @@ ADVICE_SAMPLE_ROWS = 100_000
 SHOWN_CANDIDATES = 12
 #: The file count an advice simulates when the table's own is unknown.
 DEFAULT_ADVICE_FILES = 1_000
+#: Days over which a layout change's saving is counted (``zspark_auto_horizon_days``).
+HORIZON_DAYS = 30
+MS_PER_DAY = 86_400_000
 
 
 @dataclass
@@ -64,6 +67,8 @@ class Workload:
     unreadable: list[str] = field(default_factory=list)
     #: The event log folders read for the query history.
     history_folders: list[str] = field(default_factory=list)
+    #: Days the history's queries span (at least one): its counts are per day.
+    history_days: float = 0.0
 
     def by_source(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -91,9 +96,11 @@ class Advice:
         out = [f"zspark_advise {self.relation}: {len(self.workload.queries)} queries "
                f"({sources or 'none found'})"]
         if self.workload.history_folders:
-            out.append("query history read from: " + ", ".join(self.workload.history_folders))
+            out.append("query history read from: " + ", ".join(self.workload.history_folders)
+                       + (f" ({self.workload.history_days:.1f} days; its counts per day)"
+                          if self.workload.history_days else ""))
         for query in self.workload.queries:
-            out.append(f"  [{query.source}] x{query.count:g}: {query.predicate}")
+            out.append(f"  [{query.source}] x{query.count:.3g}: {query.predicate}")
         if self.workload.unreadable:
             out.append("  not read (code sqlglot cannot parse): "
                        + ", ".join(self.workload.unreadable))
@@ -175,14 +182,23 @@ class WorkloadAdvisor:
             workload.unreadable.append("query history: event logs are read by a session, "
                                        "not over a server")
             return
-        for row in scans.to_dict("records"):
+        rows = scans.to_dict("records")
+        # Counts per day: each scan's queries over the days the history spans (one at least).
+        timed = [r for r in rows if r["table_name"] != UNREADABLE_LOG
+                 and not pd.isna(r.get("first_ms")) and not pd.isna(r.get("last_ms"))]
+        days = 1.0
+        if timed:
+            span = max(int(r["last_ms"]) for r in timed) - min(int(r["first_ms"]) for r in timed)
+            days = max(1.0, span / MS_PER_DAY)
+        workload.history_days = days
+        for row in rows:
             if row["table_name"] == UNREADABLE_LOG:
                 workload.unreadable.append(f"event logs of a codec not read here ({row['logs']} "
                                            "files; zstd and plain are)")
                 continue
             predicate = filters_predicate(str(row["pushed_filters"]), schema)
             if predicate is not None:
-                workload.queries.append(DeclaredQuery(predicate, float(row["queries"]),
+                workload.queries.append(DeclaredQuery(predicate, float(row["queries"]) / days,
                                                       "history"))
 
     def advise(self, model: str, relation: Any, config: Mapping[str, Any],
@@ -213,6 +229,7 @@ class WorkloadAdvisor:
             auto_requested(model, config, materialized)
         except ClusteringConfigError as error:
             raise DbtRuntimeError(str(error)) from None
+        horizon_days(model, config)
         key = (model, sql)
         if key not in self.ctx.run.auto_configs:
             self.ctx.run.auto_configs[key] = self._auto_config(model, config, sql, relation,
@@ -256,7 +273,7 @@ class WorkloadAdvisor:
         plain_share = next(s.expected for s in choice.ranked
                            if s.candidate.config_key == UNCLUSTERED)
         kept = self._kept(model, relation, choice, files,
-                          sum(q.count for q in workload.queries))
+                          sum(q.count for q in workload.queries) * horizon_days(model, config))
         if kept is not None:
             chosen = kept
         sources = ", ".join(f"{n} from {kind}" for kind, n in workload.by_source().items())
@@ -299,7 +316,8 @@ class WorkloadAdvisor:
                          f"layout, {_layout_name(stored)}, still the choice")
             return own
         decision = layout_change(now.expected, choice.chosen.expected, files,
-                                 sum(q.count for q in workload.queries), files)
+                                 sum(q.count for q in workload.queries)
+                                 * horizon_days(model, config), files)
         logger.info(f"zspark: {model}: cluster_by='auto': {choice.chosen.candidate.name} "
                     f"({100 * choice.chosen.expected:.1f}% of files per query) against the "
                     f"table's {now.candidate.name} ({100 * now.expected:.1f}%): "
@@ -381,6 +399,21 @@ def _clusterable(schema: Mapping[str, str], partition_by: Sequence[str]) -> list
     parts = {p.lower() for p in partition_by}
     return [c for c, t in schema.items()
             if normalize_type(t) in CLUSTERABLE_TYPES and c.lower() not in parts]
+
+
+def horizon_days(model: str, config: Mapping[str, Any]) -> float:
+    """The days over which a layout change's saving is counted: the workload's queries
+    per day times these (``zspark_auto_horizon_days``; refused by name when not a number
+    of days above zero)."""
+    value = config.get("zspark_auto_horizon_days")
+    if value is None:
+        return float(HORIZON_DAYS)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise DbtRuntimeError(
+            f"Model '{model}': config 'zspark_auto_horizon_days' is {value!r}. Allowed: a "
+            f"number of days above 0 (default {HORIZON_DAYS}), the span over which the "
+            "files cluster_by='auto' saves per query must pay for a rewrite.")
+    return float(value)
 
 
 def _column_counts(workload: Workload, clusterable: Sequence[str]) -> dict[str, float]:

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 def event_log_scans(spark: SparkSession, folders: Sequence[str],
                     tables: Sequence[str]) -> pd.DataFrame:
     """Scans of ``tables`` in the logs under ``folders``: per table and pushed filters,
-    the queries that scanned it so and the logs they are in."""
+    the queries that scanned it so, the logs they are in, and when the first and the last
+    of them started (epoch milliseconds)."""
     from pyspark.sql import functions as sf
 
     from dbt.adapters.zspark.reach.session.executor_code import ship_with_jobs
@@ -37,10 +38,13 @@ def event_log_scans(spark: SparkSession, folders: Sequence[str],
     # A folder not made yet holds no history yet.
     folders = [f for f in folders if exists(f)]
     if not folders:
-        return pd.DataFrame(columns=["table_name", "pushed_filters", "queries", "logs"])
+        return pd.DataFrame(columns=["table_name", "pushed_filters", "queries", "logs",
+                                     "first_ms", "last_ms"])
     schema = ", ".join(f"{name} string" for name, _ in SCAN_FIELDS)
     logs = (spark.read.format("binaryFile").option("recursiveFileLookup", "true")
             .load(list(folders)).select("path", "content"))
     scans = logs.mapInArrow(functools.partial(scan_batches, tables=frozenset(tables)), schema)
     return as_pandas(scans.groupBy("table_name", "pushed_filters").agg(
-        sf.count(sf.lit(1)).alias("queries"), sf.count_distinct("log_path").alias("logs")))
+        sf.count(sf.lit(1)).alias("queries"), sf.count_distinct("log_path").alias("logs"),
+        sf.min(sf.col("started_ms").cast("bigint")).alias("first_ms"),
+        sf.max(sf.col("started_ms").cast("bigint")).alias("last_ms")))
