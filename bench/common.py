@@ -308,7 +308,7 @@ def _dbt_here(runner: Sequence[str], dbt_args: list[str],
 def _echo(line: str) -> None:
     """Echo dbt's own per-node start and result lines and the adapter's summaries."""
     if any(tag in line for tag in (" START ", " OK ", " PASS ", " FAIL ", " ERROR ",
-                                   "zspark:", "skip_coverage", "Completed", "Done.")):
+                                   "zspark", "skip_coverage", "Completed", "Done.")):
         print("           " + line.strip(), flush=True)
 
 

@@ -111,7 +111,7 @@ def build_zspark(root: Path, session_dir: Path, log: Progress) -> dict[str, floa
         env={**session_env(session_dir), "DBT_TARGET_PATH": str(root / "target"),
              "DBT_LOG_PATH": str(root / "logs")})
     for line in done.stdout.splitlines():
-        if "zspark:" in line and ("files," in line or "writing" in line):
+        if "zspark" in line and ("files," in line or "writing" in line):
             print("           " + line.strip(), flush=True)
     if done.returncode != 0:
         raise RuntimeError("dbt run failed:\n" + "\n".join(done.stdout.splitlines()[-40:]))

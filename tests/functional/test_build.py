@@ -228,10 +228,10 @@ def test_build_logs_files_rows_and_layout_depth(project: DbtProject) -> None:
     assert 1 <= overlap_depth <= 4
     assert "0.0% of rows written since the last full clustering" in text
     # The console: one short line of the model's files, rows and what a point query skips.
-    said = [line.split("zspark: ", 1)[1] for line in project.console if "zspark: logged:" in line]
+    said = [line for line in project.console if line.startswith("zspark adapter: logged:")]
     assert len(said) == 1, project.console
-    found = re.fullmatch(r"logged: 4 files, 400 rows; a point query skips (\d+)% of "
-                         r"files on id, (\d+)% on b", said[0])
+    found = re.fullmatch(r"zspark adapter: logged: 4 files, 400 rows; a point query skips "
+                         r"(\d+)% of files on id, (\d+)% on b", said[0])
     assert found is not None, said
     assert int(found.group(1)) == pytest.approx(skipped, abs=1), (said, skipped)
     assert len(said[0]) < 120

@@ -318,8 +318,8 @@ def test_the_default_policy_appends_pieces_merges_runs_and_reclusters_in_full(
         text = project.log_text()
         assert f"inc_policy: {action} (" in text
         # The console: one short line saying what the run did, files, rows and skips.
-        said = [line.split("zspark: ", 1)[1] for line in project.console
-                if "zspark: inc_policy:" in line]
+        said = [line.removeprefix("zspark adapter: ") for line in project.console
+                if line.startswith("zspark adapter: inc_policy:")]
         words = {"append": r"appended unsorted, for a later merge to cluster: ",
                  "merge": r"appended; \d+ pending files re-clustered with the new rows: ",
                  "full": r"appended; the whole table re-clustered: "}[action]

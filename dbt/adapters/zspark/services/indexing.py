@@ -103,7 +103,8 @@ class FileIndex:
             detail += "; seconds: " + ", ".join(
                 f"{step} {write.timings.get(step, 0.0):.1f}" for step in steps)
             action = f"{write.action}: " if write.action else ""
-            logger.info(f"zspark: {relation.identifier}: {action}{counts}"
+            # dbt opens it with "zspark adapter: ".
+            logger.info(f"{relation.identifier}: {action}{counts}"
                         + (f"; {short}" if short else ""))
             logger.debug(detail)
         else:
