@@ -4,6 +4,7 @@ layouts scored on a sample of the table, and the choice."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from tests.functional.dbt_project import DbtProject
 
@@ -160,8 +161,13 @@ def test_the_query_history_in_sparks_event_logs_is_a_workload(project: DbtProjec
     project.spark.sql(f"select * from {table} where city in ('CITY001', 'CITY002') "
                       f"and day >= date'2024-03-01'").collect()
     project.spark.sql(f"select * from {table} where id + 1 = 5").collect()  # no column filter
+    # A log of a codec not read here is counted and left out.
+    folder = project.spark.conf.get("spark.eventLog.dir")
+    assert folder is not None
+    Path(folder.removeprefix("file:"), "app-0-lz4.lz4").write_bytes(b"\x00\x01")
     project.dbt("run-operation", "zspark_advise", "--args", "{relation: adv_history}")
     text = project.log_text()
+    assert "event logs of a codec not read here (1 files" in text, text
     assert "query history read from: file:" in text, text
     assert "[history] x3: `brand` = 77" in text, text
     assert ("[history] x1: `city` IN ('CITY001', 'CITY002') AND `day` >= date'2024-03-01'"

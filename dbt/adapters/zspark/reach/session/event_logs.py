@@ -46,5 +46,6 @@ def event_log_scans(spark: SparkSession, folders: Sequence[str],
     scans = logs.mapInArrow(functools.partial(scan_batches, tables=frozenset(tables)), schema)
     return as_pandas(scans.groupBy("table_name", "pushed_filters").agg(
         sf.count(sf.lit(1)).alias("queries"), sf.count_distinct("log_path").alias("logs"),
-        sf.min(sf.col("started_ms").cast("bigint")).alias("first_ms"),
-        sf.max(sf.col("started_ms").cast("bigint")).alias("last_ms")))
+        # try_cast: an unreadable log's row, or an event without a time, has none.
+        sf.min(sf.expr("try_cast(started_ms as bigint)")).alias("first_ms"),
+        sf.max(sf.expr("try_cast(started_ms as bigint)")).alias("last_ms")))
