@@ -6,7 +6,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.functional.dbt_project import DbtProject
+import pytest
+
+from dbt.adapters.zspark.advice import table_sample
+from dbt.adapters.zspark.advice.table_sample import count_sql, sample_sql, sampled_files
+from dbt.adapters.zspark.skipping.stats import spark_path
+from tests.functional.dbt_project import DbtProject, files_read
 
 EVENTS = """
 {{ config(materialized='table', file_count=16,
@@ -251,3 +256,36 @@ def test_an_incremental_model_is_re_clustered_once_when_its_workload_moves(
         f"select min(city) as low, max(city) as high from {table} "
         f"group by input_file_name())")
     assert holding * 3 <= files, (holding, files)
+
+
+def test_the_advice_samples_a_bounded_share_of_a_large_tables_files(
+        project: DbtProject, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An incremental AUTO run asks for advice at every run: a table of more files than
+    ``SAMPLE_FILES`` is sampled from that many of them, and Spark opens no other."""
+    project.write("models/advice/adv_events.sql", EVENTS)
+    project.dbt("run", "--select", "adv_events")
+    table = project.table("adv_events")
+    paths = sorted(spark_path(f) for f in project.files("adv_events"))
+    assert len(paths) == 16, paths
+    chosen = sampled_files(paths, 4)
+    assert len(chosen) == 4
+    assert set(chosen) <= set(paths)
+    [(rows,)] = project.rows(count_sql(table, chosen))
+    assert 0 < rows < 40000
+    sample = sample_sql(table, {"city": "city", "src": "_metadata.file_path"}, chosen, rows,
+                        rows // 2)
+    drawn, opened = files_read(project.spark, sample)
+    assert opened == 4, opened
+    assert 0.3 * rows < drawn < 0.7 * rows, (drawn, rows)
+    assert {r[0] for r in project.rows(f"select distinct src from ({sample})")} <= set(chosen)
+    # The same rows at every run of the unchanged table: its choice cannot move by chance.
+    assert project.rows(sample) == project.rows(sample)
+    # The advice through dbt, with the bound below the table's files: said, and still
+    # choosing the columns the workload filters on.
+    monkeypatch.setattr(table_sample, "SAMPLE_FILES", 4)
+    project.dbt("run-operation", "zspark_advise", "--args", "{relation: adv_events}")
+    text = project.log_text()
+    assert "advice sampled from 4 of its 16 files" in text, text
+    chosen_layout = re.search(r"^choice: (\S+=\[[^\]]*\])", text, re.MULTILINE)
+    assert chosen_layout is not None, text
+    assert "'day'" in chosen_layout.group(1), text

@@ -24,6 +24,7 @@ from dbt.adapters.zspark.advice.event_logs import UNREADABLE as UNREADABLE_LOG
 from dbt.adapters.zspark.advice.event_logs import filters_predicate
 from dbt.adapters.zspark.advice.graph_workload import ProjectNode, project_queries
 from dbt.adapters.zspark.advice.scoring import Choice, Score, candidate_types, score_layouts
+from dbt.adapters.zspark.advice.table_sample import count_sql, sample_sql, sampled_files
 from dbt.adapters.zspark.core.layout_state import StoredLayout, StoredLayoutError
 from dbt.adapters.zspark.core.planning import (
     CLUSTERABLE_TYPES,
@@ -360,12 +361,21 @@ class WorkloadAdvisor:
                              lambda sql: self.ctx.reach().frame(sql, {}))
 
     def _sample(self, relation: Any, types: Mapping[str, str]) -> Any:
-        rows = int(self.ctx.fetch(f"select count(*) from {relation}")[0][0] or 0)
-        fraction = min(1.0, ADVICE_SAMPLE_ROWS / max(rows, 1))
-        inputs = ", ".join(f"{key_input_sql(quote(c), t)} as {quote(c)}"
-                           for c, t in types.items())
+        """About :data:`ADVICE_SAMPLE_ROWS` rows of ``relation``'s ``types`` columns at
+        random, from a bounded share of a Parquet table's files (``table_sample.py``)."""
+        file_format, _ = self.tables.format_of(relation)
+        paths = None
+        if file_format is None:
+            files = sorted(self.ctx.reach().table_files(relation))
+            chosen = sampled_files(files)
+            if len(chosen) < len(files):
+                paths = chosen
+                logger.debug(f"zspark: {relation}: advice sampled from {len(chosen):,} of "
+                             f"its {len(files):,} files")
+        rows = int(self.ctx.fetch(count_sql(str(relation), paths))[0][0] or 0)
+        inputs = {quote(c): key_input_sql(quote(c), t) for c, t in types.items()}
         return self.ctx.reach().frame(
-            f"select {inputs} from {relation} where rand(17) < {fraction!r}",
+            sample_sql(str(relation), inputs, paths, rows, ADVICE_SAMPLE_ROWS),
             {c: key_input_type(t) for c, t in types.items()})
 
     def _file_count(self, relation: Any) -> int:
