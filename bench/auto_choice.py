@@ -82,7 +82,7 @@ def source_sql(rows: int) -> str:
 def workload_queries(spark: Any, table: str, name: str, seed: int) -> list[Any]:
     """Concrete queries of a workload: each template's values drawn from the table's rows
     (so popular values are asked for as often as they occur)."""
-    from dbt.adapters.zspark.core.workload import DeclaredQuery
+    from dbt.adapters.zspark.skipping.workload import DeclaredQuery
 
     rows = spark.sql(f"select * from {table} where rand({seed}) < 0.01 limit 2000").collect()
     pick = random.Random(seed)
@@ -103,10 +103,11 @@ def workload_queries(spark: Any, table: str, name: str, seed: int) -> list[Any]:
 def auto_choice(spark: Any, table: str, queries: Sequence[Any], files: int) -> Any:
     """The advice's choice for ``queries`` on a sample of ``table``."""
     from dbt.adapters.zspark.advice.scoring import candidate_types, score_layouts
-    from dbt.adapters.zspark.core.planning import CLUSTERABLE_TYPES
     from dbt.adapters.zspark.core.value_ranks import normalize_type
-    from dbt.adapters.zspark.core.workload import filtered_columns
-    from dbt.adapters.zspark.reach.session.clustering import as_pandas, key_input_sql
+    from dbt.adapters.zspark.layouts.keyed_plan import key_input_sql
+    from dbt.adapters.zspark.layouts.planning import CLUSTERABLE_TYPES
+    from dbt.adapters.zspark.reach.session.clustering import as_pandas
+    from dbt.adapters.zspark.skipping.workload import filtered_columns
 
     schema = {f.name: f.dataType.simpleString() for f in spark.table(table).schema.fields}
     clusterable = [c for c, t in schema.items() if normalize_type(t) in CLUSTERABLE_TYPES
@@ -127,7 +128,7 @@ def auto_choice(spark: Any, table: str, queries: Sequence[Any], files: int) -> A
 def build(spark: Any, table: str, target: str, config: Mapping[str, Any], files: int) -> float:
     """``target`` written from ``table`` as a clustered build of ``config`` would write it
     (no config: unclustered, round-robin into ``files`` files); its seconds."""
-    from dbt.adapters.zspark.core.planning import plan_clustering
+    from dbt.adapters.zspark.layouts.planning import plan_clustering
     from dbt.adapters.zspark.reach.session.clustering import (
         keyed_build,
         model_schema,

@@ -46,7 +46,7 @@ from bench.common import (
     table_dir,
 )
 from dbt.adapters.zspark.core.partitioning import shuffle_partitions
-from dbt.adapters.zspark.core.planning import DEFAULT_BOUNDARY_COUNT
+from dbt.adapters.zspark.layouts.planning import DEFAULT_BOUNDARY_COUNT
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -59,6 +59,7 @@ from bench.common import (
 )
 from bench.formats import peer_statements
 from bench.markdown import md_table, number, pct, pieces_words
+from dbt.adapters.zspark.reach.session.jvm import SessionJvm
 from dbt.adapters.zspark.versions.recluster import PIECES_PER_FILE, TIER_RUNS
 
 if TYPE_CHECKING:
@@ -113,7 +114,7 @@ def live_files(spark: SparkSession, table_format: str, table: str) -> FileBounds
 
     written_as = format_table(table_format)
     typed = [(c, "string") for c in CLUSTER_COLUMNS]
-    rows = written_as.active_files(spark, table, typed).collect()
+    rows = written_as.active_files(SessionJvm(spark), table, typed).collect()
     return FileBounds(
         [str(r["file_path"]) for r in rows],
         np.array([int(r["row_count"] or 0) for r in rows], dtype=np.int64),

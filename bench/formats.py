@@ -53,6 +53,7 @@ from bench.common import (
 )
 from bench.markdown import md_table
 from bench.plots import skip_chart
+from dbt.adapters.zspark.reach.session.jvm import SessionJvm
 
 SCHEMA = "bench_formats"
 FORMATS = ("delta", "iceberg")
@@ -163,7 +164,7 @@ def measure_format(table_format: str, session_dir: Path, files: int, probes: int
     for label, table in tables.items():
         name = f"{SCHEMA}.{table}"
         typed = [(c, "string") for c in CLUSTER_COLUMNS]
-        stats: Any = written_as.active_files(spark, name, typed).toPandas()
+        stats: Any = written_as.active_files(SessionJvm(spark), name, typed).toPandas()
         bounds = FileBounds(
             list(stats["file_path"]), stats["row_count"].to_numpy(),
             stats["file_size"].to_numpy(),

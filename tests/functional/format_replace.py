@@ -20,6 +20,7 @@ from bench.measure import files_opened
 from dbt.adapters.zspark.connections import with_session_defaults
 from dbt.adapters.zspark.formats import committing_table
 from dbt.adapters.zspark.formats.settings import with_table_format
+from dbt.adapters.zspark.reach.session.jvm import SessionJvm
 
 
 def main(table_format: str, session_dir: str) -> dict[str, Any]:
@@ -36,7 +37,7 @@ def main(table_format: str, session_dir: str) -> dict[str, Any]:
                   f"range({low}, {low + 100}) order by id")
     written_as = committing_table(table_format)
     files = sorted(str(r[0]) for r in
-                   written_as.active_files(spark, table, [("id", "bigint")])
+                   written_as.active_files(SessionJvm(spark), table, [("id", "bigint")])
                    .where("id__min < 200").select("file_path").collect())
 
     opened: list[int] = []
@@ -55,12 +56,12 @@ def main(table_format: str, session_dir: str) -> dict[str, Any]:
 
     def live(low: int, high: int) -> list[str]:
         return sorted(str(r[0]) for r in
-                      written_as.active_files(spark, table, [("id", "bigint")])
+                      written_as.active_files(SessionJvm(spark), table, [("id", "bigint")])
                       .where(f"id__min >= {low} and id__max < {high}")
                       .select("file_path").collect())
 
     before = _version(spark, table, table_format)
-    version = written_as.replace_files(spark, table, files,
+    version = written_as.replace_files(SessionJvm(spark), table, files,
                                        lambda rows: rewrite(rows, concurrent=300))
     found: dict[str, Any] = {"files_rewritten": len(files), "version": version,
                              "files_read": opened[0]}
@@ -71,7 +72,7 @@ def main(table_format: str, session_dir: str) -> dict[str, Any]:
     found["history"] = _history(spark, table, table_format)
     found["before_rows"] = _rows_at(spark, table, table_format, before)
     try:
-        written_as.replace_files(spark, table, files, rewrite)
+        written_as.replace_files(SessionJvm(spark), table, files, rewrite)
     except Exception as error:  # the files are gone: refused, nothing committed
         found["stale"] = type(error).__name__ + ": " + str(error)[:200]
     found["history_after_stale"] = len(_history(spark, table, table_format))
@@ -81,10 +82,10 @@ def main(table_format: str, session_dir: str) -> dict[str, Any]:
     def new_files(paths: list[str]) -> dict[str, str]:
         return {"zspark.test.new_files": str(len(paths))}
 
-    written_as.replace_files(spark, table, live(0, 200), rewrite, new_files)
+    written_as.replace_files(SessionJvm(spark), table, live(0, 200), rewrite, new_files)
     found["property"] = _properties(spark, table).get("zspark.test.new_files")
     try:
-        written_as.replace_files(spark, table, live(0, 200),
+        written_as.replace_files(SessionJvm(spark), table, live(0, 200),
                                  lambda rows: rewrite(rows, concurrent=400), new_files)
         found["with_properties_and_a_writer"] = "committed"
     except Exception as error:

@@ -17,6 +17,7 @@ from pyspark.sql import SparkSession
 from bench.measure import files_opened
 from dbt.adapters.zspark.connections import with_session_defaults
 from dbt.adapters.zspark.formats.settings import with_table_format
+from dbt.adapters.zspark.reach.session.jvm import SessionJvm
 
 #: "Queries" that ask for the checks below rather than rows.
 BOUNDS, SNAPSHOTS = "bounds of ", "snapshots of "
@@ -32,7 +33,8 @@ def bound_violations(spark: SparkSession, table_format: str, table: str) -> list
     schema = model_schema(spark, f"select * from {table}")
     columns = [name for name, _ in stats_columns(schema, [], list(schema))]
     written_as = format_table(table_format)
-    stats = written_as.active_files(spark, table, stats_columns(schema, [], columns)).toPandas()
+    stats = written_as.active_files(SessionJvm(spark), table,
+                                    stats_columns(schema, [], columns)).toPandas()
     picked = ", ".join(f"min(`{c}`) as `{c}__lo`, max(`{c}`) as `{c}__hi`" for c in columns)
     actual = spark.sql(f"select input_file_name() as f, {picked} from {table} group by 1")
 

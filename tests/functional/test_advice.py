@@ -182,7 +182,7 @@ def test_the_query_history_in_sparks_event_logs_is_a_workload(project: DbtProjec
 
 def stored_layout(project: DbtProject, name: str) -> str:
     """The layout stored with a table: its config and columns."""
-    from dbt.adapters.zspark.core.layout_state import StoredLayout
+    from dbt.adapters.zspark.layouts.layout_state import StoredLayout
 
     properties = {r.key: r.value for r in project.spark.sql(
         f"show tblproperties {project.table(name)}").collect()}

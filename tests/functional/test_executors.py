@@ -23,7 +23,7 @@ SCRIPT = textwrap.dedent("""
     from dbt.adapters.zspark.reach.session.clustering import model_schema, prepare_build
     from dbt.adapters.zspark.connections import session_defaults
     from dbt.adapters.zspark.reach.session.index_tables import build_index
-    from dbt.adapters.zspark.core.planning import plan_clustering
+    from dbt.adapters.zspark.layouts.planning import plan_clustering
     from dbt.adapters.zspark.reach.session import hadoop_files
 
     builder = SparkSession.builder.master("local[2]")

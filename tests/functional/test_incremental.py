@@ -75,7 +75,7 @@ def stored_keys(table_properties: dict[str, str], path: str) -> list[int]:
     """Keys of a data file's rows, in file order, computed from the stored layout."""
     import pandas as pd
 
-    from dbt.adapters.zspark.core.layout_state import StoredLayout
+    from dbt.adapters.zspark.layouts.layout_state import StoredLayout
 
     stored = StoredLayout.from_properties(table_properties)
     assert stored is not None
@@ -633,8 +633,8 @@ def test_a_balanced_model_that_kept_the_curve_keys_appends_along_it(
     """The first build of correlated rows keeps the Hilbert curve over the tree and stores
     that choice; an append is keyed along the same curve with the stored boundaries (no
     new fit); rows, index and scans stay right."""
-    from dbt.adapters.zspark.core.layout_state import StoredLayout
     from dbt.adapters.zspark.layouts import LAYOUTS, ColumnSpec
+    from dbt.adapters.zspark.layouts.layout_state import StoredLayout
 
     project.write("models/incremental/inc_balanced_curve.sql", """
         {{ config(materialized='incremental', incremental_strategy='append',
@@ -727,7 +727,7 @@ def test_a_z_order_model_spends_its_bits_by_the_declared_workload(
     assert ("inc_zworkload: z-order bits by weight (city 7, brand 1): of the leading 3 bits, "
             "which cut files, city 3, brand 0") in project.log_text()
     properties = layout_properties(project, table, writes=False)
-    from dbt.adapters.zspark.core.layout_state import StoredLayout
+    from dbt.adapters.zspark.layouts.layout_state import StoredLayout
 
     stored = StoredLayout.from_properties(properties)
     assert stored is not None

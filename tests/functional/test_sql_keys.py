@@ -71,7 +71,7 @@ def test_sql_keys_equal_udf_keys(spark: Any, table: tuple[list[str], list[tuple[
                                  files: int, drawn_weights: list[float]) -> None:
     from dbt.adapters.zspark.core import value_ranks
     from dbt.adapters.zspark.layouts import LAYOUTS, ColumnSpec
-    from dbt.adapters.zspark.reach.session.clustering import key_input_sql, key_input_type
+    from dbt.adapters.zspark.layouts.keyed_plan import key_input_sql, key_input_type
     from dbt.adapters.zspark.reach.session.udfs import register_key_udf
 
     types, rows = table
@@ -123,8 +123,9 @@ def test_a_rows_shuffle_partition_is_the_same_in_a_session_and_in_sql(
     from pyspark.sql import functions as sf
 
     from dbt.adapters.zspark.core.partitioning import spread_files
+    from dbt.adapters.zspark.layouts.keyed_plan import sort_position
     from dbt.adapters.zspark.reach.server.sql_build import owner_sql
-    from dbt.adapters.zspark.reach.session.clustering import _owner, sort_position
+    from dbt.adapters.zspark.reach.session.clustering import _owner
 
     parts = [("p", "string")] if partitioned else []
     positions = [((sort_position(p), k) if partitioned else (k,)) for p, k in rows]

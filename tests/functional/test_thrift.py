@@ -179,8 +179,8 @@ def _file_keys(properties: dict[str, str], path: str) -> list[int]:
     function (the session's own): the server computed them in SQL."""
     import pyarrow.parquet as pq
 
-    from dbt.adapters.zspark.core.layout_state import StoredLayout
-    from dbt.adapters.zspark.reach.session.clustering import key_input_type
+    from dbt.adapters.zspark.layouts.keyed_plan import key_input_type
+    from dbt.adapters.zspark.layouts.layout_state import StoredLayout
 
     stored = StoredLayout.from_properties(properties)
     assert stored is not None
@@ -381,7 +381,7 @@ def test_an_incremental_model_stays_clustered_over_thrift(
     assert sorted(base.values()) == sorted(v for p, v in merged.items()
                                           if v in base.values())
     properties = {str(k): str(v) for k, v in _sql(thrift_port, f"show tblproperties {table}")}
-    from dbt.adapters.zspark.core.layout_state import clustered_writes, write_id
+    from dbt.adapters.zspark.layouts.layout_state import clustered_writes, write_id
 
     copies = {write_id(p) for p, v in merged.items() if v in base.values()}
     assert len(copies) == 1

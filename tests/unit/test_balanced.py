@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dbt.adapters.zspark.core import balanced
-from dbt.adapters.zspark.core.planning import ClusteringConfigError, plan_clustering
+from dbt.adapters.zspark.layouts.planning import ClusteringConfigError, plan_clustering
 
 RNG = np.random.default_rng(7)
 

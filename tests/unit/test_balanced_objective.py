@@ -283,8 +283,8 @@ def test_the_build_log_gives_both_models_after_the_figures_the_benchmark_reads(
     line bench/balanced.py and the build tests parse is as before, ending with the sample's
     skip per column; the next line gives the skip per column under both query models."""
     from bench.balanced import chosen_layouts, expected_skips
-    from dbt.adapters.zspark.core.planning import plan_clustering
-    from dbt.adapters.zspark.reach.session.clustering import InputSample, plan_keys
+    from dbt.adapters.zspark.layouts.keyed_plan import InputSample, plan_keys
+    from dbt.adapters.zspark.layouts.planning import plan_clustering
 
     rng = np.random.default_rng(18)
     if correlated:

@@ -82,7 +82,7 @@ def test_a_balanced_spread_for_a_writer_without_row_cuts_gives_each_file_a_parti
 
     import numpy as np
 
-    from dbt.adapters.zspark.reach.session.clustering import _group_spread
+    from dbt.adapters.zspark.layouts.keyed_plan import _group_spread
 
     shift = 10
     rng = np.random.default_rng(3)

@@ -8,8 +8,8 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dbt.adapters.zspark.core import layout_state
-from dbt.adapters.zspark.core.layout_state import StoredLayout, clustered_writes_after, write_id
+from dbt.adapters.zspark.layouts import layout_state
+from dbt.adapters.zspark.layouts.layout_state import StoredLayout, clustered_writes_after, write_id
 from dbt.adapters.zspark.versions import rewrite
 from dbt.adapters.zspark.versions.recluster import (
     APPEND,
@@ -188,8 +188,8 @@ def test_a_full_reclustering_carries_user_properties_and_replaces_the_layout() -
 def test_the_stored_layout_survives_the_round_trip_and_never_spells_a_secret() -> None:
     import numpy as np
 
-    from dbt.adapters.zspark.core.planning import plan_clustering
     from dbt.adapters.zspark.layouts import LAYOUTS
+    from dbt.adapters.zspark.layouts.planning import plan_clustering
 
     plan = plan_clustering("m", {"hilbert_by": ["s", "d", "x"]},
                            {"s": "string", "d": "date", "x": "double"})

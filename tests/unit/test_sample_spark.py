@@ -8,13 +8,9 @@ from typing import Any
 
 import pytest
 
-from dbt.adapters.zspark.core.planning import plan_clustering
-from dbt.adapters.zspark.reach.session.clustering import (
-    SAMPLE_HEADROOM,
-    _sample_and_count,
-    draw_cutoff,
-    key_inputs,
-)
+from dbt.adapters.zspark.layouts.keyed_plan import SAMPLE_HEADROOM, draw_cutoff, key_inputs
+from dbt.adapters.zspark.layouts.planning import plan_clustering
+from dbt.adapters.zspark.reach.session.clustering import _sample_and_count
 
 pyspark = pytest.importorskip("pyspark")
 

@@ -15,7 +15,7 @@ from dbt.adapters.spark.relation import SparkRelation
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.zspark.impl import MODEL_CONFIG_KEYS
-from dbt.adapters.zspark.reach.session.clustering import spread_sql
+from dbt.adapters.zspark.layouts.keyed_plan import spread_sql
 from dbt.adapters.zspark.services.builds import TableBuilds
 from dbt.adapters.zspark.services.context import RunContext
 from dbt.adapters.zspark.services.families import TableFamilies

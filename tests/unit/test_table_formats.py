@@ -84,8 +84,8 @@ def test_the_format_modules_examples_hold() -> None:
     import doctest
 
     from dbt.adapters.zspark import connections, formats
-    from dbt.adapters.zspark.core import layout_state
     from dbt.adapters.zspark.formats import delta, iceberg
+    from dbt.adapters.zspark.layouts import layout_state
     from dbt.adapters.zspark.reach import base as reach
     from dbt.adapters.zspark.reach.session import hadoop_files, object_stores
 

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from dbt.adapters.zspark.core import value_ranks
-from dbt.adapters.zspark.core.planning import ClusteringConfigError, plan_clustering
 from dbt.adapters.zspark.layouts import LAYOUTS, ColumnSpec
+from dbt.adapters.zspark.layouts.planning import ClusteringConfigError, plan_clustering
 
 SCHEMA = {"s_city": "string", "c_city": "string", "p_brand": "string", "d": "date"}
 COLUMNS = ["s_city", "c_city", "p_brand"]

@@ -237,10 +237,6 @@ class ZSparkAdapter(SparkAdapter):
 
     # -- the file-stats index (services/indexing.py) ------------------------------------
     @available
-    def zspark_index_name(self, relation: Any) -> str:
-        return self.ctx.index_name(relation)
-
-    @available
     def zspark_build_index(self, relation: Any, clustering: list[str] | None = None,
                            configured: list[str] | None = None) -> dict[str, Any]:
         return self.index.build_index(relation, clustering, configured)
@@ -335,15 +331,6 @@ class ZSparkAdapter(SparkAdapter):
                                         adding)
 
     # -- skip-aware scans and skip_coverage (services/scans.py) -------------------------
-    @available
-    def zspark_check_predicate(self, predicate: str) -> str:
-        return self.scans.check_predicate(predicate)
-
-    @available
-    def zspark_may_match_sql(self, predicate: str, index_columns: list[Any],
-                             relation: Any = None) -> str:
-        return self.scans.may_match_sql(predicate, index_columns, relation)
-
     @available
     def zspark_plain_scan_sql(self, relation: Any, predicate: str, check: bool = True) -> str:
         return self.scans.plain_scan_sql(relation, predicate, check)

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dbt.adapters.zspark.core.workload import DeclaredQuery
+from dbt.adapters.zspark.skipping.workload import DeclaredQuery
 
 #: The name the table goes by in code read here (its ``ref``s are replaced by it).
 TARGET = "zspark_advised_table"

@@ -31,8 +31,8 @@ from dbt.adapters.zspark.advice.candidates import (
 )
 from dbt.adapters.zspark.core.sql_text import quote, sql_string
 from dbt.adapters.zspark.core.value_ranks import normalize_type
-from dbt.adapters.zspark.core.workload import DeclaredQuery
 from dbt.adapters.zspark.skipping.pruning import may_match_sql
+from dbt.adapters.zspark.skipping.workload import DeclaredQuery
 
 CANDIDATE_COLUMN = "candidate"
 #: A simpler layout wins unless a more complex one reads this much fewer files (relative).
@@ -191,8 +191,8 @@ def score_layouts(sample: pd.DataFrame, schema: Mapping[str, str],
     inputs: timestamps in microseconds), each query judged against them by the Spark that
     ``frame`` runs a query on; the choice. ``current``: the table's own layout, scored too
     (its columns must be in ``sample``)."""
-    from dbt.adapters.zspark.core.planning import DEFAULT_BOUNDARY_COUNT
     from dbt.adapters.zspark.core.value_ranks import normalize_type
+    from dbt.adapters.zspark.layouts.planning import DEFAULT_BOUNDARY_COUNT
 
     tried = candidates(counts, clusterable)
     types = candidate_types(schema, counts, clusterable)

@@ -258,3 +258,12 @@ def agate_type(name: str) -> Any:
 
 #: The seeds' type tester's types, in its order (:data:`TYPE_NAMES`).
 _TYPES: Sequence[Any] = build_type_tester(())._possible_types
+
+
+def agate_texts(agate_table: Any) -> list[pa.Array]:
+    """The rows of dbt's agate table as one array of cast texts per column."""
+    columns: list[list[str | None]] = [[] for _ in agate_table.column_names]
+    for row in agate_table.rows:
+        for values, value in zip(columns, row, strict=True):
+            values.append(as_cast_text(value))
+    return [pa.array(values, pa.string()) for values in columns]

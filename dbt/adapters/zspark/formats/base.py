@@ -4,14 +4,14 @@ settings the formats share. The registry of formats is the package's ``__init__`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dbt.adapters.zspark.skipping.index import DEFAULT_INDEXED_COLUMNS, INDEXABLE
 
 if TYPE_CHECKING:
     import pandas as pd
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
 
 #: An indexed column and its Spark type (``("s_city", "string")``).
 TypedColumn = tuple[str, str]
@@ -24,6 +24,59 @@ MAX_STRING_STATS = 256
 #: insert rows, merge them on ``unique_key``, or overwrite partitions (a whole run, or
 #: each batch of a microbatch model).
 COMMIT_STRATEGIES: tuple[str, ...] = ("append", "merge", "insert_overwrite", "microbatch")
+
+
+class Jvm(Protocol):
+    """The JVM behind a session, as a format's own API needs it (Delta's log, Iceberg's
+    commits): the one seam where zspark calls the JVM rather than Spark's DataFrame and
+    SQL APIs (``reach/session/jvm.py`` implements it)."""
+
+    #: The session (a ``pyspark.sql.SparkSession``), and py4j's view of the JVM.
+    spark: Any
+    jvm: Any
+
+    @property
+    def session(self) -> Any:
+        """The session's JVM ``SparkSession``."""
+        ...
+
+    def set_active(self) -> None:
+        """This session as the calling thread's active one in the JVM."""
+        ...
+
+    def dataframe(self, dataset: Any) -> DataFrame:
+        """A JVM ``Dataset[Row]`` as a Python DataFrame."""
+        ...
+
+    def dataset(self, frame: DataFrame) -> Any:
+        """A Python DataFrame's JVM ``Dataset[Row]``."""
+        ...
+
+    def java_list(self, items: Iterable[Any]) -> Any:
+        ...
+
+    def scala_list(self, items: Iterable[Any]) -> Any:
+        ...
+
+    def python_list(self, seq: Any) -> list[Any]:
+        ...
+
+    def scala_map(self, entries: Mapping[str, str]) -> Any:
+        ...
+
+    def java_map(self, scala_map: Any) -> dict[Any, Any]:
+        ...
+
+    def call_static(self, class_name: str, method: str, *args: Any) -> Any:
+        """A static method of a class found where the session's SQL finds its classes."""
+        ...
+
+    def scala_object(self, name: str) -> Any:
+        ...
+
+    def iterable(self, items: Any, closeable: bool = False) -> list[Any]:
+        """The elements of a Java ``Iterable`` (a ``closeable`` one closed after)."""
+        ...
 
 
 class FormatTable(Protocol):
@@ -69,7 +122,7 @@ class FormatTable(Protocol):
         those its clustered build wrote its statistics with."""
         ...
 
-    def active_files(self, spark: SparkSession, table: str,
+    def active_files(self, jvm: Jvm, table: str,
                      columns: Sequence[TypedColumn]) -> DataFrame:
         """The table's live data files, one ``__zindex``-shaped row each (see above),
         every bound one the file's rows provably lie within (else NULL: unknown)."""
@@ -84,7 +137,7 @@ class FormatTable(Protocol):
 class CommittingTable(FormatTable, Protocol):
     """A format that commits on its own: files replaced in one commit of its log."""
 
-    def replace_files(self, spark: SparkSession, table: str, rewritten: Sequence[str],
+    def replace_files(self, jvm: Jvm, table: str, rewritten: Sequence[str],
                       rewrite: Callable[[DataFrame], DataFrame],
                       properties: Callable[[list[str]], dict[str, str]] | None = None,
                       ) -> str:

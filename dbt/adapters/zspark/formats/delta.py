@@ -16,14 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from dbt.adapters.zspark.core.sql_text import quote, sql_string
 from dbt.adapters.zspark.core.stop_points import stop_point
-from dbt.adapters.zspark.formats.base import COMMIT_STRATEGIES, TypedColumn, require_live
-from dbt.adapters.zspark.reach.server.sql_index import index_sql
-from dbt.adapters.zspark.reach.session.jvm import SessionJvm
+from dbt.adapters.zspark.formats.base import COMMIT_STRATEGIES, Jvm, TypedColumn, require_live
 from dbt.adapters.zspark.skipping.pruning import stat_column
+from dbt.adapters.zspark.skipping.sql_index import index_sql
 from dbt.adapters.zspark.skipping.stats import ColumnRef
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
 
 STATS_COLUMNS = "delta.dataSkippingStatsColumns"
 STRING_PREFIX = "spark.databricks.io.skipping.stringPrefixLength"
@@ -61,15 +60,14 @@ class DeltaTable:
         return self.write_settings(
             int(properties.get(STRING_STATS_PROPERTY, DEFAULT_STRING_PREFIX)))
 
-    def active_files(self, spark: SparkSession, table: str,
+    def active_files(self, jvm: Jvm, table: str,
                      columns: Sequence[TypedColumn]) -> DataFrame:
-        detail = spark.sql(f"describe detail {table}").collect()[0]
+        detail = jvm.spark.sql(f"describe detail {table}").collect()[0]
         properties = {str(k): str(v) for k, v in (detail["properties"] or {}).items()}
         cut = int(properties.get(STRING_STATS_PROPERTY, DEFAULT_STRING_PREFIX))
         partitioned = {str(c).lower(): str(c) for c in detail["partitionColumns"] or []}
         location = str(detail["location"])
         # The snapshot a transaction reads is the table's latest version; nothing commits.
-        jvm = SessionJvm(spark)
         log = jvm.call_static(DELTA_LOG, "forTable", jvm.session, location)
         added = jvm.dataframe(log.startTransaction().snapshot().allFiles().toDF())
         # Held once read: every query of the view would otherwise read the log again.
@@ -83,7 +81,7 @@ class DeltaTable:
 
         return index_sql(table, [ColumnRef((name,), spark_type) for name, spark_type in columns])
 
-    def replace_files(self, spark: SparkSession, table: str, rewritten: Sequence[str],
+    def replace_files(self, jvm: Jvm, table: str, rewritten: Sequence[str],
                       rewrite: Callable[[DataFrame], DataFrame],
                       properties: Callable[[list[str]], dict[str, str]] | None = None,
                       ) -> str:
@@ -92,8 +90,7 @@ class DeltaTable:
         # properties in the same commit (a metadata action) Delta checks it against every
         # concurrent commit, and an append meanwhile fails it before anything is visible.
 
-        jvm = SessionJvm(spark)
-        location = str(spark.sql(f"describe detail {table}").collect()[0]["location"])
+        location = str(jvm.spark.sql(f"describe detail {table}").collect()[0]["location"])
         log = jvm.call_static(DELTA_LOG, "forTable", jvm.session, location)
         transaction = log.startTransaction()
         base = location.rstrip("/")
@@ -119,7 +116,7 @@ class DeltaTable:
         return str(transaction.commit(jvm.scala_list(added + removed), operation))
 
 
-def _with_configuration(jvm: SessionJvm, metadata: Any, changed: dict[str, str]) -> Any:
+def _with_configuration(jvm: Jvm, metadata: Any, changed: dict[str, str]) -> Any:
     """A copy of a table's ``Metadata`` with ``changed`` table properties."""
 
     configuration = jvm.java_map(metadata.configuration())

@@ -15,12 +15,11 @@ from typing import TYPE_CHECKING
 
 from dbt.adapters.zspark.core.sql_text import quote
 from dbt.adapters.zspark.core.stop_points import stop_point
-from dbt.adapters.zspark.formats.base import COMMIT_STRATEGIES, TypedColumn, require_live
-from dbt.adapters.zspark.reach.session.jvm import SessionJvm, java_iterable
+from dbt.adapters.zspark.formats.base import COMMIT_STRATEGIES, Jvm, TypedColumn, require_live
 from dbt.adapters.zspark.skipping.pruning import stat_column
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
 
 METRICS = "write.metadata.metrics.column."
 SPARK_PACKAGE = "org.apache.iceberg.spark"
@@ -50,14 +49,14 @@ class IcebergTable:
     def recorded_write_settings(self, properties: Mapping[str, str]) -> dict[str, str]:
         return {}  # the table's own properties keep its metrics whole
 
-    def active_files(self, spark: SparkSession, table: str,
+    def active_files(self, jvm: Jvm, table: str,
                      columns: Sequence[TypedColumn]) -> DataFrame:
-        return spark.sql(self.active_files_sql(table, columns))
+        return jvm.spark.sql(self.active_files_sql(table, columns))
 
     def active_files_sql(self, table: str, columns: Sequence[TypedColumn]) -> str:
         return active_files_sql(table, columns)  # its metadata tables are SQL already
 
-    def replace_files(self, spark: SparkSession, table: str, rewritten: Sequence[str],
+    def replace_files(self, jvm: Jvm, table: str, rewritten: Sequence[str],
                       rewrite: Callable[[DataFrame], DataFrame],
                       properties: Callable[[list[str]], dict[str, str]] | None = None,
                       ) -> str:
@@ -66,13 +65,13 @@ class IcebergTable:
         # validates against the snapshot read.
         import uuid
 
-        jvm = SessionJvm(spark)
+        spark = jvm.spark
         name = table if table.startswith("spark_catalog.") else f"spark_catalog.{table}"
         jvm.set_active()  # the catalog is read outside a query
         loaded = jvm.call_static(f"{SPARK_PACKAGE}.Spark3Util", "loadIcebergTable",
                                  jvm.session, name)
         snapshot = loaded.currentSnapshot().snapshotId()
-        live = {str(task.file().location()): task for task in java_iterable(
+        live = {str(task.file().location()): task for task in jvm.iterable(
             loaded.newScan().useSnapshot(snapshot).planFiles(), closeable=True)}
         require_live(table, rewritten, live)
         tasks = [live[path] for path in dict.fromkeys(rewritten)]
@@ -97,7 +96,7 @@ class IcebergTable:
             commit = transaction.newRewrite().validateFromSnapshot(snapshot)
             for task in tasks:
                 commit = commit.deleteFile(task.file())
-            new_files = java_iterable(coordinator.fetchNewFiles(loaded, group))
+            new_files = jvm.iterable(coordinator.fetchNewFiles(loaded, group))
             for written in new_files:
                 commit = commit.addFile(written)
             commit.commit()

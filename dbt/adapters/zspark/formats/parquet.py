@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from dbt.adapters.zspark.formats.base import TypedColumn
+from dbt.adapters.zspark.formats.base import Jvm, TypedColumn
 from dbt.adapters.zspark.skipping.index import INDEX_SUFFIX
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
 
 
 class ParquetTable:
@@ -36,9 +36,9 @@ class ParquetTable:
     def recorded_write_settings(self, properties: Mapping[str, str]) -> dict[str, str]:
         return {}
 
-    def active_files(self, spark: SparkSession, table: str,
+    def active_files(self, jvm: Jvm, table: str,
                      columns: Sequence[TypedColumn]) -> DataFrame:
-        return spark.sql(self.active_files_sql(table, columns))
+        return jvm.spark.sql(self.active_files_sql(table, columns))
 
     def active_files_sql(self, table: str, columns: Sequence[TypedColumn]) -> str:
         """The index's file rows (every column it indexes: ``columns`` were chosen when

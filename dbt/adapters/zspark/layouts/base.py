@@ -91,7 +91,7 @@ class Layout(ABC):
         """:meth:`key_function`'s boundary-method key in Spark SQL: ``source_sql``'s rows
         with their key as ``key_column``, and helper columns named ``__zspark_*`` (select
         the model's columns from it). ``values`` are the columns' key inputs as SQL over
-        the source (``clustering.key_input_sql``: timestamps as microseconds) and
+        the source (``keyed_plan.key_input_sql``: timestamps as microseconds) and
         ``columns`` their specs with the stored boundaries, typed as the key inputs."""
 
     def fit(self, columns: Sequence[ColumnSpec], sample: Sequence[pd.Series],

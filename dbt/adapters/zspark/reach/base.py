@@ -26,12 +26,14 @@ from dbt.adapters.zspark.skipping.index import (
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
-    from dbt.adapters.zspark.core.layout_state import StoredLayout
-    from dbt.adapters.zspark.core.planning import ClusteringPlan
     from dbt.adapters.zspark.formats import FormatTable, TypedColumn
+    from dbt.adapters.zspark.formats.base import Jvm
+    from dbt.adapters.zspark.layouts.keyed_plan import InputSample, PreparedBuild
+    from dbt.adapters.zspark.layouts.layout_state import StoredLayout
+    from dbt.adapters.zspark.layouts.planning import ClusteringPlan
     from dbt.adapters.zspark.reach.folders import Folders
-    from dbt.adapters.zspark.reach.session.clustering import InputSample, PreparedBuild
     from dbt.adapters.zspark.versions.next_version import NextVersion
 
 logger = AdapterLogger("zspark")
@@ -147,6 +149,17 @@ class SparkReach(Protocol):
         """After the swap: the ``staged`` rows, their paths moved to ``table``, written as
         its ``index``; should they not list exactly the table's files, or be gone, the
         index is built again."""
+        ...
+
+    def jvm(self) -> Jvm:
+        """The session's JVM, for a format's own API (only where ``reaches_jvm``)."""
+        ...
+
+    def load_seed(self, table: str, names: Sequence[str],
+                  texts: Sequence[pa.Array]) -> int | None:
+        """Insert a seed's cells (``texts``: per column, in the CSV's order) into the
+        table dbt created for it, in one write; its rows, or None where this reach has
+        no such write (dbt-spark's own statements insert the seed)."""
         ...
 
     def next_version(self, table: Relation, staging: Relation, index: Relation,

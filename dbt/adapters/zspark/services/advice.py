@@ -25,27 +25,27 @@ from dbt.adapters.zspark.advice.event_logs import filters_predicate
 from dbt.adapters.zspark.advice.graph_workload import ProjectNode, project_queries
 from dbt.adapters.zspark.advice.scoring import Choice, Score, candidate_types, score_layouts
 from dbt.adapters.zspark.advice.table_sample import count_sql, sample_sql, sampled_files
-from dbt.adapters.zspark.core.layout_state import StoredLayout, StoredLayoutError
-from dbt.adapters.zspark.core.planning import (
+from dbt.adapters.zspark.core.sql_text import quote
+from dbt.adapters.zspark.core.value_ranks import normalize_type
+from dbt.adapters.zspark.layouts import LAYOUTS
+from dbt.adapters.zspark.layouts.keyed_plan import key_input_sql, key_input_type
+from dbt.adapters.zspark.layouts.layout_state import StoredLayout, StoredLayoutError
+from dbt.adapters.zspark.layouts.planning import (
     CLUSTERABLE_TYPES,
     RELAYOUT_KEY,
     ClusteringConfigError,
     auto_requested,
     plan_clustering,
 )
-from dbt.adapters.zspark.core.sql_text import quote
-from dbt.adapters.zspark.core.value_ranks import normalize_type
-from dbt.adapters.zspark.core.workload import (
+from dbt.adapters.zspark.services.context import RunContext
+from dbt.adapters.zspark.services.tables import TableFiles
+from dbt.adapters.zspark.skipping.pruning import PredicateError
+from dbt.adapters.zspark.skipping.workload import (
     DeclaredQuery,
     WorkloadError,
     declared_queries,
     filtered_columns,
 )
-from dbt.adapters.zspark.layouts import LAYOUTS
-from dbt.adapters.zspark.reach.session.clustering import key_input_sql, key_input_type
-from dbt.adapters.zspark.services.context import RunContext
-from dbt.adapters.zspark.services.tables import TableFiles
-from dbt.adapters.zspark.skipping.pruning import PredicateError
 
 logger = AdapterLogger("zspark")
 

@@ -17,12 +17,7 @@ from dbt.artifacts.resources import ModelConfig
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.zspark.core.config_names import misnamed_configs
-from dbt.adapters.zspark.core.layout_state import (
-    StoredLayout,
-    StoredLayoutError,
-)
-from dbt.adapters.zspark.core.planning import ClusteringConfigError, plan_clustering
-from dbt.adapters.zspark.core.seed_csv import SeedFile, agate_type, read_seed_csv
+from dbt.adapters.zspark.core.seed_csv import SeedFile, agate_texts, agate_type, read_seed_csv
 from dbt.adapters.zspark.formats import (
     CLUSTERED_FORMATS,
     format_table,
@@ -36,8 +31,12 @@ from dbt.adapters.zspark.formats.settings import (
     unwritable_format_error,
 )
 from dbt.adapters.zspark.layouts import CONFIG_KEYS
-from dbt.adapters.zspark.reach.session.clustering import spread_sql
-from dbt.adapters.zspark.reach.session.seeds import agate_texts, load_seed
+from dbt.adapters.zspark.layouts.keyed_plan import spread_sql
+from dbt.adapters.zspark.layouts.layout_state import (
+    StoredLayout,
+    StoredLayoutError,
+)
+from dbt.adapters.zspark.layouts.planning import ClusteringConfigError, plan_clustering
 from dbt.adapters.zspark.services.context import RunContext
 from dbt.adapters.zspark.services.plans import BuildPlan
 from dbt.adapters.zspark.services.writes import KeyedWrites
@@ -92,11 +91,10 @@ class TableBuilds:
     def load_seed(self, relation: Any, agate_table: Any) -> int | None:
         """Insert a seed's rows dbt read in one Spark write (``seeds.py``); the rows, or
         None over a server (dbt-spark's statements load it)."""
-        reach = self.ctx.reach()
-        if not reach.reaches_jvm:
+        rows = self.ctx.reach().load_seed(str(relation), agate_table.column_names,
+                                          agate_texts(agate_table))
+        if rows is None:
             return None
-        rows = load_seed(reach.spark, str(relation), agate_table.column_names,
-                         agate_texts(agate_table))
         logger.info(f"zspark: {relation}: {rows} seed rows inserted by one Spark write")
         return rows
 
@@ -115,8 +113,8 @@ class TableBuilds:
     def load_seed_file(self, relation: Any, seed: SeedRead) -> int:
         """Insert a seed read by :meth:`read_seed` in one Spark write; its rows."""
         started = time.monotonic()
-        rows = load_seed(self.ctx.reach().spark, str(relation), seed.file.names,
-                         seed.file.texts)
+        rows = self.ctx.reach().load_seed(str(relation), seed.file.names, seed.file.texts)
+        assert rows is not None  # read_seed reads a CSV only where the reach loads it
         logger.info(f"zspark: {relation}: {rows} seed rows inserted by one Spark write "
                     f"({time.monotonic() - started:.1f} s; the CSV read by zspark)")
         return rows

@@ -22,14 +22,14 @@ from typing import Any
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.zspark.core.layout_state import (
+from dbt.adapters.zspark.core.stop_points import stop_point
+from dbt.adapters.zspark.formats import committing_table
+from dbt.adapters.zspark.layouts.layout_state import (
     clustered_writes,
     clustered_writes_after,
     clustered_writes_property,
     write_id,
 )
-from dbt.adapters.zspark.core.stop_points import stop_point
-from dbt.adapters.zspark.formats import committing_table
 from dbt.adapters.zspark.services.context import RunContext
 from dbt.adapters.zspark.services.increments import (
     IncrementPlanner,
@@ -239,7 +239,8 @@ class FormatIncrements:
         rewrite = replace(decision, rewritten_rows=sum(live.get(p, 0) for p in rewritten))
         runs = table_runs(files, clustered_writes(planned.properties))
         reach = self.ctx.reach()
-        spark = reach.spark  # the format's commit runs through its JVM API
+        jvm = reach.jvm()  # the format's commit runs through its JVM API
+        spark = jvm.spark
         schema = reach.schema(f"select * from {relation}")
         view = f"zspark_rewritten_{uuid.uuid4().hex}"
         layout: dict[str, str] | None = None
@@ -266,7 +267,7 @@ class FormatIncrements:
             with ExitStack() as settings:
                 settings.callback(spark.catalog.dropTempView, view)
                 version = written_as.replace_files(
-                    spark, str(relation), rewritten, keyed,
+                    jvm, str(relation), rewritten, keyed,
                     new_base if decision.action == FULL else None)
         except Exception as error:
             if not any(mark in str(error) for mark in CONFLICTS):

@@ -14,23 +14,23 @@ from typing import Any
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.zspark.core.layout_state import (
-    StoredLayout,
-    clustered_writes,
-    clustered_writes_after,
-)
-from dbt.adapters.zspark.core.planning import (
-    RELAYOUT_KEY,
-    ClusteringConfigError,
-    ClusteringPlan,
-    plan_clustering,
-)
 from dbt.adapters.zspark.core.sql_text import sql_string
 from dbt.adapters.zspark.core.stop_points import stop_point
 from dbt.adapters.zspark.formats import (
     format_table,
 )
 from dbt.adapters.zspark.layouts import CONFIG_KEYS
+from dbt.adapters.zspark.layouts.layout_state import (
+    StoredLayout,
+    clustered_writes,
+    clustered_writes_after,
+)
+from dbt.adapters.zspark.layouts.planning import (
+    RELAYOUT_KEY,
+    ClusteringConfigError,
+    ClusteringPlan,
+    plan_clustering,
+)
 from dbt.adapters.zspark.services.context import RunContext
 from dbt.adapters.zspark.services.indexing import FileIndex
 from dbt.adapters.zspark.services.plans import FormatPlan, IncrementPlan, Rewrite, lap

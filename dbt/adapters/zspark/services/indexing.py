@@ -10,17 +10,17 @@ import numpy as np
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.zspark.core.layout_state import (
-    StoredLayout,
-    StoredLayoutError,
-    pending_rows,
-)
 from dbt.adapters.zspark.core.sql_text import quote
 from dbt.adapters.zspark.core.stop_points import stop_point
 from dbt.adapters.zspark.formats import (
     format_table,
 )
-from dbt.adapters.zspark.reach.session.clustering import key_input_sql, key_input_type
+from dbt.adapters.zspark.layouts.keyed_plan import key_input_sql, key_input_type
+from dbt.adapters.zspark.layouts.layout_state import (
+    StoredLayout,
+    StoredLayoutError,
+    pending_rows,
+)
 from dbt.adapters.zspark.services.context import RunContext
 from dbt.adapters.zspark.services.plans import BuildPlan, KeyedWrite, lap
 from dbt.adapters.zspark.services.tables import TableFiles

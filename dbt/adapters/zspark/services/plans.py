@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 from dbt.adapters.zspark.versions.recluster import TIER_RUNS
 
 if TYPE_CHECKING:
-    from dbt.adapters.zspark.core.layout_state import StoredLayout
-    from dbt.adapters.zspark.core.planning import ClusteringPlan
+    from dbt.adapters.zspark.layouts.layout_state import StoredLayout
+    from dbt.adapters.zspark.layouts.planning import ClusteringPlan
     from dbt.adapters.zspark.skipping.health import LayoutSample
     from dbt.adapters.zspark.skipping.index import StagedIndex
 

@@ -9,13 +9,13 @@ from typing import Any
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.zspark.core.layout_state import (
+from dbt.adapters.zspark.core.sql_text import quote
+from dbt.adapters.zspark.layouts.keyed_plan import key_input_sql, key_input_type, part_column
+from dbt.adapters.zspark.layouts.layout_state import (
     CLUSTERED_WRITES_KEY,
     clustered_writes,
     write_id,
 )
-from dbt.adapters.zspark.core.sql_text import quote
-from dbt.adapters.zspark.reach.session.clustering import key_input_sql, key_input_type, part_column
 from dbt.adapters.zspark.services.context import RunContext
 from dbt.adapters.zspark.services.indexing import FileIndex
 from dbt.adapters.zspark.services.tables import TableFiles

@@ -39,19 +39,6 @@ class SkipScans:
             raise CompilationError(str(error)) from None
         return predicate
 
-    def may_match_sql(self, predicate: str, index_columns: list[Any],
-                      relation: Any = None) -> str:
-        """SQL over the index that is TRUE for every file that may hold a matching row.
-
-        With ``relation``, its columns tell qualified names from struct fields and mark
-        char(n) columns, whose literals Spark pads.
-        """
-        declared = None
-        if relation is not None:
-            declared = self.ctx.columns(relation)
-        typed = [(c.name, c.data_type) for c in index_columns]
-        return self._may_match(predicate, typed, relation, declared)
-
     @staticmethod
     def _may_match(predicate: str, index_columns: list[tuple[str, str]], relation: Any,
                    declared: dict[str, str] | None) -> str:

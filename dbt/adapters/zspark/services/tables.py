@@ -9,16 +9,16 @@ from typing import Any
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.zspark.core.layout_state import (
-    StoredLayout,
-    StoredLayoutError,
-)
 from dbt.adapters.zspark.formats import (
     format_of,
     format_table,
     stats_columns,
 )
-from dbt.adapters.zspark.reach.session.udfs import udf_name
+from dbt.adapters.zspark.layouts.keyed_plan import udf_name
+from dbt.adapters.zspark.layouts.layout_state import (
+    StoredLayout,
+    StoredLayoutError,
+)
 from dbt.adapters.zspark.services.context import RunContext
 
 logger = AdapterLogger("zspark")

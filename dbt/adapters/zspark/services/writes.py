@@ -10,14 +10,14 @@ from typing import Any
 
 from dbt.adapters.events.logging import AdapterLogger
 
-from dbt.adapters.zspark.core.layout_state import (
-    StoredLayout,
-)
-from dbt.adapters.zspark.core.planning import ClusteringPlan
 from dbt.adapters.zspark.core.sql_text import quote
 from dbt.adapters.zspark.formats import (
     format_table,
 )
+from dbt.adapters.zspark.layouts.layout_state import (
+    StoredLayout,
+)
+from dbt.adapters.zspark.layouts.planning import ClusteringPlan
 from dbt.adapters.zspark.services.context import RunContext
 from dbt.adapters.zspark.services.plans import KeyedWrite, Rewrite
 from dbt.adapters.zspark.skipping.health import LayoutSample

@@ -1,6 +1,6 @@
 """The file-stats index of a table: its name, the columns it holds, what a build or a
 re-clustering reports of it. A session reads it from the Parquet footers
-(``reach/session/index_tables.py``), a server by SQL (``reach/server/sql_index.py``).
+(``reach/session/index_tables.py``), a server by SQL (``skipping/sql_index.py``).
 
 ``<table>__zindex`` holds one row per data file (``row_group`` NULL) and one per row group:
 path, size, rows and, per indexed column, min, max, null count (and NaN count for floats).
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dbt.adapters.zspark.core.planning import normalize_type
+from dbt.adapters.zspark.core.value_ranks import normalize_type
 from dbt.adapters.zspark.skipping.pruning import path_name
 from dbt.adapters.zspark.skipping.stats import ColumnRef
 

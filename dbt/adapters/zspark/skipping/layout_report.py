@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dbt.adapters.zspark.core.planning import normalize_type
+from dbt.adapters.zspark.core.value_ranks import normalize_type
 from dbt.adapters.zspark.skipping.health import LayoutHealth
 
 _HEADERS = ("column", "files", "depth", "rebuild_depth", "skip_share", "value_skip_share",

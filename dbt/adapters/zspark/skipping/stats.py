@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dbt.adapters.zspark.core.planning import normalize_type
+from dbt.adapters.zspark.core.value_ranks import normalize_type
 from dbt.adapters.zspark.skipping.pruning import STATS, path_name, stat_column
 
 FLOAT_TYPES = ("float", "double")

@@ -14,8 +14,8 @@ from __future__ import annotations
 import urllib.parse
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
-from dbt.adapters.zspark.core.layout_state import CLUSTERED_WRITES_KEY, PREFIX, write_id
 from dbt.adapters.zspark.core.sql_text import property_list, quote, sql_string
+from dbt.adapters.zspark.layouts.layout_state import CLUSTERED_WRITES_KEY, PREFIX, write_id
 from dbt.adapters.zspark.versions.recluster import Run
 
 #: Table properties Spark keeps for itself; everything else moves to the next version.

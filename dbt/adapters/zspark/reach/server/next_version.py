@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from dbt.adapters.zspark.core.layout_state import (
+from dbt.adapters.zspark.layouts.layout_state import (
     CLUSTERED_WRITES_KEY,
     clustered_writes,
     write_id,

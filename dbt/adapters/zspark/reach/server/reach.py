@@ -6,9 +6,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.zspark.core.layout_state import clustered_writes_property
 from dbt.adapters.zspark.core.sql_text import sql_string
+from dbt.adapters.zspark.layouts.layout_state import clustered_writes_property
 from dbt.adapters.zspark.reach.folders import ServerFolders
 from dbt.adapters.zspark.reach.server.next_version import CopiedVersion
 from dbt.adapters.zspark.reach.server.sql_build import (
@@ -16,29 +17,29 @@ from dbt.adapters.zspark.reach.server.sql_build import (
     sample_input_sql,
     thrift_value,
 )
-from dbt.adapters.zspark.reach.server.sql_index import (
-    described_columns,
-    index_sql,
-    relocated_sql,
-    unmatched_files_sql,
-)
 from dbt.adapters.zspark.skipping.index import (
     IndexSummary,
     StagedIndex,
     index_columns,
 )
 from dbt.adapters.zspark.skipping.pruning import indexed_columns
+from dbt.adapters.zspark.skipping.sql_index import (
+    described_columns,
+    index_sql,
+    relocated_sql,
+    unmatched_files_sql,
+)
 from dbt.adapters.zspark.skipping.stats import spark_path
 from dbt.adapters.zspark.versions.rewrite import set_properties_sql
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from dbt.adapters.zspark.core.layout_state import StoredLayout
-    from dbt.adapters.zspark.core.planning import ClusteringPlan
     from dbt.adapters.zspark.formats import FormatTable, TypedColumn
+    from dbt.adapters.zspark.layouts.keyed_plan import InputSample, PreparedBuild
+    from dbt.adapters.zspark.layouts.layout_state import StoredLayout
+    from dbt.adapters.zspark.layouts.planning import ClusteringPlan
     from dbt.adapters.zspark.reach.folders import Folders
-    from dbt.adapters.zspark.reach.session.clustering import InputSample, PreparedBuild
     from dbt.adapters.zspark.versions.next_version import NextVersion
 
 from dbt.adapters.zspark.reach.base import Execute, Query, Relation, described, execute_with
@@ -107,8 +108,6 @@ class ServerReach:
                                 f"{sql_string(table.identifier)}"))
 
     def location(self, table: Relation) -> str:
-        from dbt_common.exceptions import DbtRuntimeError
-
         rows = self.fetch(f"describe table extended {table}")
         location = next((str(r[1]) for r in rows if r[0] == "Location"), "")
         if not location:
@@ -197,6 +196,14 @@ class ServerReach:
                            f"table's files after the swap; indexing again")
             return self.build_index(table, index, clustering, configured)
         return self._index_summary(index)
+
+    def jvm(self) -> Any:
+        raise DbtRuntimeError("zspark: a format's own API needs a session's JVM; over a "
+                              "server its commits run as SQL")
+
+    def load_seed(self, table: str, names: Sequence[str],
+                  texts: Sequence[Any]) -> int | None:
+        return None  # dbt-spark's own insert statements load a seed over a server
 
     def next_version(self, table: Relation, staging: Relation, index: Relation,
                      in_place: bool) -> NextVersion:

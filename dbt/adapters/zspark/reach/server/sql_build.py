@@ -1,6 +1,6 @@
 """The clustered table build in Spark SQL alone, for servers that run no Python (thrift).
 
-The plan is the one of ``clustering.py``: sample the key inputs, take the boundaries and
+The plan is the one of ``layouts/keyed_plan.py``: sample the key inputs, take the boundaries and
 the sample's keys in the dbt process, then write the rows keyed in SQL (the layout's ``keyed_sql``,
 equal to the UDF keys bit for bit), each sent to the shuffle partition that owns its key
 range and sorted there, cut into files by row count (a session setting around the write).
@@ -23,11 +23,9 @@ from typing import Any
 
 import pandas as pd
 
-from dbt.adapters.zspark.core.layout_state import StoredLayout
 from dbt.adapters.zspark.core.partitioning import FileSpread, owner_search
-from dbt.adapters.zspark.core.planning import ClusteringPlan, normalize_type
 from dbt.adapters.zspark.core.sql_text import quote, sql_string
-from dbt.adapters.zspark.reach.session.clustering import (
+from dbt.adapters.zspark.layouts.keyed_plan import (
     DRAW_COLUMN,
     KEY_COLUMN,
     OWNER_COLUMN,
@@ -44,6 +42,8 @@ from dbt.adapters.zspark.reach.session.clustering import (
     searched_owner_sql,
     type_of,
 )
+from dbt.adapters.zspark.layouts.layout_state import StoredLayout
+from dbt.adapters.zspark.layouts.planning import ClusteringPlan, normalize_type
 
 #: Runs one query on the server and returns its rows as Python values.
 Fetch = Callable[[str], list[tuple[Any, ...]]]
@@ -88,7 +88,7 @@ def facts_sql(sql: str, partition_by: Sequence[str]) -> str:
 def sample_sql(sql: str, plan: ClusteringPlan, wanted: int, cutoff: float = 1.0) -> str:
     """A uniform sample of ``wanted`` rows: the key inputs and table partition values of
     the rows with the smallest random draw (Spark keeps a top-k per task, no full sort),
-    of the rows drawn under ``cutoff`` (``clustering.draw_cutoff``)."""
+    of the rows drawn under ``cutoff`` (``keyed_plan.draw_cutoff``)."""
     picked = [f"{value} as {quote(c)}"
               for c, value in zip(plan.columns, key_inputs(plan), strict=True)]
     picked += [f"{quote(p)} as {quote(part_column(i))}" for i, p in enumerate(plan.partition_by)]
@@ -198,7 +198,7 @@ def keyed_sql_build(fetch: Fetch, plan: ClusteringPlan, sql: str, sampled: Input
                     schema: Mapping[str, str], pieces: bool = False,
                     file_per_partition: bool = False, select: bool = True) -> PreparedBuild:
     """The clustered SELECT of ``sql`` (already sampled) into ``file_count`` files, keyed
-    in SQL (see ``clustering.plan_keys``); ``schema`` are the model's columns in order and
+    in SQL (see ``keyed_plan.plan_keys``); ``schema`` are the model's columns in order and
     their Spark types, ``cores`` the parallelism the shuffle partitions are sized to.
     Without ``select`` only the sample's keys (``Reach.keyed``)."""
     started = time.perf_counter()

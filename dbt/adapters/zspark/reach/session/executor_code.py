@@ -16,7 +16,7 @@ EXECUTOR_MODULES = (
     "dbt.adapters.zspark.core.balanced",
     "dbt.adapters.zspark.core.curves",
     "dbt.adapters.zspark.layouts",  # and its modules
-    "dbt.adapters.zspark.core.planning",
+    "dbt.adapters.zspark.layouts.planning",
     "dbt.adapters.zspark.core.sql_text",
     "dbt.adapters.zspark.core.value_ranks",
     "dbt.adapters.zspark.skipping.stats",

@@ -103,6 +103,11 @@ class SessionJvm:
                 return candidate.invoke(None, values)
         raise LookupError(f"no static {class_name}.{method} taking {len(args)} arguments")
 
+    @staticmethod
+    def iterable(items: Any, closeable: bool = False) -> list[Any]:
+        """:func:`java_iterable`."""
+        return java_iterable(items, closeable)
+
     def scala_object(self, name: str) -> Any:
         """A Scala ``object`` by its class's name (``DeltaOperations.Optimize``:
         ``"org.apache.spark.sql.delta.DeltaOperations$Optimize"``)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from dbt.adapters.zspark.core.layout_state import clustered_writes_after
+from dbt.adapters.zspark.layouts.layout_state import clustered_writes_after
 from dbt.adapters.zspark.reach.session.hadoop_files import HadoopFiles
 from dbt.adapters.zspark.reach.session.index_tables import (
     index_frame,

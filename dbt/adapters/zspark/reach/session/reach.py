@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from dbt.adapters.events.logging import AdapterLogger
 
-from dbt.adapters.zspark.core.layout_state import clustered_writes_property
+from dbt.adapters.zspark.layouts.layout_state import clustered_writes_property
 from dbt.adapters.zspark.reach.folders import SessionFolders
 from dbt.adapters.zspark.reach.session.clustering import (
     as_pandas,
@@ -24,19 +24,22 @@ from dbt.adapters.zspark.reach.session.index_tables import (
     table_location,
     update_index,
 )
+from dbt.adapters.zspark.reach.session.jvm import SessionJvm
 from dbt.adapters.zspark.reach.session.next_version import SessionVersion
+from dbt.adapters.zspark.reach.session.seeds import load_seed
 from dbt.adapters.zspark.skipping.index import IndexSummary, StagedIndex
 from dbt.adapters.zspark.skipping.stats import spark_path
 from dbt.adapters.zspark.versions.rewrite import set_properties_sql
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
-    from dbt.adapters.zspark.core.layout_state import StoredLayout
-    from dbt.adapters.zspark.core.planning import ClusteringPlan
     from dbt.adapters.zspark.formats import FormatTable, TypedColumn
+    from dbt.adapters.zspark.layouts.keyed_plan import InputSample, PreparedBuild
+    from dbt.adapters.zspark.layouts.layout_state import StoredLayout
+    from dbt.adapters.zspark.layouts.planning import ClusteringPlan
     from dbt.adapters.zspark.reach.folders import Folders
-    from dbt.adapters.zspark.reach.session.clustering import InputSample, PreparedBuild
     from dbt.adapters.zspark.versions.next_version import NextVersion
 
 from dbt.adapters.zspark.reach.base import Execute, Relation
@@ -79,7 +82,7 @@ class SessionReach:
 
     def files_view(self, written_as: FormatTable, table: str,
                    columns: Sequence[TypedColumn], view: str) -> None:
-        written_as.active_files(self.spark, table, columns).createOrReplaceTempView(view)
+        written_as.active_files(self.jvm(), table, columns).createOrReplaceTempView(view)
 
     def folders(self) -> Folders:
         return SessionFolders(self.spark)
@@ -158,6 +161,13 @@ class SessionReach:
         if summary is None:
             summary = self.build_index(table, index, clustering, configured)
         return summary
+
+    def jvm(self) -> SessionJvm:
+        return SessionJvm(self.spark)
+
+    def load_seed(self, table: str, names: Sequence[str],
+                  texts: Sequence[pa.Array]) -> int | None:
+        return load_seed(self.spark, table, names, texts)
 
     def next_version(self, table: Relation, staging: Relation, index: Relation,
                      in_place: bool) -> NextVersion:

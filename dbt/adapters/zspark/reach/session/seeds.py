@@ -17,17 +17,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from dbt.adapters.zspark.core.seed_csv import as_cast_text
-
-
-def agate_texts(agate_table: Any) -> list[pa.Array]:
-    """The rows of dbt's agate table as one array of cast texts per column."""
-    columns: list[list[str | None]] = [[] for _ in agate_table.column_names]
-    for row in agate_table.rows:
-        for values, value in zip(columns, row, strict=True):
-            values.append(as_cast_text(value))
-    return [pa.array(values, pa.string()) for values in columns]
-
 
 def load_seed(spark: Any, table: str, names: Sequence[str], texts: Sequence[pa.Array]) -> int:
     """Insert the cells ``texts`` (per column, in the CSV's order as dbt created the

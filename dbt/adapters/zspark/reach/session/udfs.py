@@ -58,6 +58,3 @@ def register_key_udf(spark: SparkSession, name: str, function: KeyFunction,
     spark.udf.register(name, make_udf(function, return_type))
 
 
-def udf_name(model: str) -> str:
-    safe = "".join(ch if ch.isalnum() else "_" for ch in model.lower())
-    return f"zspark_key_{safe}"

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from dbt.adapters.zspark.core.value_ranks import normalize_type
-from dbt.adapters.zspark.core.workload import (
+from dbt.adapters.zspark.layouts import CURVE_METHODS, LAYOUTS, Layout
+from dbt.adapters.zspark.skipping.workload import (
     FROM_WORKLOAD,
     WorkloadError,
     declared_queries,
     workload_weights,
 )
-from dbt.adapters.zspark.layouts import CURVE_METHODS, LAYOUTS, Layout
 
 DEFAULT_BOUNDARY_COUNT = 1000
 #: ``cluster_by``'s one value: the layout chosen from the workload (services/advice.py).

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from dbt.adapters.zspark.core.planning import normalize_type
 from dbt.adapters.zspark.core.sql_text import quote, sql_string
+from dbt.adapters.zspark.core.value_ranks import normalize_type
 from dbt.adapters.zspark.skipping.index import INDEXABLE
 from dbt.adapters.zspark.skipping.pruning import path_name, stat_column
 from dbt.adapters.zspark.skipping.stats import FLOAT_TYPES, ColumnRef, stats_for

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from dbt.adapters.zspark.core import balanced
-from dbt.adapters.zspark.core.planning import ClusteringPlan, normalize_type
 from dbt.adapters.zspark.layouts import LAYOUTS, ColumnSpec, KeyFunction
+from dbt.adapters.zspark.layouts.planning import ClusteringPlan, normalize_type
 
 PREFIX = "zspark.layout"
 #: A readable summary of the layout (``SHOW TBLPROPERTIES``).
