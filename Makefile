@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup demo test test-slow test-bench bench bench-object-store bench-formats bench-formats-bar bench-keys bench-scale bench-sort-series bench-auto bench-bar bench-pipeline bench-thrift bench-balanced bench-kills bench-seeds bench-pip-user bench-jvm-start bench-quick bench-report lint
+.PHONY: setup demo test test-slow test-bench bench bench-object-store bench-formats bench-formats-bar bench-keys bench-scale bench-sort-series bench-auto bench-advice-sample bench-bar bench-pipeline bench-thrift bench-balanced bench-kills bench-seeds bench-pip-user bench-jvm-start bench-quick bench-report lint
 
 # Scale of `make bench` (seed 002: 1000 files).
 ROWS ?= 2000000
@@ -137,6 +137,10 @@ bench-sort-series: setup
 bench-auto: setup
 	$(PY) -m bench.auto_choice
 	$(PY) -m bench.report
+
+# An advice's sample from every file of a 5,000-file table against from the files it picks.
+bench-advice-sample: setup
+	$(PY) -m bench.advice_sample
 
 # The scale bar: 100 M rows into 10,000 files, each build and append its own dbt process:
 # Spark's bare and sorted writes beside a Hilbert build, point queries, appends (~35 min).

@@ -223,7 +223,7 @@ NEW_PROCESS_RUN = textwrap.dedent("""
     project, start, stop = sys.argv[1], sys.argv[2], sys.argv[3]
     def detail(event):  # the adapter's lines, its debug log's included
         if event.info.msg.startswith("zspark"):
-            print(event.info.msg)
+            print(f"[{event.info.level}] {event.info.msg}")
     result = dbtRunner(callbacks=[detail]).invoke([
         "run", "--project-dir", project, "--profiles-dir", project,
         "--vars", f"{{start: {start}, stop: {stop}}}"])
@@ -267,6 +267,11 @@ def test_a_new_process_finds_the_stored_layout(tmp_path: Path) -> None:
         line = next(x for x in result.stdout.splitlines() if x.startswith("RESULT "))
         runs.append(json.loads(line.removeprefix("RESULT ")))
     assert "keyed with the table's stored layout" in result.stdout
+    # Each process says on the console that Spark starts, and the seconds it took.
+    assert "[info] zspark adapter: zspark: starting Spark (local" in result.stdout, \
+        result.stdout
+    assert re.search(r"^\[info\] zspark adapter: zspark: Spark 4[\d.]+ started in [\d.]+ s$",
+                     result.stdout, re.MULTILINE), result.stdout
 
     first, second = runs
     assert first["properties"] == second["properties"]

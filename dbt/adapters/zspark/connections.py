@@ -14,6 +14,7 @@ import contextlib
 import os
 import re
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -302,15 +303,21 @@ def without_local_fs_jar(settings: dict[str, Any]) -> bool:
 def _start_session(settings: dict[str, Any], jvm_output: Path | None) -> None:
     """Start the session as dbt-spark will (the same settings: its first statement gets
     this very session) and refuse, before any statement, a warehouse it cannot reach.
-    Said once, at the start: a local session that lacks zspark's file system jar."""
+    Said on the console: that Spark starts, and the seconds it took (the JVM's start is
+    most of a short run); once, at the start: a local session that lacks zspark's file
+    system jar."""
     from pyspark import SparkContext
 
     if SparkContext._active_spark_context is not None:
         return  # started, and checked, by an earlier connection
+    started = time.monotonic()
+    logger.info(f"zspark: starting Spark ({settings.get('spark.master', 'local[*]')}, "
+                f"method: session)")
     try:
         spark = embedded.start(settings, jvm_output)
     except embedded.SessionStartError as failed:
         raise DbtRuntimeError(str(failed)) from failed
+    logger.info(f"zspark: Spark {spark.version} started in {time.monotonic() - started:.1f} s")
     error = unreachable_warehouse_error(spark)
     if error is not None:
         raise DbtRuntimeError(error)
