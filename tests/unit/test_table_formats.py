@@ -186,3 +186,18 @@ def test_icebergs_own_settings_get_what_the_embedded_metastore_needs() -> None:
     rest = with_session_defaults({"spark.sql.catalog.lake": "org.apache.iceberg.spark.SparkCatalog",
                                   "spark.sql.catalog.lake.type": "rest"}, "s")
     assert "spark.hadoop.datanucleus.connectionPoolingType" not in rest
+
+
+def test_jars_spark_fetches_go_to_zsparks_cache_folder_unless_the_profile_says(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pip-only install's format jars come from Maven by ``spark.jars.packages``: into
+    zspark's cache folder (``$XDG_CACHE_HOME/zspark/ivy``), not Spark's ``~/.ivy2``."""
+    from dbt.adapters.zspark.connections import IVY_DIR, with_session_defaults
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    fetched = with_session_defaults({"spark.jars.packages": "org.example:mine:1"}, "s")
+    assert fetched[IVY_DIR] == str(tmp_path / "cache" / "zspark" / "ivy")
+    own = with_session_defaults({"spark.jars.packages": "org.example:mine:1",
+                                 IVY_DIR: "/opt/ivy"}, "s")
+    assert own[IVY_DIR] == "/opt/ivy"
+    assert IVY_DIR not in with_session_defaults({"spark.jars": "/opt/mine.jar"}, "s")

@@ -32,6 +32,7 @@ from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.zspark.formats.settings import (
     DELTA_SNAPSHOT_PARTITIONS,
     JARS,
+    PACKAGES,
     TableFormatError,
     with_embedded_metastore,
     with_table_format,
@@ -55,6 +56,8 @@ LOCAL_FS_CLASS = "dbt.zspark.NioLocalFileSystem"
 CLASS_PATH = "spark.driver.extraClassPath"
 DRIVER_OPTIONS = "spark.driver.extraJavaOptions"
 FILE_SYSTEM = "spark.hadoop.fs.file.impl"
+#: Where Spark keeps the jars it fetches by Maven coordinates (Ivy's user folder).
+IVY_DIR = "spark.jars.ivy"
 
 
 def session_defaults(session_dir: str, master: str | None = None) -> dict[str, str]:
@@ -134,13 +137,19 @@ def zspark_jvm_classes(master: str | None) -> dict[str, str]:
 def with_session_defaults(settings: dict[str, Any], session_dir: str) -> dict[str, Any]:
     """A profile's ``server_side_parameters`` with :func:`session_defaults` filled in.
     A class path of the profile keeps its entries and gains zspark's jar; a file system of
-    the profile is kept. Iceberg over the embedded metastore gets what it needs of it
+    the profile is kept. Jars Spark fetches by their Maven coordinates go to zspark's cache
+    folder (``ivy`` beside its JVM jar) unless the profile sets ``spark.jars.ivy``.
+    Iceberg over the embedded metastore gets what it needs of it
     (``table_formats.with_embedded_metastore``). A local session takes its local jars on
     the class path (:func:`local_jars_on_class_path`)."""
     master = settings.get("spark.master")
     defaults = _own_defaults(session_dir, master)
     jar = defaults.pop(CLASS_PATH, None)
     merged = with_embedded_metastore({**defaults, **settings})
+    if merged.get(PACKAGES) and IVY_DIR not in merged:
+        # Jars Spark fetches (a pip-only install's formats) land in zspark's cache folder
+        # beside its JVM jar, shared by every project, rather than in ~/.ivy2.
+        merged[IVY_DIR] = str(jvm_jar.cache_dir() / "ivy")
     if jar is not None:
         merged[CLASS_PATH] = os.pathsep.join(filter(None, [settings.get(CLASS_PATH), jar]))
     return with_class_archive(local_jars_on_class_path(merged) if is_local(master) else merged)
