@@ -61,6 +61,15 @@ MS_PER_DAY = 86_400_000
 
 
 @dataclass
+class ListedFiles:
+    """A table's live files as an advice lists them: whether it is a Parquet table (whose
+    scan opens only the files it names), and their paths."""
+
+    parquet: bool
+    paths: list[str]
+
+
+@dataclass
 class Workload:
     """The queries found, by source, and those that could not be read."""
 
@@ -209,12 +218,14 @@ class WorkloadAdvisor:
         workload = self.workload(model, config, nodes, relation, schema)
         clusterable = _clusterable(schema, ())
         counts = _column_counts(workload, clusterable)
-        table_files = files or self._file_count(relation)
+        listed = self._listed(relation)
+        table_files = files or len(listed.paths) or DEFAULT_ADVICE_FILES
         current = self._current(relation)
         choice = None
         if ranked_columns(counts, clusterable):
             types = candidate_types(schema, counts, clusterable)
-            choice = self.score(self._sample(relation, types), schema, counts, clusterable,
+            choice = self.score(self._sample(relation, types, listed), schema, counts,
+                                clusterable,
                                 workload.queries, table_files)
         return Advice(str(relation), workload, counts, table_files, choice, current,
                       time.perf_counter() - started)
@@ -307,8 +318,10 @@ class WorkloadAdvisor:
         current = Candidate(stored.config_key, tuple(stored.columns), tuple(stored.weights))
         types = {c: t for c, t in schema.items()
                  if c in candidate_types(schema, counts, clusterable) or c in current.columns}
-        files = self._file_count(relation)
-        choice = score_layouts(self._sample(relation, types), schema, counts, clusterable,
+        listed = self._listed(relation)
+        files = len(listed.paths) or DEFAULT_ADVICE_FILES
+        choice = score_layouts(self._sample(relation, types, listed), schema, counts,
+                               clusterable,
                                workload.queries, files,
                                lambda sql: self.ctx.reach().frame(sql, {}), current)
         now = next(s for s in choice.ranked if s.candidate.same_layout(current))
@@ -360,30 +373,30 @@ class WorkloadAdvisor:
         return score_layouts(sample, schema, counts, clusterable, queries, table_files,
                              lambda sql: self.ctx.reach().frame(sql, {}))
 
-    def _sample(self, relation: Any, types: Mapping[str, str]) -> Any:
+    def _sample(self, relation: Any, types: Mapping[str, str], listed: ListedFiles) -> Any:
         """About :data:`ADVICE_SAMPLE_ROWS` rows of ``relation``'s ``types`` columns at
         random, from a bounded share of a Parquet table's files (``table_sample.py``)."""
-        file_format, _ = self.tables.format_of(relation)
         paths = None
-        if file_format is None:
-            files = sorted(self.ctx.reach().table_files(relation))
-            chosen = sampled_files(files)
-            if len(chosen) < len(files):
+        if listed.parquet:
+            chosen = sampled_files(listed.paths)
+            if len(chosen) < len(listed.paths):
                 paths = chosen
                 logger.debug(f"zspark: {relation}: advice sampled from {len(chosen):,} of "
-                             f"its {len(files):,} files")
+                             f"its {len(listed.paths):,} files")
         rows = int(self.ctx.fetch(count_sql(str(relation), paths))[0][0] or 0)
         inputs = {quote(c): key_input_sql(quote(c), t) for c, t in types.items()}
         return self.ctx.reach().frame(
             sample_sql(str(relation), inputs, paths, rows, ADVICE_SAMPLE_ROWS),
             {c: key_input_type(t) for c, t in types.items()})
 
-    def _file_count(self, relation: Any) -> int:
+    def _listed(self, relation: Any) -> ListedFiles:
+        """The table's live files, listed once for both the file count an advice simulates
+        and the files its sample reads."""
         file_format, properties = self.tables.format_of(relation)
         if file_format is not None:
-            return len(self.tables.format_file_list(relation, file_format, properties)) \
-                or DEFAULT_ADVICE_FILES
-        return len(self.ctx.reach().table_files(relation)) or DEFAULT_ADVICE_FILES
+            return ListedFiles(False, [path for path, _, _ in self.tables.format_file_list(
+                relation, file_format, properties)])
+        return ListedFiles(True, sorted(self.ctx.reach().table_files(relation)))
 
     def _current(self, relation: Any) -> Candidate | None:
         """The table's own layout as a candidate, when zspark clustered it."""
