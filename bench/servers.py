@@ -1,7 +1,7 @@
 """Spark servers on loopback, started from this venv's pyspark and stopped by the process
-ids they started (the benchmark's and the tests' alike): a Thrift Server, and a standalone
-cluster whose executors run a separate virtualenv holding pyspark, pandas, numpy and
-pyarrow but neither dbt nor the plugin, as on a real cluster's machines."""
+ids they started (the benchmark's and the tests' alike): a Thrift Server, a Spark Connect
+server, and a standalone cluster whose executors run a separate virtualenv holding pyspark,
+pandas, numpy and pyarrow but neither dbt nor the plugin, as on a real cluster's machines."""
 
 from __future__ import annotations
 
@@ -50,29 +50,52 @@ def thrift_server(home: Path, conf: Mapping[str, str], env: Mapping[str, str],
                   timeout: float = SERVER_START_SECONDS) -> Iterator[int]:
     """Start a Thrift server bound to 127.0.0.1 (its log in ``home/server.log``), yield its
     port once it accepts sessions, stop it on exit."""
-    home.mkdir(parents=True, exist_ok=True)
     port = free_port()
+    with _server(home, "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2", conf,
+                 env, master, driver_memory, timeout, "HiveThriftServer2 started",
+                 ["--hiveconf", "hive.server2.thrift.bind.host=127.0.0.1",
+                  "--hiveconf", f"hive.server2.thrift.port={port}", "spark-internal"]):
+        yield port
+
+
+@contextmanager
+def connect_server(home: Path, conf: Mapping[str, str], env: Mapping[str, str],
+                   master: str = "local[2]", driver_memory: str = "1g",
+                   timeout: float = SERVER_START_SECONDS) -> Iterator[int]:
+    """Start a Spark Connect server bound to 127.0.0.1 (pyspark ships its jar; its log in
+    ``home/server.log``), yield its port once it listens, stop it on exit."""
+    port = free_port()
+    own = {**conf, "spark.connect.grpc.binding.address": "127.0.0.1",
+           "spark.connect.grpc.binding.port": str(port)}
+    with _server(home, "org.apache.spark.sql.connect.service.SparkConnectServer", own, env,
+                 master, driver_memory, timeout, "Spark Connect server started", []):
+        yield port
+
+
+@contextmanager
+def _server(home: Path, main_class: str, conf: Mapping[str, str], env: Mapping[str, str],
+            master: str, driver_memory: str, timeout: float, started: str,
+            arguments: list[str]) -> Iterator[None]:
+    """A Spark server process of ``main_class``, up once its log says ``started``."""
+    home.mkdir(parents=True, exist_ok=True)
     log_path = home / "server.log"
     # Its JVM maps the class archive of its class path too (a start in half the time).
     own = with_class_archive({"spark.ui.enabled": "false", **conf})
     settings = [part for key, value in own.items() for part in ("--conf", f"{key}={value}")]
     with log_path.open("w") as log:
         server = subprocess.Popen(
-            [str(BIN / "spark-submit"), "--class",
-             "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2",
-             "--master", master, "--driver-memory", driver_memory, *settings,
-             "--hiveconf", "hive.server2.thrift.bind.host=127.0.0.1",
-             "--hiveconf", f"hive.server2.thrift.port={port}", "spark-internal"],
+            [str(BIN / "spark-submit"), "--class", main_class, "--master", master,
+             "--driver-memory", driver_memory, *settings, *arguments],
             stdout=log, stderr=subprocess.STDOUT, cwd=home, env=dict(env))
     try:
         deadline = time.monotonic() + timeout  # slow when another Spark job shares the cores
-        while "HiveThriftServer2 started" not in log_path.read_text():
+        while started not in log_path.read_text():
             if server.poll() is not None:
                 raise RuntimeError(log_path.read_text()[-3000:])
             if time.monotonic() > deadline:
-                raise TimeoutError(f"Thrift server did not start in {timeout:.0f} s")
+                raise TimeoutError(f"{main_class} did not start in {timeout:.0f} s")
             time.sleep(0.5)
-        yield port
+        yield
     finally:
         _stop(server)
 

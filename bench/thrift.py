@@ -1,6 +1,7 @@
 """Clustering wherever dbt-spark runs: seed 002's Hilbert model built by `dbt run` in an
 embedded session (SQL keys, footer index), through a Spark Thrift Server (keys and index in
-Spark SQL, no Python on the server) and on a standalone cluster on loopback whose executors'
+Spark SQL, no Python on the server), through a Spark Connect server (the same SQL, sent by
+Connect's client: no JVM in dbt's process) and on a standalone cluster on loopback whose executors'
 Python has no dbt and no plugin, on the same generated rows.
 
     python -m bench.thrift --rows 2000000 --files 1000      # writes bench/results/thrift.json
@@ -45,11 +46,13 @@ from bench.common import (
 from bench.footers import sample_values
 from bench.markdown import md_table
 from bench.measure import footer_report, run_query
-from bench.servers import executor_python, standalone_cluster, thrift_server
+from bench.servers import connect_server, executor_python, standalone_cluster, thrift_server
 
 THRIFT_SCHEMA = "zspark_thrift"
+CONNECT_SCHEMA = "zspark_connect"
 CLUSTER_SCHEMA = "zspark_cluster"
-SCHEMAS = {"session": TARGET_SCHEMA, "thrift": THRIFT_SCHEMA, "cluster": CLUSTER_SCHEMA}
+SCHEMAS = {"session": TARGET_SCHEMA, "thrift": THRIFT_SCHEMA, "connect": CONNECT_SCHEMA,
+           "cluster": CLUSTER_SCHEMA}
 MODEL = model_name("hilbert")
 
 
@@ -82,6 +85,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=RESULTS / "thrift.json")
     parser.add_argument("--no-cluster", action="store_true",
                         help="skip the build on a standalone cluster")
+    parser.add_argument("--no-connect", action="store_true",
+                        help="skip the build through a Spark Connect server")
     args = parser.parse_args(argv)
     session_dir = args.session_dir.resolve()
     variables = {"file_count": args.files}
@@ -89,7 +94,7 @@ def main(argv: list[str] | None = None) -> None:
     results: dict[str, Any] = {"config": {"rows": args.rows, "files": args.files},
                                "command": "python -m bench.thrift " + " ".join(
                                    sys.argv[1:] if argv is None else argv)}
-    output: dict[str, list[str]] = {"session": [], "thrift": [], "cluster": []}
+    output: dict[str, list[str]] = {method: [] for method in SCHEMAS}
     scans: dict[str, dict[str, str]] = {}
 
     generate_in_subprocess(args.rows, "uniform", session_dir, log)
@@ -108,6 +113,18 @@ def main(argv: list[str] | None = None) -> None:
         over_thrift_sql = compiled_queries(session_dir)
         scans["thrift"] = {column: sql for (model, column), sql in over_thrift_sql.items()
                            if model == MODEL}
+    if not args.no_connect:
+        with connect_server(session_dir / "connect", server_conf(session_dir),
+                            session_env(session_dir), driver_memory="6g") as port:
+            over_connect = {"ZSPARK_SCHEMA": CONNECT_SCHEMA, "ZSPARK_CONNECT_PORT": str(port)}
+            run_dbt(["run", "-s", MODEL, "--target", "connect"], session_dir, log, variables,
+                    env=over_connect, lines=output["connect"])
+            seconds["connect"] = model_times(session_dir)[MODEL]
+            log(f"connect build {seconds['connect']:.1f} s")
+            run_dbt(["compile", "-s", "seed002_queries", "--target", "connect"], session_dir,
+                    log, variables, env=over_connect)
+            scans["connect"] = {column: sql for (model, column), sql
+                                in compiled_queries(session_dir).items() if model == MODEL}
     if not args.no_cluster:
         import shutil
 

@@ -4,6 +4,7 @@ shows of it."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -39,6 +40,9 @@ def _answered(answers: list[str]) -> dict[str, Any]:
     (["2", "spark.internal", "", "analytics", "2"],
      {"type": "zspark", "method": "thrift", "host": "spark.internal", "port": 10000,
       "schema": "analytics", "threads": 2}),
+    (["3", "sc://spark.internal:15002", "analytics", ""],
+     {"type": "zspark", "method": "connect", "host": "sc://spark.internal:15002",
+      "schema": "analytics", "threads": 1}),
 ])
 def test_dbt_init_asks_how_to_reach_spark_and_writes_a_target_zspark_reads(
         answers: list[str], expected: dict[str, Any]) -> None:
@@ -62,6 +66,41 @@ def test_dbt_debug_shows_a_sessions_own_fields_not_a_host(tmp_path: Path) -> Non
         {"method": "thrift", "schema": "analytics", "host": "spark.internal", "port": 10000})
     assert dict(thrift.connection_info())["host"] == "spark.internal"
     assert "session_dir" not in dict(thrift.connection_info())
+    connect = ZSparkCredentials.from_dict(
+        {"method": "connect", "schema": "analytics", "host": "spark.internal",
+         "token": "secret", "connect_headers": {"x-team": "analytics"}})
+    shown = dict(connect.connection_info())
+    assert shown["server"] == "sc://spark.internal:15002"  # Connect's port, not 443
+    assert "secret" not in str(shown)
+
+
+def test_a_connect_target_sends_its_token_and_headers_and_refuses_what_is_not_its_own(
+        ) -> None:
+    from dbt.adapters.zspark.reach.server import connect
+
+    assert connect.connect_url("sc://h:1", 443) == "sc://h:1"
+    assert connect.connect_url("h", 7, token="t/0", headers={"x-a": "b c"},
+                               use_ssl=True) == "sc://h:7/;token=t%2F0;use_ssl=true;x-a=b%20c"
+    with pytest.raises(DbtRuntimeError, match="connect_headers"):
+        connect.connect_url("sc://h:1/;token=x", None)
+    with pytest.raises(DbtRuntimeError, match="allowed: thrift, http, odbc, session, connect"):
+        ZSparkCredentials.from_dict({"method": "conect", "schema": "a", "host": "h"})
+    with pytest.raises(DbtRuntimeError, match="'connect_headers' are for method: connect"):
+        ZSparkCredentials.from_dict({"method": "thrift", "schema": "a", "host": "h",
+                                     "connect_headers": {"x": "y"}})
+
+
+def test_a_connect_server_that_does_not_answer_fails_in_seconds_naming_it() -> None:
+    """No server on the port: the first statement's retries stop at the profile's
+    connect_timeout, and the error names the server and gRPC's reason."""
+    from dbt.adapters.zspark.reach.server import connect
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(DbtRuntimeError, match=rf"sc://127.0.0.1:{port} did not answer in "
+                                              r"1 s .*Connection refused"):
+        connect.open_handle(f"sc://127.0.0.1:{port}", 1)
 
 
 def test_a_sessions_spark_log_goes_to_a_file_and_its_console_level_is_checked(

@@ -1,6 +1,7 @@
 """Credentials (type ``zspark``) and the connection manager.
 
-Every dbt-spark connection method is accepted unchanged. For ``method: session`` the
+Every dbt-spark connection method is accepted unchanged, and ``method: connect`` reaches a
+Spark Connect server (``reach/server/connect.py``). For ``method: session`` the
 embedded Spark gets sensible defaults before it starts: warehouse, metastore and derby
 files live under ``session_dir`` instead of the working directory, Python UDF workers run
 the interpreter that runs dbt (or the profile's ``spark.pyspark.python``), and timestamps
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dbt.adapters.contracts.connection import Connection
+from dbt.adapters.contracts.connection import Connection, ConnectionState
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import (
     SparkConnectionManager,
@@ -37,6 +38,7 @@ from dbt.adapters.zspark.formats.settings import (
     with_embedded_metastore,
     with_table_format,
 )
+from dbt.adapters.zspark.reach.server import connect
 from dbt.adapters.zspark.reach.session import class_archive, embedded, jvm_jar, spark_log
 from dbt.adapters.zspark.reach.session.job_groups import JOB_GROUPS
 from dbt.adapters.zspark.reach.session.object_stores import unreachable_warehouse_error
@@ -190,8 +192,12 @@ def local_jars_on_class_path(settings: dict[str, Any]) -> dict[str, Any]:
 @dataclass
 class ZSparkCredentials(SparkCredentials):
     """dbt-spark credentials plus where an embedded session keeps its files and the
-    table format it writes besides Parquet."""
+    table format it writes besides Parquet; ``method`` may also be ``connect``."""
 
+    #: dbt-spark's methods (thrift, http, odbc, session) or ``connect``.
+    method: str = None  # type: ignore[assignment]
+    #: Headers a Connect client sends with every request (``method: connect``).
+    connect_headers: dict[str, str] | None = None
     session_dir: str = DEFAULT_SESSION_DIR
     table_format: str | None = None
     #: Spark's own log lines shown on the console from this level up (``spark_log.py``).
@@ -203,10 +209,19 @@ class ZSparkCredentials(SparkCredentials):
         # An embedded session has no host; dbt-spark insists on one anyway.
         if data.get("method") == SparkConnectionMethod.SESSION.value:
             data.setdefault("host", "localhost")
+        if data.get("method") == connect.METHOD:
+            data.setdefault("port", connect.DEFAULT_PORT)
         return data
 
     def __post_init__(self) -> None:
+        allowed = [*(method.value for method in SparkConnectionMethod), connect.METHOD]
+        if self.method is not None and self.method not in allowed:
+            raise DbtRuntimeError(f"profile: method '{self.method}' is not one zspark "
+                                  f"knows; allowed: {', '.join(allowed)}")
         super().__post_init__()
+        if self.connect_headers and self.method != connect.METHOD:
+            raise DbtRuntimeError("profile: 'connect_headers' are for method: connect; "
+                                  f"this target uses method: {self.method}")
         if self.table_format is not None and self.method != SparkConnectionMethod.SESSION:
             raise DbtRuntimeError(
                 f"profile: 'table_format' sets up an embedded session (method: session); "
@@ -237,6 +252,8 @@ class ZSparkCredentials(SparkCredentials):
     def _connection_keys(self) -> tuple[str, ...]:
         if self.method == SparkConnectionMethod.SESSION:
             return ("method", "schema", "session_dir", "table_format", "spark_log_level")
+        if self.method == connect.METHOD:
+            return ("method", "host", "schema")
         return ("host", "port", "cluster", "endpoint", "schema", "organization", "method")
 
     def connection_info(self, *, with_aliases: bool = False) -> Iterator[tuple[str, Any]]:
@@ -247,6 +264,8 @@ class ZSparkCredentials(SparkCredentials):
             settings = self.server_side_parameters
             yield "master", settings.get("spark.master", "local[*]")
             yield "warehouse", settings.get("spark.sql.warehouse.dir")
+        if self.method == connect.METHOD:  # the server, without the token and headers
+            yield "server", connect.connect_url(self.host or "", self.port).split("/;")[0]
 
 
 class ZSparkConnectionManager(SparkConnectionManager):
@@ -255,6 +274,12 @@ class ZSparkConnectionManager(SparkConnectionManager):
     @classmethod
     def open(cls, connection: Connection) -> Connection:
         creds = connection.credentials
+        if creds.method == connect.METHOD and connection.state != ConnectionState.OPEN:
+            url = connect.connect_url(creds.host, creds.port, creds.token,
+                                      creds.connect_headers, creds.use_ssl)
+            connection.handle = connect.open_handle(url, creds.connect_timeout)
+            connection.state = ConnectionState.OPEN
+            return connection
         if creds.method == SparkConnectionMethod.SESSION:
             Path(creds.session_dir).mkdir(parents=True, exist_ok=True)
             # pyspark starts executors' Python workers with the driver's PYSPARK_PYTHON

@@ -13,7 +13,7 @@ from dbt.adapters.zspark.reach.session.reach import SessionReach
 def reach_of(method: str, query: Query, execute: Execute,
              cores: Callable[[], int]) -> SparkReach:
     """How a profile's ``method`` reaches Spark: ``session`` is Spark in this process;
-    every other method (thrift, http, odbc) reaches a server by SQL."""
+    every other method (thrift, http, odbc, connect) reaches a server by SQL."""
     from dbt.adapters.spark.connections import SparkConnectionMethod
 
     if method == SparkConnectionMethod.SESSION:

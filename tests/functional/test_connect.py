@@ -1,0 +1,156 @@
+"""``method: connect``: a Spark Connect server on loopback (pyspark ships its jar), dbt as
+a Connect client. The dbt process starts no JVM: keys, index and scans are Spark SQL run
+on the server, as over Thrift.
+
+One server and one kept dbt process for the module; the test queries the server through
+Connect's own client, which starts no JVM in pytest either.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.servers import connect_server, own_metastore
+from tests.functional.dbt_project import skip_coverage_yml, write_project
+from tests.functional.format_project import WORKERS, FormatProject, release
+from tests.functional.test_thrift import CLUSTERED_SQL, POINT_QUERIES
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = "zc"
+SPARK_ENV = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+
+
+@pytest.fixture(scope="module")
+def connect_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    home = tmp_path_factory.mktemp("connect_server")
+    with connect_server(home, own_metastore(home), SPARK_ENV) as port:
+        yield port
+
+
+@pytest.fixture(scope="module")
+def server(connect_port: int) -> Iterator[Any]:
+    """A Connect client session of the test's own on the server, stopped before it."""
+    from pyspark.sql.connect.session import SparkSession
+
+    session = SparkSession.builder.remote(f"sc://127.0.0.1:{connect_port}").create()
+    yield session
+    session.stop()
+
+
+def _rows(server: Any, sql: str, fresh: str = "") -> list[tuple[Any, ...]]:
+    """``sql``'s rows, sorted; ``fresh``: a table first refreshed (a Connect session keeps
+    a table's file listing, and dbt wrote it from a session of its own)."""
+    if fresh:
+        server.sql(f"refresh table {fresh}").collect()
+    return sorted(tuple(row) for row in server.sql(sql).collect())
+
+
+def connect_profile(port: int, schema: str) -> str:
+    return f"""
+        target: dev
+        outputs:
+          dev:
+            type: zspark
+            method: connect
+            host: sc://127.0.0.1:{port}
+            schema: {schema}
+    """
+
+
+@pytest.fixture(scope="module")
+def project(connect_port: int, tmp_path_factory: pytest.TempPathFactory
+            ) -> Iterator[FormatProject]:
+    root = tmp_path_factory.mktemp("connect_project")
+    name = "events"
+    models = {
+        # An incremental model of CLUSTERED_SQL's ids in [lo, hi), clustered by a Hilbert
+        # curve over three columns into 16 files.
+        f"{name}.sql": (
+            "{{ config(materialized='incremental', hilbert_by=['city', 'brand', 'day'], "
+            "file_count=16) }}"
+            f"select * from ({CLUSTERED_SQL}) where id >= {{{{ var('lo') }}}} "
+            f"and id < {{{{ var('hi') }}}}"),
+        f"{name}.yml": skip_coverage_yml([name], POINT_QUERIES),
+    }
+    for i, predicate in enumerate(POINT_QUERIES):
+        models[f"{name}_scan{i}.sql"] = (
+            "{{ config(materialized='table') }}\n"
+            f"select * from {{{{ zspark_scan(ref('{name}'), \"{predicate}\") }}}} t\n")
+    write_project(root, "zspark_connect",
+                  {file: textwrap.dedent(text).lstrip() for file, text in models.items()},
+                  connect_profile(connect_port, SCHEMA))
+    yield FormatProject(root, root)
+    release(root)  # its dbt process ends its Connect session while the server runs
+
+
+def _dbt(project: FormatProject, *args: str) -> str:
+    done = project.dbt(*args)
+    assert done.returncode == 0, done.stdout[-4000:]
+    return " ".join(done.stdout.split())
+
+
+def _java_below(pid: int) -> list[str]:
+    """The command lines of ``pid``'s descendants that run a JVM."""
+    found, pending = [], [pid]
+    while pending:
+        current = pending.pop()
+        for task in Path(f"/proc/{current}/task").iterdir():
+            children = (task / "children").read_text().split()
+            pending.extend(int(child) for child in children)
+        if current != pid:
+            command = Path(f"/proc/{current}/cmdline").read_bytes().replace(b"\0", b" ")
+            if b"java" in command:
+                found.append(command.decode())
+    return found
+
+
+def test_a_clustered_incremental_model_builds_appends_and_scans_over_connect(
+        project: FormatProject, server: Any) -> None:
+    """Over Connect: a clustered build and an append hold the model's exact rows, the
+    index covers every file, `zspark_scan` returns the plain filter's rows while its SQL
+    names the files it leaves out, `skip_coverage` passes; dbt's process runs no JVM."""
+    table = f"{SCHEMA}.events"
+    built = _dbt(project, "run", "-s", "events", "--vars", "{lo: 0, hi: 3000}")
+    assert "PASS=1" in built
+    assert "index built by SQL" in built
+    assert "16 files, 3,000 rows" in built
+    assert _rows(server, f"select * from {table}", table) == _rows(
+        server, f"select * from ({CLUSTERED_SQL}) where id < 3000")
+
+    appended = _dbt(project, "run", "-s", "events", "--vars", "{lo: 3000, hi: 4000}")
+    assert "PASS=1" in appended
+    assert _rows(server, f"select * from {table}", table) == _rows(server, CLUSTERED_SQL)
+    server.sql(f"refresh table {table}__zindex").collect()
+    files = {str(row[0]) for row in server.sql(
+        f"select distinct _metadata.file_path from {table}").collect()}
+    indexed = {str(row[0]) for row in server.sql(
+        f"select file_path from {table}__zindex where row_group is null").collect()}
+    assert indexed == files
+    assert len(files) > 16  # the append's files beside the build's
+
+    scanned = _dbt(project, "run", "-s", "events_scan*")
+    assert "PASS=3" in scanned
+    for i, predicate in enumerate(POINT_QUERIES):
+        plain = _rows(server, f"select * from {table} where {predicate}")
+        assert plain
+        assert _rows(server, f"select * from {SCHEMA}.events_scan{i}") == plain
+        compiled = next(project.root.glob(f"target/compiled/**/events_scan{i}.sql")).read_text()
+        left_out = sum(f"'{path}#" in compiled for path in files)
+        assert left_out >= len(files) // 3, (predicate, left_out, len(files))
+
+    tested = _dbt(project, "test", "-s", "events")
+    assert "PASS=1" in tested
+    assert "skips" in tested
+
+    worker = WORKERS[project.session_dir].process
+    assert worker.poll() is None
+    assert _java_below(worker.pid) == []
+
