@@ -184,7 +184,8 @@ def _expect(holds: bool, problem: str) -> None:
 
 class KilledProject:
     """The killed model's dbt project: an embedded session of its own (its own metastore:
-    a session's Derby metastore admits one process at a time), or a Thrift server.
+    a session's Derby metastore admits one process at a time), a Thrift server
+    (``thrift_port``) or a Spark Connect server (``connect_port``).
     ``strategy``: the model appends (re-clustering as its policy says), or overwrites the
     partitions its rows fall in (in a schema of its own, so both share a server).
     ``schema``: another schema (other projects on the same server). ``file_format``:
@@ -195,7 +196,8 @@ class KilledProject:
     def __init__(self, root: Path, thrift_port: int | None = None,
                  strategy: str = "append", schema: str | None = None,
                  file_format: str = "parquet",
-                 settings: dict[str, str] | None = None) -> None:
+                 settings: dict[str, str] | None = None,
+                 connect_port: int | None = None) -> None:
         self.root = root
         self.stop = 0
         self.last_kill = ""
@@ -215,6 +217,8 @@ class KilledProject:
         table_format = [] if file_format == "parquet" else [f"table_format: {file_format}"]
         connection = (["method: thrift", "host: 127.0.0.1", f"port: {thrift_port}",
                        "user: dbt"] if thrift_port else
+                      ["method: connect", f"host: sc://127.0.0.1:{connect_port}"]
+                      if connect_port else
                       ["method: session", f"session_dir: {root / 'session'}", *table_format,
                        "server_side_parameters:", '  spark.master: "local[2]"',
                        '  spark.sql.shuffle.partitions: "4"', "  spark.driver.memory: 1g",

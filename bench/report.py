@@ -269,6 +269,10 @@ def render(results: dict[str, Any], out: Path, img_dir: Path, results_dir: Path)
     thrift_json = results_dir / "thrift.json"
     if thrift_json.exists():
         lines += thrift_section(json.loads(thrift_json.read_text()))
+    connect_json = results_dir / "connect.json"
+    if connect_json.exists():
+        lines += thrift_section(json.loads(connect_json.read_text()),
+                               "Over Spark Connect and thrift")
     balanced_json = results_dir / "balanced.json"
     if balanced_json.exists():
         lines += balanced_section(json.loads(balanced_json.read_text()), out.parent)

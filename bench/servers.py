@@ -63,9 +63,12 @@ def connect_server(home: Path, conf: Mapping[str, str], env: Mapping[str, str],
                    master: str = "local[2]", driver_memory: str = "1g",
                    timeout: float = SERVER_START_SECONDS) -> Iterator[int]:
     """Start a Spark Connect server bound to 127.0.0.1 (pyspark ships its jar; its log in
-    ``home/server.log``), yield its port once it listens, stop it on exit."""
+    ``home/server.log``), yield its port once it listens, stop it on exit. Its catalog is
+    Hive's (the metastore in ``conf``), as a Thrift server's is; Connect's own default is
+    a catalog in the server's memory."""
     port = free_port()
-    own = {**conf, "spark.connect.grpc.binding.address": "127.0.0.1",
+    own = {"spark.sql.catalogImplementation": "hive", **conf,
+           "spark.connect.grpc.binding.address": "127.0.0.1",
            "spark.connect.grpc.binding.port": str(port)}
     with _server(home, "org.apache.spark.sql.connect.service.SparkConnectServer", own, env,
                  master, driver_memory, timeout, "Spark Connect server started", []):

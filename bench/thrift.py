@@ -184,8 +184,10 @@ def main(argv: list[str] | None = None) -> None:
     log(f"wrote {args.out}")
 
 
-def thrift_section(thrift: dict[str, Any]) -> list[str]:
-    """The "Over thrift and on a cluster" section from ``python -m bench.thrift``'s JSON."""
+def thrift_section(thrift: dict[str, Any], title: str = "Over thrift and on a cluster"
+                   ) -> list[str]:
+    """A section from ``python -m bench.thrift``'s JSON (a run with a Connect build, or one
+    with a cluster's)."""
     builds, queries = thrift["builds"], thrift["queries"]
     if "thrift" not in queries:  # written before the cluster build was measured
         queries = {"thrift": queries}
@@ -200,14 +202,16 @@ def thrift_section(thrift: dict[str, Any]) -> list[str]:
               f"{100 * q['scan_files_read'] / q['files']:.1f}", str(q["plain_files_read"]),
               "yes" if q["same_result"] else "NO"]
              for method, per_column in queries.items() for c, q in per_column.items()]
-    return ["## Over thrift and on a cluster", "",
+    return [f"## {title}", "",
             f"Produced by `make bench-thrift` (`{thrift['command'].strip()}`): seed 002's "
             f"Hilbert model on {thrift['config']['rows']:,} rows and "
             f"{thrift['config']['files']} files, built by `dbt run` in an embedded session "
             "(SQL keys, footer index), through a Spark Thrift Server on the same warehouse "
-            "(no Python on the server: keys in SQL, index by one SQL aggregation) and, where "
-            "listed, on a standalone cluster on loopback (two one-core workers whose Python "
-            "has no dbt and no plugin). Skip is the share of files a point query skips, over "
+            "(no Python on the server: keys in SQL, index by one SQL aggregation), where "
+            "listed through a Spark Connect server on the same warehouse (the same SQL, sent "
+            "by Connect's client, no JVM in dbt's process) and on a standalone cluster on "
+            "loopback (two one-core workers whose Python has no dbt and no plugin). Skip is "
+            "the share of files a point query skips, over "
             "values sampled per column, from each table's footers.", "",
             *md_table(["build", "seconds", "steps (s)", "files",
                      *(f"{c} skip %" for c in columns)], rows), "",

@@ -11,7 +11,6 @@ The connection URL carries the profile's ``token`` and ``connect_headers`` as Co
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -51,13 +50,13 @@ def connect_url(host: str, port: int | None, token: str | None = None,
     return f"{SCHEME}{address}" + (f"/{tail}" if tail else "")
 
 
-@functools.cache
 def _remote_session(url: str) -> Any:
-    """One client session per server for the whole dbt invocation (its threads share it:
-    a Connect session is safe to use from several threads). Connect's own builder: pyspark's
-    common one refuses a remote session in a process that runs an embedded one; and a new
-    session, as ``getOrCreate`` would hand back any session the process made before, to
-    whichever server."""
+    """A new client session on the server: one per dbt connection (a thread's), as each
+    Thrift connection is a session of its own, so one model's session settings and
+    temporary views are not another's, and a cancel interrupts that thread's operations.
+    Connect's own builder: pyspark's common one refuses a remote session in a process
+    that runs an embedded one, and ``getOrCreate`` would hand back any session the process
+    made before, to whichever server."""
     try:
         from pyspark.sql.connect.session import SparkSession
 
@@ -77,11 +76,11 @@ def _reason(error: BaseException) -> str:
 
 
 class ConnectCursor(Cursor):
-    """dbt-spark's session cursor, whose statements run on the Connect server."""
+    """dbt-spark's session cursor, whose statements run in a Connect session."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, session: Any) -> None:
         super().__init__()
-        self.url = url
+        self.session = session
 
     def execute(self, sql: str, *parameters: Any) -> None:
         from pyspark.errors import AnalysisException
@@ -89,30 +88,30 @@ class ConnectCursor(Cursor):
         if parameters:
             sql = sql % parameters
         try:
-            self._df = _remote_session(self.url).sql(sql)
+            self._df = self.session.sql(sql)
         except AnalysisException as error:
             raise DbtRuntimeError(str(error)) from error
 
 
 class ConnectHandle(Connection):
-    def __init__(self, url: str) -> None:
+    def __init__(self, session: Any) -> None:
         super().__init__()
-        self.url = url
+        self.session = session
 
     def cursor(self) -> Cursor:
-        return ConnectCursor(self.url)
+        return ConnectCursor(self.session)
 
 
 class ConnectConnectionWrapper(SessionConnectionWrapper):
-    """dbt's handle of a Connect server; dbt's cancel interrupts the session's operations
+    """dbt's handle of a Connect session; dbt's cancel interrupts the session's operations
     on the server (a Ctrl-C stops the server's jobs, not only the client's wait)."""
 
-    def __init__(self, url: str) -> None:
-        super().__init__(ConnectHandle(url))
-        self.url = url
+    def __init__(self, session: Any) -> None:
+        super().__init__(ConnectHandle(session))
+        self.session = session
 
     def cancel(self) -> None:
-        _remote_session(self.url).interruptAll()
+        self.session.interruptAll()
 
 
 def open_handle(url: str, timeout_seconds: int) -> ConnectConnectionWrapper:
@@ -123,7 +122,6 @@ def open_handle(url: str, timeout_seconds: int) -> ConnectConnectionWrapper:
     busy server may pause."""
     from pyspark.sql.connect.client.retries import DefaultPolicy
 
-    handle = ConnectConnectionWrapper(url)
     session = _remote_session(url)
     patient = session.client.get_retry_policies()
     session.client.set_retry_policies([DefaultPolicy(
@@ -140,4 +138,4 @@ def open_handle(url: str, timeout_seconds: int) -> ConnectConnectionWrapper:
             f"{timeout_seconds} s (profile: host, port, token, connect_timeout): {first}"
         ) from error
     session.client.set_retry_policies(patient)
-    return handle
+    return ConnectConnectionWrapper(session)
