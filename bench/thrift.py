@@ -100,31 +100,26 @@ def main(argv: list[str] | None = None) -> None:
     generate_in_subprocess(args.rows, "uniform", session_dir, log)
     run_dbt(["run", "-s", MODEL], session_dir, log, variables, lines=output["session"])
     seconds = {"session": model_times(session_dir)[MODEL]}
+
+    def build(method: str, env: dict[str, str]) -> None:
+        """The model built over ``method``'s target, timed, and its scans compiled there."""
+        started = time.monotonic()
+        run_dbt(["run", "-s", MODEL, "--target", method], session_dir, log, variables,
+                env=env, lines=output[method])
+        seconds[method] = model_times(session_dir)[MODEL]
+        log(f"{method} build {seconds[method]:.1f} s (dbt {time.monotonic() - started:.1f} s)")
+        run_dbt(["compile", "-s", "seed002_queries", "--target", method], session_dir, log,
+                variables, env=env)
+        scans[method] = {column: sql for (model, column), sql
+                         in compiled_queries(session_dir).items() if model == MODEL}
+
     with thrift_server(session_dir / "thrift", server_conf(session_dir),
                        session_env(session_dir), driver_memory="6g") as port:
-        over_thrift = {"ZSPARK_SCHEMA": THRIFT_SCHEMA, "ZSPARK_THRIFT_PORT": str(port)}
-        started = time.monotonic()
-        run_dbt(["run", "-s", MODEL, "--target", "thrift"], session_dir, log, variables,
-                env=over_thrift, lines=output["thrift"])
-        seconds["thrift"] = model_times(session_dir)[MODEL]
-        log(f"thrift build {seconds['thrift']:.1f} s (dbt {time.monotonic() - started:.1f} s)")
-        run_dbt(["compile", "-s", "seed002_queries", "--target", "thrift"], session_dir, log,
-                variables, env=over_thrift)
-        over_thrift_sql = compiled_queries(session_dir)
-        scans["thrift"] = {column: sql for (model, column), sql in over_thrift_sql.items()
-                           if model == MODEL}
+        build("thrift", {"ZSPARK_SCHEMA": THRIFT_SCHEMA, "ZSPARK_THRIFT_PORT": str(port)})
     if not args.no_connect:
         with connect_server(session_dir / "connect", server_conf(session_dir),
                             session_env(session_dir), driver_memory="6g") as port:
-            over_connect = {"ZSPARK_SCHEMA": CONNECT_SCHEMA, "ZSPARK_CONNECT_PORT": str(port)}
-            run_dbt(["run", "-s", MODEL, "--target", "connect"], session_dir, log, variables,
-                    env=over_connect, lines=output["connect"])
-            seconds["connect"] = model_times(session_dir)[MODEL]
-            log(f"connect build {seconds['connect']:.1f} s")
-            run_dbt(["compile", "-s", "seed002_queries", "--target", "connect"], session_dir,
-                    log, variables, env=over_connect)
-            scans["connect"] = {column: sql for (model, column), sql
-                                in compiled_queries(session_dir).items() if model == MODEL}
+            build("connect", {"ZSPARK_SCHEMA": CONNECT_SCHEMA, "ZSPARK_CONNECT_PORT": str(port)})
     if not args.no_cluster:
         import shutil
 
@@ -133,17 +128,9 @@ def main(argv: list[str] | None = None) -> None:
         root.mkdir(parents=True)
         python = executor_python(root / "executor-venv")
         with standalone_cluster(root, worker_memory="5g") as url:
-            on_cluster = {"ZSPARK_SCHEMA": CLUSTER_SCHEMA, "ZSPARK_MASTER": url,
-                          "ZSPARK_EXECUTOR_PYTHON": str(python),
-                          "ZSPARK_EXECUTOR_MEMORY": "4g"}
-            run_dbt(["run", "-s", MODEL, "--target", "cluster"], session_dir, log, variables,
-                    env=on_cluster, lines=output["cluster"])
-            seconds["cluster"] = model_times(session_dir)[MODEL]
-            log(f"cluster build {seconds['cluster']:.1f} s")
-            run_dbt(["compile", "-s", "seed002_queries", "--target", "cluster"], session_dir,
-                    log, variables, env=on_cluster)
-            scans["cluster"] = {column: sql for (model, column), sql
-                                in compiled_queries(session_dir).items() if model == MODEL}
+            build("cluster", {"ZSPARK_SCHEMA": CLUSTER_SCHEMA, "ZSPARK_MASTER": url,
+                              "ZSPARK_EXECUTOR_PYTHON": str(python),
+                              "ZSPARK_EXECUTOR_MEMORY": "4g"})
 
     sources = source_files(session_dir)
     probes = sample_values(sources, CLUSTER_COLUMNS, args.probes)
