@@ -1,0 +1,128 @@
+"""Clustered Delta and Iceberg models over ``method: connect``: a Spark Connect server with
+the format's jars and settings, dbt as a Connect client with no JVM of its own. Builds and
+appends key rows in Spark SQL on the server and write through the format's own
+``create or replace`` and ``insert``; ``skip_coverage`` reads each file's bounds by SQL.
+A re-clustering of a Delta or Iceberg table, a commit made through the format's JVM API,
+waits for a session, as over Thrift (``test_thrift_formats.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.servers import connect_server, own_metastore
+from dbt.adapters.zspark.formats.settings import table_format
+from tests.functional.dbt_project import CITY_BRAND_ROWS, skip_coverage_yml, write_project
+from tests.functional.format_project import SMALL_DATA, FormatProject, release
+from tests.functional.test_connect import SPARK_ENV, connect_profile
+from tests.functional.test_thrift import _file_keys
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = "zcf"
+PREDICATES = ("city = 'CITY007'", "brand = 42")
+
+
+@pytest.fixture(scope="module", params=["delta", "iceberg"])
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+           ) -> Iterator[tuple[str, int, Any]]:
+    """A Connect server set up for one format (its jars, extensions and catalog), and a
+    Connect client session of the test's own on it."""
+    from pyspark.sql.connect.session import SparkSession
+
+    file_format = str(request.param)
+    home = tmp_path_factory.mktemp(f"connect_{file_format}")
+    wanted = table_format(file_format)
+    # On the server's own class path, as a server's jars folder would hold them.
+    jars = os.pathsep.join(str(jar) for jar in wanted.jar_files())
+    conf = {**own_metastore(home), **wanted.settings, **SMALL_DATA,
+            "spark.driver.extraClassPath": jars}
+    with connect_server(home, conf, SPARK_ENV) as port:
+        client = SparkSession.builder.remote(f"sc://127.0.0.1:{port}").create()
+        client.sql(f"create schema if not exists {SCHEMA}").collect()
+        yield file_format, port, client
+        client.stop()
+
+
+def _rows(client: Any, sql: str, fresh: str = "") -> list[tuple[Any, ...]]:
+    """``sql``'s rows, sorted; ``fresh``: a table first refreshed (this client's session
+    keeps the table's state it last read, and dbt wrote it from a session of its own)."""
+    if fresh:
+        client.sql(f"refresh table {fresh}").collect()
+    return sorted(tuple(row) for row in client.sql(sql).collect())
+
+
+def _expected(client: Any, start: int, stop: int) -> list[tuple[Any, ...]]:
+    query = CITY_BRAND_ROWS.replace("{{ var('start', 0) }}", str(start)).replace(
+        "{{ var('stop', 4000) }}", str(stop))
+    return _rows(client, query)
+
+
+def _data_files(client: Any, table: str, file_format: str) -> list[str]:
+    """The table's live data files, from the format's own listing."""
+    if file_format == "iceberg":
+        return sorted(str(r[0]) for r in client.sql(f"select file_path from {table}.files")
+                      .collect())
+    return sorted(str(r[0]) for r in client.sql(
+        f"select distinct _metadata.file_path from {table}").collect())
+
+
+def _dbt(project: FormatProject, *args: str) -> str:
+    done = project.dbt(*args)
+    assert done.returncode == 0, done.stdout[-4000:]
+    return " ".join(done.stdout.split())
+
+
+def test_clustered_format_models_build_and_append_over_connect(
+        server: tuple[str, int, Any], tmp_path: Path) -> None:
+    """A clustered Delta or Iceberg table model and an incremental one over Connect: the
+    rows exact after the build and after an append, every file sorted by the stored
+    layout's key, the format keeping statistics on the clustering columns,
+    `skip_coverage` passing."""
+    file_format, port, client = server
+    models = {
+        "fmt_table.sql": "{{ config(materialized='table', hilbert_by=['city', 'brand'], "
+                         f"file_count=8, file_format='{file_format}') }}}}" + CITY_BRAND_ROWS,
+        "fmt_inc.sql": "{{ config(materialized='incremental', incremental_strategy='append', "
+                       f"zorder_by=['city', 'brand'], file_count=8, "
+                       f"file_format='{file_format}') }}}}" + CITY_BRAND_ROWS,
+        "coverage.yml": skip_coverage_yml(["fmt_table", "fmt_inc"], PREDICATES),
+    }
+    write_project(tmp_path, "connect_formats", models, connect_profile(port, SCHEMA))
+    project = FormatProject(tmp_path, tmp_path)
+    try:
+        built = _dbt(project, "run")
+        assert "PASS=2" in built, built[-3000:]
+        assert "keys in Spark SQL: no Python on the server" in built
+        assert f"in its {file_format} statistics" in built
+        for model in ("fmt_table", "fmt_inc"):
+            table = f"{SCHEMA}.{model}"
+            assert _rows(client, f"select * from {table}", table) == _expected(client, 0, 4000)
+            properties = {str(k): str(v) for k, v in
+                          client.sql(f"show tblproperties {table}").collect()}
+            if file_format == "delta":
+                assert properties["delta.dataSkippingStatsColumns"].startswith("`city`,`brand`")
+            else:
+                assert properties["write.metadata.metrics.column.city"] == "full"
+            files = _data_files(client, table, file_format)
+            assert 4 <= len(files) <= 8, files
+            for path in files:  # every file sorted by the stored layout's key
+                keys = _file_keys(properties, path)
+                assert keys == sorted(keys), path
+
+        appended = _dbt(project, "run", "-s", "fmt_inc", "--vars",
+                        json.dumps({"start": 4000, "stop": 4500}))
+        assert "keyed with the table's stored layout" in appended
+        table = f"{SCHEMA}.fmt_inc"
+        assert _rows(client, f"select * from {table}", table) == _expected(client, 0, 4500)
+
+        tested = _dbt(project, "test")
+        assert "PASS=2" in tested, tested[-3000:]
+    finally:
+        release(tmp_path)  # its dbt process ends its Connect session while the server runs
