@@ -20,6 +20,7 @@ import pytest
 from bench.servers import connect_server, own_metastore
 from tests.functional.dbt_project import skip_coverage_yml, write_project
 from tests.functional.format_project import WORKERS, FormatProject, release
+from tests.functional.test_python_models import GROWS, PANDAS, SOURCE, TABLE
 from tests.functional.test_thrift import CLUSTERED_SQL, POINT_QUERIES
 
 pytestmark = pytest.mark.spark
@@ -80,6 +81,9 @@ def project(connect_port: int, tmp_path_factory: pytest.TempPathFactory
             f"and id < {{{{ var('hi') }}}}"),
         f"{name}.yml": skip_coverage_yml([name], POINT_QUERIES),
     }
+    # Python models, their DataFrames Connect's (``test_python_models.py``'s models).
+    models.update({"python/py_source.sql": SOURCE, "python/py_table.py": TABLE,
+                   "python/py_pandas.py": PANDAS, "python/py_grows.py": GROWS})
     for i, predicate in enumerate(POINT_QUERIES):
         models[f"{name}_scan{i}.sql"] = (
             "{{ config(materialized='table') }}\n"
@@ -154,6 +158,37 @@ def test_a_clustered_incremental_model_builds_appends_and_scans_over_connect(
     assert worker.poll() is None
     assert _java_below(worker.pid) == []
 
+
+
+def test_python_models_run_on_the_connections_connect_session(
+        project: FormatProject, server: Any) -> None:
+    """Python models over Connect: the model's code runs in the dbt process on its Connect
+    session (DataFrames the server computes); a table model is written into a version
+    folder of its own and swapped in on a rebuild, a pandas result is written, an
+    incremental model appends only the new rows; dbt's process runs no JVM."""
+    _dbt(project, "run", "-s", "python")
+    table = f"{SCHEMA}.py_table"
+    assert _rows(server, f"select count(*), sum(twice) from {table}", table) == [
+        (100, 2 * sum(range(100)))]
+    threes = [i for i in range(100) if i % 7 == 3]
+    assert _rows(server, f"select count(*), sum(half) from {SCHEMA}.py_pandas",
+                 f"{SCHEMA}.py_pandas") == [(len(threes), sum(threes) / 2)]
+
+    def location() -> str:
+        return str(next(row[1] for row in server.sql(
+            f"describe table extended {table}").collect() if row[0] == "Location"))
+
+    first = location()
+    assert "/py_table__zspark_versions/" in first, first
+    _dbt(project, "run", "-s", "python", "--vars", "{n: 150}")
+    assert _rows(server, f"select count(*), sum(twice) from {table}", table) == [
+        (150, 2 * sum(range(150)))]
+    assert location() != first
+    grows = f"{SCHEMA}.py_grows"
+    assert _rows(server, f"select count(*), count(distinct id), sum(id) from {grows}",
+                 grows) == [(150, 150, sum(range(150)))]
+    worker = WORKERS[project.session_dir].process
+    assert _java_below(worker.pid) == []
 
 
 def test_a_killed_full_reclustering_over_connect_is_recovered_by_the_next_run(

@@ -618,3 +618,20 @@ def test_a_second_run_of_a_model_fails_fast_while_another_process_writes_it(
         output, _ = first.communicate(timeout=600)
     assert first.returncode == 0, output[-4000:]
     project.build(1300)  # rows exactly the first run's: the second wrote nothing
+
+
+def test_a_python_model_over_thrift_is_refused_naming_the_methods_that_run_one(
+        project: Path, thrift_port: int) -> None:
+    """A Thrift server runs no Python of dbt's and offers no DataFrames: a Python model is
+    refused by name, with the methods that run one, and no table is written."""
+    model = project / "models" / "py_refused.py"
+    model.write_text("def model(dbt, session):\n    return session.range(3)\n")
+    try:
+        output = " ".join(_dbt(project, "run", "-s", "py_refused", expect_pass=False).split())
+    finally:
+        model.unlink()
+    assert "Python model py_refused (models/py_refused.py): the profile's method is " \
+           "'thrift'" in output, output[-3000:]
+    assert "`method: session`" in output
+    assert "`method: connect`" in output
+    assert not _sql(thrift_port, f"show tables in {SCHEMA} like 'py_refused*'")

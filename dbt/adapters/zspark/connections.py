@@ -322,6 +322,15 @@ class ZSparkConnectionManager(SparkConnectionManager):
         JOB_GROUPS.refuse_if_cancelled()
         return super().add_query(sql, *args, **kwargs)
 
+    def dataframe_session(self) -> Any:
+        """The Spark session whose DataFrames this thread's connection reaches: the
+        embedded session, the connection's own Connect session; None over Thrift (SQL
+        alone)."""
+        connection = self.get_thread_connection()
+        if _in_session(connection):
+            return embedded.active_session()
+        return connect.dataframe_session(self.open(connection).handle)
+
 
 def _in_session(connection: Connection) -> bool:
     return getattr(connection.credentials, "method", None) == SparkConnectionMethod.SESSION

@@ -12,7 +12,7 @@ from __future__ import annotations
 import builtins
 import threading
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, cast
 
 from dbt.adapters.base import PythonJobHelper, available
 from dbt.adapters.events.logging import AdapterLogger
@@ -22,7 +22,11 @@ from dbt.adapters.zspark.connections import ZSparkConnectionManager
 from dbt.adapters.zspark.core.sql_text import property_list, sql_string
 from dbt.adapters.zspark.formats.settings import names_an_iceberg_table
 from dbt.adapters.zspark.layouts import CONFIG_KEYS
-from dbt.adapters.zspark.reach.session.python_models import SUBMISSION_METHOD, SessionPythonJob
+from dbt.adapters.zspark.reach.session.python_models import (
+    SUBMISSION_METHOD,
+    SessionPythonJob,
+    running_on,
+)
 from dbt.adapters.zspark.services.advice import WorkloadAdvisor
 from dbt.adapters.zspark.services.builds import SeedRead, TableBuilds
 from dbt.adapters.zspark.services.context import RunContext
@@ -121,8 +125,10 @@ class ZSparkAdapter(SparkAdapter):
     @available
     def zspark_submit_python(self, model: dict[str, Any], code: str) -> Any:
         """Run a Python model's ``code`` (``python.sql``: from a materialization's helpers,
-        which dbt's ``statement`` refuses)."""
-        return self.submit_python_job(model, code)
+        which dbt's ``statement`` refuses), on the connection's DataFrame session."""
+        connections = cast(ZSparkConnectionManager, self.connections)
+        with running_on(connections.dataframe_session()):
+            return self.submit_python_job(model, code)
 
     @available
     def zspark_python_literal(self, value: str | None) -> str:

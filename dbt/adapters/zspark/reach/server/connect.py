@@ -114,6 +114,11 @@ class ConnectConnectionWrapper(SessionConnectionWrapper):
         self.session.interruptAll()
 
 
+def dataframe_session(handle: Any) -> Any:
+    """The Connect session behind a dbt connection's handle; None for another handle."""
+    return handle.session if isinstance(handle, ConnectConnectionWrapper) else None
+
+
 def open_handle(url: str, timeout_seconds: int) -> ConnectConnectionWrapper:
     """A handle whose server answered: a first statement now, retried for about
     ``timeout_seconds`` (the profile's ``connect_timeout``), so a wrong host or a stopped

@@ -1,32 +1,50 @@
-"""dbt Python models on an embedded session: the model's compiled code runs in the dbt
-process, on the very Spark session its SQL runs on, and its result is written as the
-table the materialization names (a Parquet table's next version into a folder of its
-own, as a SQL model's: ``table_versions.py``).
+"""dbt Python models on a DataFrame session: the model's compiled code runs in the dbt
+process, on the Spark session its SQL runs on (the embedded session, or the dbt
+connection's Spark Connect session, whose DataFrames run on the server), and its result
+is written as the table the materialization names (a Parquet table's next version into a
+folder of its own, as a SQL model's: ``table_versions.py``). Everything here is the
+DataFrame API, the same in both.
 
 dbt-spark submits Python models to a Databricks cluster only; here ``submission_method:
-session`` is the default of a session profile, and a Thrift server, which runs no
-Python of dbt's, refuses them before anything is written.
+session`` is the default, and a Thrift server, which runs no Python of dbt's and offers
+no DataFrames, refuses them before anything is written.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from dbt.adapters.base.impl import PythonJobHelper
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.zspark.formats import CLUSTERED_FORMATS, format_table
-from dbt.adapters.zspark.reach.session.embedded import active_session
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 SUBMISSION_METHOD = "session"
 
+#: The DataFrame session of the dbt connection submitting a Python model (None: a
+#: connection that has none), set around dbt's submission by :func:`running_on`.
+_RUNNING_ON: ContextVar[Any] = ContextVar("zspark_python_session", default=None)
+
+
+@contextmanager
+def running_on(spark: Any) -> Iterator[None]:
+    """Python models submitted within run on ``spark`` (None: they are refused)."""
+    token = _RUNNING_ON.set(spark)
+    try:
+        yield
+    finally:
+        _RUNNING_ON.reset(token)
+
 
 class SessionPythonJob(PythonJobHelper):
     """Runs a Python model's compiled code in this process, with ``spark`` bound to the
-    session (the name dbt's compiled code reads)."""
+    dbt connection's DataFrame session (the name dbt's compiled code reads)."""
 
     def __init__(self, parsed_model: dict[str, Any], credentials: Any) -> None:
         self.model = str(parsed_model.get("name", "?"))
@@ -34,13 +52,16 @@ class SessionPythonJob(PythonJobHelper):
         self.method = getattr(credentials, "method", None)
 
     def submit(self, compiled_code: str) -> None:
-        if self.method != "session":
+        spark = _RUNNING_ON.get()
+        if spark is None:
             raise DbtRuntimeError(
                 f"Python model {self.model} ({self.path}): the profile's method is "
-                f"'{self.method}', whose server runs no Python of dbt's; Python models "
-                f"run with `method: session` (an embedded session or a cluster's driver)")
+                f"'{self.method}', whose server runs no Python of dbt's and offers no "
+                f"DataFrames; Python models run with `method: session` (an embedded "
+                f"session or a cluster's driver) or `method: connect` (a Spark Connect "
+                f"server)")
         code = compile(compiled_code, self.path, "exec")
-        exec(code, {"spark": active_session(), "__name__": f"dbt_model_{self.model}"})
+        exec(code, {"spark": spark, "__name__": f"dbt_model_{self.model}"})
 
 
 def as_spark_frame(spark: SparkSession, result: Any) -> DataFrame:
