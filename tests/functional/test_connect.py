@@ -21,6 +21,7 @@ from bench.servers import connect_server, own_metastore
 from tests.functional.dbt_project import skip_coverage_yml, write_project
 from tests.functional.format_project import WORKERS, FormatProject, release
 from tests.functional.test_python_models import GROWS, PANDAS, SOURCE, TABLE
+from tests.functional.test_seeds import CSV, EXPECTED
 from tests.functional.test_thrift import CLUSTERED_SQL, POINT_QUERIES
 
 pytestmark = pytest.mark.spark
@@ -189,6 +190,23 @@ def test_python_models_run_on_the_connections_connect_session(
                  grows) == [(150, 150, sum(range(150)))]
     worker = WORKERS[project.session_dir].process
     assert _java_below(worker.pid) == []
+
+
+def test_a_seed_is_one_dataframe_write_over_connect(project: FormatProject, server: Any) -> None:
+    """Over Connect a seed's rows go to the server as one DataFrame write (Arrow), with
+    dbt's seed semantics (``test_seeds.py``'s CSV: quoting, empty values as nulls,
+    inferred types and ``column_types``)."""
+    seeds = project.root / "seeds"
+    seeds.mkdir(exist_ok=True)
+    (seeds / "people.csv").write_text(CSV)
+    (seeds / "people.yml").write_text(
+        "version: 2\nseeds:\n  - name: people\n    config:\n"
+        "      column_types: {id: string}\n")
+    seeded = _dbt(project, "seed", "-s", "people")
+    assert "3 seed rows inserted by one Spark write" in seeded, seeded[-3000:]
+    assert "the CSV read by zspark" in seeded
+    table = f"{SCHEMA}.people"
+    assert _rows(server, f"select * from {table}", table) == EXPECTED
 
 
 def test_a_killed_full_reclustering_over_connect_is_recovered_by_the_next_run(

@@ -22,7 +22,7 @@ from dbt.adapters.zspark.connections import ZSparkConnectionManager
 from dbt.adapters.zspark.core.sql_text import property_list, sql_string
 from dbt.adapters.zspark.formats.settings import names_an_iceberg_table
 from dbt.adapters.zspark.layouts import CONFIG_KEYS
-from dbt.adapters.zspark.reach.session.python_models import (
+from dbt.adapters.zspark.reach.frames.python_models import (
     SUBMISSION_METHOD,
     SessionPythonJob,
     running_on,
@@ -113,7 +113,7 @@ class ZSparkAdapter(SparkAdapter):
                 if names_an_iceberg_table(getattr(relation, "information", None)) else relation
                 for relation in super()._build_spark_relation_list(row_list, relation_info_func)]
 
-    # -- Python models: run in the session (reach/session/python_models.py) -------------
+    # -- Python models: on the connection's DataFrame session (reach/frames/) ----------
     @property
     def default_python_submission_method(self) -> str:
         return SUBMISSION_METHOD

@@ -55,6 +55,9 @@ class SparkReach(Protocol):
     #: driver's rows (a seed), a table format's API that commits (a re-clustering that
     #: changes no data). A Spark Connect client would run Python UDFs but have no JVM.
     reaches_jvm: bool
+    #: Whether rows this process holds go to Spark as one DataFrame write (a seed's):
+    #: a session's, a Spark Connect client's; not a Thrift server's (SQL alone).
+    loads_frames: bool
     #: Whether an append, an overwrite or a partial re-clustering writes a batch table
     #: first and moves its files into the table (``table_versions.py``: the folders are
     #: at hand), rather than let Spark's own commit write into the table (or, for a

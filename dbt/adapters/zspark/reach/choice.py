@@ -3,22 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from dbt.adapters.zspark.reach.base import Execute, Query, SparkReach
+from dbt.adapters.zspark.reach.server import connect
 from dbt.adapters.zspark.reach.server.reach import ServerReach
 from dbt.adapters.zspark.reach.session.embedded import active_session
 from dbt.adapters.zspark.reach.session.reach import SessionReach
 
 
-def reach_of(method: str, query: Query, execute: Execute,
-             cores: Callable[[], int]) -> SparkReach:
+def reach_of(method: str, query: Query, execute: Execute, cores: Callable[[], int],
+             frames: Callable[[], Any]) -> SparkReach:
     """How a profile's ``method`` reaches Spark: ``session`` is Spark in this process;
-    every other method (thrift, http, odbc, connect) reaches a server by SQL."""
+    every other method (thrift, http, odbc, connect) reaches a server by SQL, and a
+    Connect server takes DataFrames too (``frames``: the connection's session)."""
     from dbt.adapters.spark.connections import SparkConnectionMethod
 
     if method == SparkConnectionMethod.SESSION:
 
         return SessionReach(active_session(), execute)
-    return ServerReach(query, execute, cores)
+    return ServerReach(query, execute, cores, frames if method == connect.METHOD else None)
 
 

@@ -102,7 +102,7 @@ class TableBuilds:
         """A seed's CSV read as dbt reads it, without agate's casts (``seed_csv.py``), for
         the session to load in one write; None over a server, or for a CSV dbt's own
         reader should read."""
-        if not self.ctx.reach().reaches_jvm:
+        if not self.ctx.reach().loads_frames:
             return None
         config = model.get("config") or {}
         path = os.path.join(model["root_path"], model["original_file_path"])

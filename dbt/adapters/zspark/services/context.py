@@ -64,6 +64,12 @@ class RunContext:
         cleaning_up = getattr(self.adapter.connections, "cleaning_up", contextlib.nullcontext)
         return cast(contextlib.AbstractContextManager[None], cleaning_up())
 
+    def dataframe_session(self) -> Any:
+        """The Spark session whose DataFrames the connection reaches (None over thrift)."""
+        # zspark's connection manager; another (a unit test's) has none.
+        frames = getattr(self.adapter.connections, "dataframe_session", lambda: None)
+        return frames()
+
     def execute(self, sql: str, fetch: bool = False) -> Any:
         return self.adapter.execute(sql, fetch=fetch)
 
@@ -117,7 +123,8 @@ class RunContext:
         """How this profile reaches Spark."""
 
         return reach_of(self.method, self.query,
-                        lambda sql: self.execute(sql), self.server_cores)
+                        lambda sql: self.execute(sql), self.server_cores,
+                        self.dataframe_session)
 
     def refuse_keys_in_python(self, reach: SparkReach, model: str, curve_method: str,
                               keyed: str, remedy: str = "") -> None:

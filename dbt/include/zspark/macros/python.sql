@@ -18,8 +18,8 @@
     `location` when given). -#}
 {% macro zspark_py_write_table(compiled_code, relation, location=none) %}
 {{ compiled_code }}
-# zspark: the model's result written as {{ relation }} (dbt/adapters/zspark/reach/session/python_models.py)
-from dbt.adapters.zspark.reach.session.python_models import write_result as zspark_write_result
+# zspark: the model's result written as {{ relation }} (dbt/adapters/zspark/reach/frames/python_models.py)
+from dbt.adapters.zspark.reach.frames.python_models import write_result as zspark_write_result
 zspark_write_result(spark, model(dbtObj(spark.table), spark), {{ adapter.zspark_python_literal(relation | string) }},
                     {{ adapter.zspark_python_literal(config.get('file_format')) }}, {{ adapter.zspark_python_literal(location) }})
 {% endmacro %}

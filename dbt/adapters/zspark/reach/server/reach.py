@@ -11,6 +11,7 @@ from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.zspark.core.sql_text import sql_string
 from dbt.adapters.zspark.layouts.layout_state import clustered_writes_property
 from dbt.adapters.zspark.reach.folders import ServerFolders
+from dbt.adapters.zspark.reach.frames.seeds import load_seed
 from dbt.adapters.zspark.reach.server.next_version import CopiedVersion
 from dbt.adapters.zspark.reach.server.sql_build import (
     keyed_sql_build,
@@ -55,8 +56,12 @@ class ServerReach:
     journals_batches = False
     spark = None
 
-    def __init__(self, query: Query, execute: Execute, cores: Callable[[], int]) -> None:
+    def __init__(self, query: Query, execute: Execute, cores: Callable[[], int],
+                 frames: Callable[[], Any] | None = None) -> None:
         self._query, self._execute, self._cores = query, execute, cores
+        #: The connection's DataFrame session (Spark Connect's), where it has one.
+        self._frames = frames
+        self.loads_frames = frames is not None
 
     def fetch(self, sql: str) -> list[tuple[Any, ...]]:
         return self._query(sql)[1]
@@ -203,7 +208,9 @@ class ServerReach:
 
     def load_seed(self, table: str, names: Sequence[str],
                   texts: Sequence[Any]) -> int | None:
-        return None  # dbt-spark's own insert statements load a seed over a server
+        if self._frames is None:
+            return None  # dbt-spark's own insert statements load a seed over thrift
+        return load_seed(self._frames(), table, names, texts)
 
     def next_version(self, table: Relation, staging: Relation, index: Relation,
                      in_place: bool) -> NextVersion:

@@ -9,6 +9,7 @@ from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.zspark.layouts.layout_state import clustered_writes_property
 from dbt.adapters.zspark.reach.folders import SessionFolders
+from dbt.adapters.zspark.reach.frames.seeds import load_seed
 from dbt.adapters.zspark.reach.session.clustering import (
     as_pandas,
     keyed_build,
@@ -26,7 +27,6 @@ from dbt.adapters.zspark.reach.session.index_tables import (
 )
 from dbt.adapters.zspark.reach.session.jvm import SessionJvm
 from dbt.adapters.zspark.reach.session.next_version import SessionVersion
-from dbt.adapters.zspark.reach.session.seeds import load_seed
 from dbt.adapters.zspark.skipping.index import IndexSummary, StagedIndex
 from dbt.adapters.zspark.skipping.stats import spark_path
 from dbt.adapters.zspark.versions.rewrite import set_properties_sql
@@ -53,6 +53,7 @@ class SessionReach:
 
     runs_python = True
     reaches_jvm = True
+    loads_frames = True
     journals_batches = True
 
     def __init__(self, spark: Any, execute: Execute) -> None:

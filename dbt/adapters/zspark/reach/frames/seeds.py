@@ -21,16 +21,17 @@ import pyarrow as pa
 def load_seed(spark: Any, table: str, names: Sequence[str], texts: Sequence[pa.Array]) -> int:
     """Insert the cells ``texts`` (per column, in the CSV's order as dbt created the
     table ``table``) into it; the number of rows."""
-    from pyspark.sql.functions import col
-
     # Positional names: a CSV header may hold names Spark would not take as they are.
     arrow = pa.table({f"c{i}": column for i, column in enumerate(texts)})
     fields = spark.table(table).schema.fields
     if len(fields) != len(names):
         raise ValueError(f"seed table {table} has {len(fields)} columns; the CSV has "
                          f"{len(names)}")
-    frame = spark.createDataFrame(arrow).select(
-        *(col(f"c{i}").cast(field.dataType).alias(field.name)
+    texts_frame = spark.createDataFrame(arrow)
+    # The frame's own columns, not pyspark.sql.functions': those are the embedded
+    # session's unless the whole process is a Connect client.
+    frame = texts_frame.select(
+        *(texts_frame[f"c{i}"].cast(field.dataType).alias(field.name)
           for i, field in enumerate(fields)))
     frame.write.insertInto(table)
     return arrow.num_rows
