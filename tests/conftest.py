@@ -30,7 +30,8 @@ os.environ.setdefault("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1")
 #: a time) start on them, and the many short ones fill in after.
 LONGEST_FIRST = ("test_incremental", "test_kills", "test_skipping_edges", "test_object_store",
                  "test_format_increments", "test_thrift", "test_connect", "test_connect_formats",
-                 "test_build", "test_pruning_spark", "test_format_partitioned", "test_scan",
+                 "test_build", "test_reach_contract", "test_pruning_spark",
+                 "test_format_partitioned", "test_scan",
                  "test_batches", "test_scan_properties", "test_cluster", "test_sql_keys",
                  "test_errors", "test_data_edges")
 

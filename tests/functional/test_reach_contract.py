@@ -1,0 +1,161 @@
+"""What every way of reaching Spark must do, run against each: the embedded session
+(``SessionReach``), a Spark Thrift Server and a Spark Connect server (``ServerReach``,
+SQL alone; over Connect with the connection's DataFrames too). The services call a
+reach without asking which it is (``reach/base.SparkReach``); these tests hold each to
+the same answers.
+
+One server of each kind for the module, stopped by the process ids it started.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from dbt.adapters.spark.relation import SparkRelation
+
+from bench.servers import connect_server, own_metastore, thrift_server
+from dbt.adapters.zspark.layouts.planning import plan_clustering
+from dbt.adapters.zspark.reach.base import SparkReach
+from dbt.adapters.zspark.reach.server.reach import ServerReach
+from dbt.adapters.zspark.reach.session.reach import SessionReach
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = "zcontract"
+SPARK_ENV = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+#: A model's SQL: 3,000 rows over two clustering columns and a few types.
+MODEL_SQL = ("select id, cast(id % 37 as int) as a, concat('c', cast(id % 11 as string)) as b, "
+             "date_add(date'2026-01-01', cast(id % 90 as int)) as day, id / 4.0d as x "
+             "from range(3000)")
+
+
+@dataclass
+class Reached:
+    """A reach under test, and the same Spark queried directly (names and rows)."""
+
+    name: str
+    reach: SparkReach
+    query: Callable[[str], tuple[list[str], list[tuple[Any, ...]]]]
+
+    def rows(self, sql: str) -> list[tuple[Any, ...]]:
+        return sorted(self.query(sql)[1], key=repr)
+
+
+def _thrift_query(port: int) -> Callable[[str], tuple[list[str], list[tuple[Any, ...]]]]:
+    from pyhive import hive
+
+    connection = hive.connect(host="127.0.0.1", port=port, username="dbt")
+
+    def query(sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+        cursor = connection.cursor()
+        cursor.execute(sql)
+        if not cursor.description:
+            return [], []
+        return [str(d[0]) for d in cursor.description], [tuple(r) for r in cursor.fetchall()]
+
+    return query
+
+
+def _frames_query(session: Any) -> Callable[[str], tuple[list[str], list[tuple[Any, ...]]]]:
+    def query(sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+        frame = session.sql(sql)
+        return list(frame.columns), [tuple(row) for row in frame.collect()]
+
+    return query
+
+
+@pytest.fixture(scope="module", params=["session", "thrift", "connect"])
+def reached(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+            ) -> Iterator[Reached]:
+    name = str(request.param)
+    if name == "session":
+        spark = request.getfixturevalue("spark")
+        query = _frames_query(spark)
+        query(f"create schema if not exists {SCHEMA}")
+        yield Reached(name, SessionReach(spark, spark.sql), query)
+        return
+    home = tmp_path_factory.mktemp(f"contract_{name}")
+    if name == "thrift":
+        with thrift_server(home, own_metastore(home), SPARK_ENV) as port:
+            query = _thrift_query(port)
+            query(f"create schema if not exists {SCHEMA}")
+            yield Reached(name, ServerReach(query, query, lambda: 2), query)
+        return
+    from pyspark.sql.connect.session import SparkSession
+
+    with connect_server(home, own_metastore(home), SPARK_ENV) as port:
+        client = SparkSession.builder.remote(f"sc://127.0.0.1:{port}").create()
+        query = _frames_query(client)
+        query(f"create schema if not exists {SCHEMA}")
+        yield Reached(name, ServerReach(query, query, lambda: 2, lambda: client), query)
+        client.stop()
+
+
+def _relation(identifier: str) -> Any:
+    return SparkRelation.create(schema=SCHEMA, identifier=identifier, type="table")
+
+
+def test_a_models_schema_is_read_without_running_it(reached: Reached) -> None:
+    assert reached.reach.schema(MODEL_SQL) == {
+        "id": "bigint", "a": "int", "b": "string", "day": "date", "x": "double"}
+
+
+def test_a_clustered_select_holds_every_input_row_once(reached: Reached) -> None:
+    """The sample counts the rows exactly; the keyed SELECT returns the model's rows,
+    each once, planned into the files asked for."""
+    reach = reached.reach
+    schema = reach.schema(MODEL_SQL)
+    plan = plan_clustering("contract", {"hilbert_by": ["a", "b"], "file_count": 4}, schema,
+                           "table")
+    assert plan is not None
+    sampled = reach.sample(plan, MODEL_SQL, schema, None)
+    assert sampled.rows == 3000
+    assert 0 < len(sampled.sample) <= 3000
+    assert set(sampled.sample.columns) >= {"a", "b"}
+    prepared = reach.keyed(plan, MODEL_SQL, sampled, None, 4, schema, False, False)
+    assert prepared.file_count == 4
+    assert prepared.input_rows == 3000
+    assert reached.rows(prepared.select_sql) == reached.rows(MODEL_SQL)
+
+
+def test_a_tables_files_and_its_index_agree(reached: Reached) -> None:
+    """``table_files`` lists the files holding the table's rows; ``build_index`` writes an
+    index with one file row for each of them and the table's rows counted."""
+    table, index = _relation("files_t"), _relation("files_t__zindex")
+    reached.query(f"drop table if exists {table}")
+    reached.query(f"drop table if exists {index}")
+    reached.query(f"create table {table} using parquet as "
+                  f"select /*+ REPARTITION(3) */ * from ({MODEL_SQL})")
+    files = {str(row[0]) for row in reached.query(
+        f"select distinct _metadata.file_path from {table}")[1]}
+    assert len(files) == 3
+    assert reached.reach.table_files(table) == files
+    summary = reached.reach.build_index(table, index, ["a", "b"], None)
+    assert summary.files == 3
+    assert summary.rows == 3000
+    indexed = {str(row[0]) for row in reached.query(
+        f"select file_path from {index} where row_group is null")[1]}
+    assert indexed == files
+
+
+def test_a_seed_loads_in_one_write_exactly_where_the_reach_takes_dataframes(
+        reached: Reached) -> None:
+    table = _relation("seed_t")
+    reached.query(f"drop table if exists {table}")
+    reached.query(f"create table {table} (id bigint, name string, day date) using parquet")
+    texts = [pa.array(["1", "2"]), pa.array(["x", None]), pa.array(["2026-01-02", None])]
+    loaded = reached.reach.load_seed(str(table), ["id", "name", "day"], texts)
+    expected = {"session": 2, "thrift": None, "connect": 2}[reached.name]
+    assert loaded == expected
+    assert reached.reach.loads_frames == (expected is not None)
+    if loaded:
+        import datetime
+
+        assert reached.rows(f"select * from {table}") == sorted(
+            [(1, "x", datetime.date(2026, 1, 2)), (2, None, None)], key=repr)
