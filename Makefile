@@ -39,7 +39,7 @@ setup: $(VENV)/.installed $(JVM_CLASSES) $(FORMAT_JARS)
 
 lint: setup
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy dbt bench
+	$(VENV)/bin/mypy dbt bench tests/harness
 
 test: lint
 	$(PY) -m pytest

@@ -40,11 +40,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import RESULTS, Progress
-from bench.dbt_launcher import Launched, launcher
-from bench.servers import BUCKET, S3_KEYS, own_metastore, s3_server, thrift_server
 from dbt.adapters.zspark.core.stop_points import WRITE_GATE
 from dbt.adapters.zspark.reach.session import jvm_jar
 from dbt.adapters.zspark.reach.session.object_stores import s3a_jars, s3a_settings, with_jars
+from tests.harness.dbt_launcher import Launched, launcher
+from tests.harness.servers import BUCKET, S3_KEYS, own_metastore, s3_server, thrift_server
 
 SCHEMA = "zspark_kill"
 MODEL = "killed"

@@ -42,12 +42,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import REPO, RESULTS, Progress
-from bench.servers import BUCKET, S3_KEYS, is_data_file_of, s3_requests, s3_server
 from dbt.adapters.zspark.reach.session.object_stores import (
     s3a_jars,
     s3a_settings,
     with_jars,
 )
+from tests.harness.servers import BUCKET, S3_KEYS, is_data_file_of, s3_requests, s3_server
 
 SCHEMA = "bench_store"
 FORMATS = ("parquet", "delta", "iceberg")

@@ -1,6 +1,6 @@
 """moto's S3 server with a fixed delay before each request is served: the latency of a
 real object store (tens of milliseconds per request), on 127.0.0.1. It logs one line per
-request as ``moto_server`` does (``bench.servers.s3_requests`` reads them).
+request as ``moto_server`` does (``tests.harness.servers.s3_requests`` reads them).
 
     python -m bench.slow_s3 --port 9000 --latency-ms 30
 """

@@ -46,7 +46,7 @@ from bench.common import (
 from bench.footers import sample_values
 from bench.markdown import md_table
 from bench.measure import footer_report, run_query
-from bench.servers import connect_server, executor_python, standalone_cluster, thrift_server
+from tests.harness.servers import connect_server, executor_python, standalone_cluster, thrift_server
 
 THRIFT_SCHEMA = "zspark_thrift"
 CONNECT_SCHEMA = "zspark_connect"

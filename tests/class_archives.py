@@ -33,9 +33,9 @@ PROFILES: tuple[tuple[str, bool], ...] = (("parquet", False), ("delta", False),
 
 def session_settings(file_format: str, s3a: bool, session_dir: Path) -> dict[str, Any]:
     """A profile's session settings, composed by the adapter as for a dbt run."""
-    from bench.servers import BUCKET, S3_KEYS
     from dbt.adapters.zspark.connections import ZSparkCredentials
     from dbt.adapters.zspark.reach.session.object_stores import s3a_jars, s3a_settings, with_jars
+    from tests.harness.servers import BUCKET, S3_KEYS
 
     parameters: dict[str, Any] = {}
     if s3a and s3a_jars():
@@ -51,8 +51,8 @@ def session_settings(file_format: str, s3a: bool, session_dir: Path) -> dict[str
 
 
 def thrift_settings(home: Path) -> dict[str, Any]:
-    from bench.servers import own_metastore
     from dbt.adapters.zspark.connections import with_class_archive
+    from tests.harness.servers import own_metastore
 
     return with_class_archive({"spark.ui.enabled": "false", **own_metastore(home)})
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from bench import dbt_launcher
 from tests.bench.runs import BENCH_PROCESSES, BENCH_ROOT, start_bench_runs
+from tests.harness import dbt_launcher
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

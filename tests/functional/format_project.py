@@ -23,9 +23,9 @@ from typing import Any
 
 import yaml
 
-from bench.dbt_launcher import Launched, launcher
 from bench.kills import WriteGate
 from tests.functional.dbt_worker import ANSWER, CONSOLE
+from tests.harness.dbt_launcher import Launched, launcher
 
 SCHEMA = "zspark_formats"
 QUERY_MACRO = """

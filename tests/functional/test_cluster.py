@@ -24,7 +24,6 @@ from typing import Any
 
 import pytest
 
-from bench.servers import BUCKET, S3_KEYS, executor_python, s3_server, standalone_cluster
 from dbt.adapters.zspark.reach.session.object_stores import s3a_jars, s3a_settings, with_jars
 from tests.functional.dbt_project import (
     CITY_BRAND_ROWS,
@@ -35,6 +34,7 @@ from tests.functional.dbt_project import (
     skip_coverage_yml,
     write_project,
 )
+from tests.harness.servers import BUCKET, S3_KEYS, executor_python, s3_server, standalone_cluster
 
 pytestmark = pytest.mark.spark
 

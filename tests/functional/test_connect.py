@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from bench.servers import connect_server, own_metastore
 from tests.functional.dbt_project import skip_coverage_yml, write_project
 from tests.functional.format_project import WORKERS, FormatProject, release
 from tests.functional.test_python_models import GROWS, PANDAS, SOURCE, TABLE
 from tests.functional.test_seeds import CSV, EXPECTED
 from tests.functional.test_thrift import CLUSTERED_SQL, POINT_QUERIES
+from tests.harness.servers import connect_server, own_metastore
 
 pytestmark = pytest.mark.spark
 

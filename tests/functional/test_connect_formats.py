@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from bench.servers import connect_server, own_metastore
 from dbt.adapters.zspark.formats.settings import table_format
 from tests.functional.dbt_project import CITY_BRAND_ROWS, skip_coverage_yml, write_project
 from tests.functional.format_project import SMALL_DATA, FormatProject, release
 from tests.functional.test_connect import SPARK_ENV, connect_profile
 from tests.functional.test_thrift import _file_keys
+from tests.harness.servers import connect_server, own_metastore
 
 pytestmark = pytest.mark.spark
 

@@ -21,7 +21,13 @@ from typing import Any
 import boto3
 import pytest
 
-from bench.servers import (
+from dbt.adapters.zspark.reach.session.object_stores import s3a_jars, s3a_settings, with_jars
+from tests.functional.dbt_project import thrift_profile, write_project
+from tests.functional.format_project import QUERY_MACRO, FormatProject, new_project
+from tests.functional.test_thrift import SPARK_ENV
+from tests.functional.test_thrift import _dbt as thrift_dbt
+from tests.functional.test_thrift import _sql as thrift_sql
+from tests.harness.servers import (
     BUCKET,
     S3_KEYS,
     is_data_file_of,
@@ -30,12 +36,6 @@ from bench.servers import (
     s3_server,
     thrift_server,
 )
-from dbt.adapters.zspark.reach.session.object_stores import s3a_jars, s3a_settings, with_jars
-from tests.functional.dbt_project import thrift_profile, write_project
-from tests.functional.format_project import QUERY_MACRO, FormatProject, new_project
-from tests.functional.test_thrift import SPARK_ENV
-from tests.functional.test_thrift import _dbt as thrift_dbt
-from tests.functional.test_thrift import _sql as thrift_sql
 
 pytestmark = pytest.mark.spark
 

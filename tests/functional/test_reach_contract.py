@@ -19,11 +19,11 @@ import pyarrow as pa
 import pytest
 from dbt.adapters.spark.relation import SparkRelation
 
-from bench.servers import connect_server, own_metastore, thrift_server
 from dbt.adapters.zspark.layouts.planning import plan_clustering
 from dbt.adapters.zspark.reach.base import SparkReach
 from dbt.adapters.zspark.reach.server.reach import ServerReach
 from dbt.adapters.zspark.reach.session.reach import SessionReach
+from tests.harness.servers import connect_server, own_metastore, thrift_server
 
 pytestmark = pytest.mark.spark
 

@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 from pyhive import hive  # dbt-spark[PyHive]: the thrift method's client
 
-from bench.servers import own_metastore, thrift_server
 from tests.functional.dbt_project import skip_coverage_yml, thrift_profile, write_project
 from tests.functional.format_project import FormatProject
+from tests.harness.servers import own_metastore, thrift_server
 
 pytestmark = pytest.mark.spark
 

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from bench.servers import own_metastore, thrift_server
 from dbt.adapters.zspark.formats.settings import table_format
 from tests.functional.dbt_project import (
     CITY_BRAND_ROWS,
@@ -29,6 +28,7 @@ from tests.functional.dbt_project import (
 )
 from tests.functional.format_project import SMALL_DATA
 from tests.functional.test_thrift import SPARK_ENV, _dbt, _file_keys, _sql
+from tests.harness.servers import own_metastore, thrift_server
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

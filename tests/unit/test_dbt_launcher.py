@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bench import dbt_launcher
 from tests.functional.dbt_worker import ANSWER
+from tests.harness import dbt_launcher
 
 
 @pytest.fixture(scope="module")

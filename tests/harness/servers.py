@@ -21,7 +21,7 @@ from pathlib import Path
 from dbt.adapters.zspark.connections import with_class_archive
 
 BIN = Path(sys.executable).parent
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 #: What an executor needs to run the keys and the footer reader, and what they import.
 EXECUTOR_PACKAGES = ("pyspark", "py4j", "pandas", "numpy", "pyarrow", "dateutil",
                      "python_dateutil", "pytz", "tzdata", "six")

@@ -10,7 +10,7 @@ its own working folder, environment, stdin, stdout and stderr, and its exit stat
 
 The launcher is single-threaded (a fork copies only the forking thread; a lock held by
 another would stay held in the child) and ends when the process that started it does.
-Run as ``python -m bench.dbt_launcher <socket>`` it is the launcher.
+Run as ``python -m tests.harness.dbt_launcher <socket>`` it is the launcher.
 """
 
 from __future__ import annotations
@@ -92,9 +92,9 @@ class Launcher:
         self._folder = tempfile.mkdtemp(prefix="zspark-dbt-launcher-")
         self.address = str(Path(self._folder) / "socket")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "bench.dbt_launcher", self.address],
-            stdin=subprocess.DEVNULL, cwd=Path(__file__).parents[1],
-            env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+            [sys.executable, "-m", "tests.harness.dbt_launcher", self.address],
+            stdin=subprocess.DEVNULL, cwd=Path(__file__).parents[2],
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
         deadline = time.monotonic() + START_SECONDS
         while not Path(self.address).exists():
             if self.process.poll() is not None or time.monotonic() > deadline:
