@@ -23,9 +23,9 @@ from typing import Any
 
 import yaml
 
-from bench.kills import WriteGate
 from tests.functional.dbt_worker import ANSWER, CONSOLE
 from tests.harness.dbt_launcher import Launched, launcher
+from tests.harness.kills import WriteGate
 
 SCHEMA = "zspark_formats"
 QUERY_MACRO = """

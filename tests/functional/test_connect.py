@@ -216,7 +216,7 @@ def test_a_killed_full_reclustering_over_connect_is_recovered_by_the_next_run(
     the server up: each
     next run repairs what the one before left; a plain `dbt build` at the end finds the
     rows, the index and the scan exact (the checks of test_kills)."""
-    from bench.kills import KilledProject
+    from tests.harness.kills import KilledProject
 
     killed = KilledProject(tmp_path, connect_port=connect_port, schema="zc_kills")
     killed.build(1500)

@@ -20,8 +20,8 @@ import time
 
 import pytest
 
-from bench.kills import MODEL, KilledProject, WriteGate
 from tests.functional.format_commits import commits, committed_rows
+from tests.harness.kills import MODEL, KilledProject, WriteGate
 
 pytestmark = pytest.mark.spark
 

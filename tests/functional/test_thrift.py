@@ -550,7 +550,7 @@ def test_killed_runs_recover_over_thrift_with_the_server_up(
     re-clustering and their swaps, the server staying up: each killed run repairs what
     the one before left, then dies at its own step; a plain `dbt build` at the end checks
     rows, index and scan (the checks of test_kills)."""
-    from bench.kills import MODEL, KilledProject
+    from tests.harness.kills import MODEL, KilledProject
 
     killed = KilledProject(tmp_path, thrift_port=thrift_port)
     killed.build(1500)
@@ -579,7 +579,7 @@ def test_a_killed_overwrite_over_thrift_is_finished_by_the_server(
     """insert_overwrite over thrift is one statement the server runs: a client killed
     once it has run (before the index) leaves the partitions replaced whole, and the next
     run's index repair and the checking build find rows, index and scan exact."""
-    from bench.kills import KilledProject
+    from tests.harness.kills import KilledProject
 
     killed = KilledProject(tmp_path, thrift_port=thrift_port, strategy="insert_overwrite")
     killed.build(1500)
@@ -595,7 +595,7 @@ def test_a_second_run_of_a_model_fails_fast_while_another_process_writes_it(
     there at a pause point), a second run of the same model fails at once, before writing,
     naming the process that holds the table; the first then finishes, and the rows are
     exactly the first run's (the checking build)."""
-    from bench.kills import KilledProject
+    from tests.harness.kills import KilledProject
 
     project = KilledProject(tmp_path / "project", thrift_port=thrift_port, schema="zspark_lock")
     project.build(1000)
