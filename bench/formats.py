@@ -126,10 +126,10 @@ def measure_format(table_format: str, session_dir: Path, files: int, probes: int
     from pyspark.sql import SparkSession
 
     from bench.footers import FileBounds, sample_values, skip_share
-    from bench.measure import files_opened
     from dbt.adapters.zspark.connections import with_session_defaults
     from dbt.adapters.zspark.formats import format_table
     from dbt.adapters.zspark.formats.settings import with_table_format
+    from tests.harness.scan_metrics import files_opened
 
     log = Progress()
     builder = SparkSession.builder.appName(f"zspark-bench-{table_format}").master("local[2]")

@@ -13,6 +13,7 @@ import numpy as np
 
 from bench.footers import FileBounds, read_bounds, skip_share
 from bench.plots import as_boxes
+from tests.harness.scan_metrics import metric
 
 
 @dataclass
@@ -102,22 +103,17 @@ def _scan_nodes(node: Any) -> list[Any]:
     return found
 
 
-def _metric(node: Any, name: str) -> int:
-    metrics = node.metrics()
-    return int(metrics.apply(name).value()) if metrics.contains(name) else 0
-
-
 def run_query(spark: Any, sql: str) -> ScanRun:
     """Run once: the result and the scan metrics (summed over the plan's file scans)."""
     frame = spark.sql(sql)
     result = [tuple(row) for row in frame.collect()]
     scans = _scan_nodes(frame._jdf.queryExecution().executedPlan())
     return ScanRun(
-        files_read=sum(_metric(n, "numFiles") for n in scans),
-        bytes_read=sum(_metric(n, "filesSize") for n in scans),
-        rows_scanned=sum(_metric(n, "numOutputRows") for n in scans),
-        scan_ms=sum(_metric(n, "scanTime") for n in scans),
-        listing_ms=sum(_metric(n, "metadataTime") for n in scans),
+        files_read=sum(metric(n, "numFiles") for n in scans),
+        bytes_read=sum(metric(n, "filesSize") for n in scans),
+        rows_scanned=sum(metric(n, "numOutputRows") for n in scans),
+        scan_ms=sum(metric(n, "scanTime") for n in scans),
+        listing_ms=sum(metric(n, "metadataTime") for n in scans),
         result=result,
         seconds=[],
     )
@@ -142,31 +138,3 @@ def time_sql(spark: Any, sql: str, repetitions: int) -> float:
         spark.sql(sql).collect()
         seconds.append(time.perf_counter() - started)
     return statistics.median(seconds)
-
-
-#: Scan metrics that count the data files a scan opened: Spark's file scans, Iceberg's.
-OPENED_METRICS = ("numFiles", "resultDataFiles")
-
-
-def files_opened(frame: Any, metrics: tuple[str, ...] = OPENED_METRICS) -> int:
-    """Data files the scans of an executed DataFrame opened (file sources and Iceberg's
-    batch scans), through AQE's wrappers; ``metrics``: the scan metrics summed."""
-    opened = 0
-
-    def walk(node: Any) -> None:
-        nonlocal opened
-        name = node.nodeName()
-        if name.startswith("AdaptiveSparkPlan"):
-            walk(node.executedPlan())
-            return
-        if "QueryStage" in name:
-            walk(node.plan())
-            return
-        if "Scan" in name:
-            opened += sum(_metric(node, m) for m in metrics)
-        children = node.children().iterator()
-        while children.hasNext():
-            walk(children.next())
-
-    walk(frame._jdf.queryExecution().executedPlan())
-    return opened

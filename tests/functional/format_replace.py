@@ -16,11 +16,11 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from bench.measure import files_opened
 from dbt.adapters.zspark.connections import with_session_defaults
 from dbt.adapters.zspark.formats import committing_table
 from dbt.adapters.zspark.formats.settings import with_table_format
 from dbt.adapters.zspark.reach.session.jvm import SessionJvm
+from tests.harness.scan_metrics import files_opened
 
 
 def main(table_format: str, session_dir: str) -> dict[str, Any]:

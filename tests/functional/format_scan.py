@@ -14,10 +14,10 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from bench.measure import files_opened
 from dbt.adapters.zspark.connections import with_session_defaults
 from dbt.adapters.zspark.formats.settings import with_table_format
 from dbt.adapters.zspark.reach.session.jvm import SessionJvm
+from tests.harness.scan_metrics import files_opened
 
 #: "Queries" that ask for the checks below rather than rows.
 BOUNDS, SNAPSHOTS = "bounds of ", "snapshots of "

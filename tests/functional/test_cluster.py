@@ -127,8 +127,8 @@ def run_format_on_cluster(project: str, file_format: str) -> None:
     table's rows, the files a plain ``where`` opens, and the re-clustering's commit."""
     from dbt.cli.main import dbtRunner
 
-    from bench.measure import files_opened
     from dbt.adapters.zspark.reach.session.embedded import active_session
+    from tests.harness.scan_metrics import files_opened
 
     runner = dbtRunner()
     given = ["--project-dir", project, "--profiles-dir", project,
