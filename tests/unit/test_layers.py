@@ -1,4 +1,4 @@
-"""The package's layers, read statically from its imports (``bench.shape``): ``core/``
+"""The package's layers, read statically from its imports (``tests/harness/imports.py``): ``core/``
 imports nothing above it, the formats and the services reach Spark through no reach's own
 module, and the server's reach does not lean on the session's."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.shape import Module, read_modules
+from tests.harness.imports import Module, read_modules
 
 PACKAGE = "dbt.adapters.zspark."
 #: What the services may import of ``reach/``: the interface, the choice of a reach, and

@@ -1,10 +1,10 @@
-"""The adapter's import graph stays acyclic (``bench.shape``, issue 48's measure)."""
+"""The adapter's import graph stays acyclic (``tests/harness/imports.py``, issue 48's measure)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from bench.shape import Module, cycles, read_modules
+from tests.harness.imports import Module, cycles, read_modules
 
 
 def test_the_cycle_finder_names_modules_that_import_each_other() -> None:
@@ -31,7 +31,7 @@ def test_the_adapter_is_a_facade_over_small_modules() -> None:
     few imports inside functions, and every ``@available`` method short."""
     import ast
 
-    from bench.shape import REPO, adapter_chain
+    from tests.harness.imports import REPO, adapter_chain
 
     package = read_modules(["dbt/adapters/zspark"])
     assert len(adapter_chain()) <= 1
