@@ -17,16 +17,19 @@ from typing import Any
 import pytest
 
 from dbt.adapters.zspark.formats.settings import table_format
-from tests.functional.dbt_project import CITY_BRAND_ROWS, skip_coverage_yml, write_project
+from tests.functional.dbt_project import write_project
 from tests.functional.format_project import SMALL_DATA, FormatProject, release
 from tests.functional.test_connect import SPARK_ENV, connect_profile
-from tests.functional.test_thrift import _file_keys
+from tests.functional.test_thrift_formats import (
+    check_clustered_format_table,
+    city_brand_rows,
+    format_models,
+)
 from tests.harness.servers import connect_server, own_metastore
 
 pytestmark = pytest.mark.spark
 
 SCHEMA = "zcf"
-PREDICATES = ("city = 'CITY007'", "brand = 42")
 
 
 @pytest.fixture(scope="module", params=["delta", "iceberg"])
@@ -59,9 +62,7 @@ def _rows(client: Any, sql: str, fresh: str = "") -> list[tuple[Any, ...]]:
 
 
 def _expected(client: Any, start: int, stop: int) -> list[tuple[Any, ...]]:
-    query = CITY_BRAND_ROWS.replace("{{ var('start', 0) }}", str(start)).replace(
-        "{{ var('stop', 4000) }}", str(stop))
-    return _rows(client, query)
+    return _rows(client, city_brand_rows(start, stop))
 
 
 def _data_files(client: Any, table: str, file_format: str) -> list[str]:
@@ -86,15 +87,8 @@ def test_clustered_format_models_build_and_append_over_connect(
     layout's key, the format keeping statistics on the clustering columns,
     `skip_coverage` passing."""
     file_format, port, client = server
-    models = {
-        "fmt_table.sql": "{{ config(materialized='table', hilbert_by=['city', 'brand'], "
-                         f"file_count=8, file_format='{file_format}') }}}}" + CITY_BRAND_ROWS,
-        "fmt_inc.sql": "{{ config(materialized='incremental', incremental_strategy='append', "
-                       f"zorder_by=['city', 'brand'], file_count=8, "
-                       f"file_format='{file_format}') }}}}" + CITY_BRAND_ROWS,
-        "coverage.yml": skip_coverage_yml(["fmt_table", "fmt_inc"], PREDICATES),
-    }
-    write_project(tmp_path, "connect_formats", models, connect_profile(port, SCHEMA))
+    write_project(tmp_path, "connect_formats", format_models(file_format),
+                  connect_profile(port, SCHEMA))
     project = FormatProject(tmp_path, tmp_path)
     try:
         built = _dbt(project, "run")
@@ -106,15 +100,8 @@ def test_clustered_format_models_build_and_append_over_connect(
             assert _rows(client, f"select * from {table}", table) == _expected(client, 0, 4000)
             properties = {str(k): str(v) for k, v in
                           client.sql(f"show tblproperties {table}").collect()}
-            if file_format == "delta":
-                assert properties["delta.dataSkippingStatsColumns"].startswith("`city`,`brand`")
-            else:
-                assert properties["write.metadata.metrics.column.city"] == "full"
-            files = _data_files(client, table, file_format)
-            assert 4 <= len(files) <= 8, files
-            for path in files:  # every file sorted by the stored layout's key
-                keys = _file_keys(properties, path)
-                assert keys == sorted(keys), path
+            check_clustered_format_table(properties, _data_files(client, table, file_format),
+                                         file_format)
 
         appended = _dbt(project, "run", "-s", "fmt_inc", "--vars",
                         json.dumps({"start": 4000, "stop": 4500}))

@@ -53,8 +53,10 @@ def server(request: pytest.FixtureRequest,
         yield file_format, port
 
 
-def _project(root: Path, port: int, file_format: str) -> Path:
-    models = {
+def format_models(file_format: str) -> dict[str, str]:
+    """A clustered table model and a clustered incremental one of ``file_format`` (the
+    incremental one's format a var, to turn it into another), with `skip_coverage`."""
+    return {
         "fmt_table.sql": "{{ config(materialized='table', hilbert_by=['city', 'brand'], "
                          f"file_count=8, file_format='{file_format}') }}}}" + CITY_BRAND_ROWS,
         "fmt_inc.sql": "{{ config(materialized='incremental', incremental_strategy='append', "
@@ -62,7 +64,11 @@ def _project(root: Path, port: int, file_format: str) -> Path:
                        f"file_format=var('file_format', '{file_format}')) }}}}" + CITY_BRAND_ROWS,
         "coverage.yml": skip_coverage_yml(["fmt_table", "fmt_inc"], PREDICATES),
     }
-    write_project(root, "thrift_formats", models, thrift_profile(port, SCHEMA))
+
+
+def _project(root: Path, port: int, file_format: str) -> Path:
+    write_project(root, "thrift_formats", format_models(file_format),
+                  thrift_profile(port, SCHEMA))
     return root
 
 
@@ -74,10 +80,28 @@ def _data_files(port: int, table: str, file_format: str) -> list[str]:
                   if r[0])
 
 
-def _expected(port: int, start: int, stop: int) -> list[tuple[object, ...]]:
-    query = CITY_BRAND_ROWS.replace("{{ var('start', 0) }}", str(start)).replace(
+def city_brand_rows(start: int, stop: int) -> str:
+    """The models' rows with ids in [start, stop), as a query."""
+    return CITY_BRAND_ROWS.replace("{{ var('start', 0) }}", str(start)).replace(
         "{{ var('stop', 4000) }}", str(stop))
-    return sorted(_sql(port, query))
+
+
+def _expected(port: int, start: int, stop: int) -> list[tuple[object, ...]]:
+    return sorted(_sql(port, city_brand_rows(start, stop)))
+
+
+def check_clustered_format_table(properties: dict[str, str], files: list[str],
+                                 file_format: str) -> None:
+    """The format's statistics kept on the clustering columns, every engine skipping by
+    them, and 4-8 files each sorted by the stored layout's key."""
+    if file_format == "delta":
+        assert properties["delta.dataSkippingStatsColumns"].startswith("`city`,`brand`")
+    else:
+        assert properties["write.metadata.metrics.column.city"] == "full"
+    assert 4 <= len(files) <= 8, files
+    for path in files:  # every file sorted by the stored layout's key
+        keys = _file_keys(properties, path)
+        assert keys == sorted(keys), path
 
 
 def test_clustered_format_models_build_and_append_over_thrift(
@@ -93,16 +117,8 @@ def test_clustered_format_models_build_and_append_over_thrift(
         table = f"{SCHEMA}.{model}"
         assert sorted(_sql(port, f"select * from {table}")) == _expected(port, 0, 4000)
         properties = {str(k): str(v) for k, v in _sql(port, f"show tblproperties {table}")}
-        if file_format == "delta":
-            # The statistics every engine skips by cover the clustering columns.
-            assert properties["delta.dataSkippingStatsColumns"].startswith("`city`,`brand`")
-        else:
-            assert properties["write.metadata.metrics.column.city"] == "full"
-        files = _data_files(port, table, file_format)
-        assert 4 <= len(files) <= 8, files
-        for path in files:  # every file sorted by the stored layout's key
-            keys = _file_keys(properties, path)
-            assert keys == sorted(keys), path
+        check_clustered_format_table(properties, _data_files(port, table, file_format),
+                                     file_format)
 
     # An append small against the table: the new rows' own run, keyed by the stored layout.
     appended = " ".join(_dbt(project, "run", "-s", "fmt_inc", "--vars",

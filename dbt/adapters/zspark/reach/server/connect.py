@@ -106,9 +106,14 @@ class ConnectConnectionWrapper(SessionConnectionWrapper):
     """dbt's handle of a Connect session; dbt's cancel interrupts the session's operations
     on the server (a Ctrl-C stops the server's jobs, not only the client's wait)."""
 
+    handle: ConnectHandle
+
     def __init__(self, session: Any) -> None:
         super().__init__(ConnectHandle(session))
-        self.session = session
+
+    @property
+    def session(self) -> Any:
+        return self.handle.session
 
     def cancel(self) -> None:
         self.session.interruptAll()
