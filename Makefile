@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup demo test test-slow test-bench bench bench-object-store bench-formats bench-formats-bar bench-keys bench-scale bench-sort-series bench-auto bench-advice-sample bench-bar bench-pipeline bench-thrift bench-balanced bench-kills bench-seeds bench-pip-user bench-jvm-start bench-quick bench-report lint
+.PHONY: setup demo test test-slow test-thin-client test-bench bench bench-object-store bench-formats bench-formats-bar bench-keys bench-scale bench-sort-series bench-auto bench-advice-sample bench-bar bench-pipeline bench-thrift bench-balanced bench-kills bench-seeds bench-pip-user bench-jvm-start bench-quick bench-report lint
 
 # Scale of `make bench` (seed 002: 1000 files).
 ROWS ?= 2000000
@@ -48,6 +48,11 @@ test: lint
 # own), listed in docs/tests.md beside the suite's shorter test of the same protocol.
 test-slow: setup
 	$(PY) -m pytest -m slow
+
+# README's thin install (Connect's client alone, no JVM) in a fresh venv, its dbt run
+# against a local Connect server (one of the slow tests; pip fetches dbt, about 4 minutes).
+test-thin-client: setup
+	$(PY) -m pytest -m slow -n 0 tests/functional/test_thin_client.py
 
 # The benchmarks' quick runs, checked (tests/bench): bench.run, bench.pipeline,
 # bench.balanced and bench.keys on small tables, started together (about 15 minutes).

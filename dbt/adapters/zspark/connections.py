@@ -228,6 +228,12 @@ class ZSparkCredentials(SparkCredentials):
                 f"this target uses method: {self.method}, whose Spark is configured where "
                 f"it runs. Leave 'table_format' out.")
         if self.method == SparkConnectionMethod.SESSION:
+            missing = embedded.driver_missing()
+            if missing is not None:
+                raise DbtRuntimeError(
+                    f"profile: method: session runs Spark's driver in the dbt process, and "
+                    f"here {missing}. Install pyspark with its jars (`pip install "
+                    f"dbt-zspark`), or reach a Spark Connect server with method: connect.")
             problem = spark_log.level_error(self.spark_log_level)
             if problem is not None:
                 raise DbtRuntimeError(problem)

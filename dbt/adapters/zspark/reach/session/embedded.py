@@ -30,6 +30,18 @@ class SessionStartError(RuntimeError):
     """The driver JVM exited before the session started."""
 
 
+def driver_missing() -> str | None:
+    """Why no Spark driver can run in this process, or None when pyspark's can: Connect's
+    client alone (``pyspark-client``) has neither Spark's jars nor the JVM gateway."""
+    try:
+        from pyspark.util import is_remote_only
+    except ImportError:
+        return "pyspark is not installed"
+    if is_remote_only():
+        return "pyspark is Spark Connect's client alone (pyspark-client: no jars, no JVM)"
+    return None
+
+
 def start(settings: Mapping[str, object], jvm_output: Path | None) -> SparkSession:
     """The process's session with ``settings`` and Hive's catalog, as dbt-spark opens it.
 
