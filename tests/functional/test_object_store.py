@@ -14,7 +14,7 @@ import os
 import re
 import signal
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +23,15 @@ import pytest
 
 from dbt.adapters.zspark.reach.session.object_stores import s3a_jars, s3a_settings, with_jars
 from tests.functional.dbt_project import thrift_profile, write_project
-from tests.functional.format_project import QUERY_MACRO, FormatProject, new_project
+from tests.functional.format_project import QUERY_MACRO, FormatProject, new_project, release
+from tests.functional.test_connect import connect_profile
 from tests.functional.test_thrift import SPARK_ENV
 from tests.functional.test_thrift import _dbt as thrift_dbt
 from tests.functional.test_thrift import _sql as thrift_sql
 from tests.harness.servers import (
     BUCKET,
     S3_KEYS,
+    connect_server,
     is_data_file_of,
     own_metastore,
     s3_requests,
@@ -355,6 +357,8 @@ def test_a_warehouse_the_session_cannot_reach_is_named_before_anything_is_writte
 
 
 class TestThrift:
+    # Slow: TestConnect runs the same server reach (keys and index in SQL) over Connect.
+    @pytest.mark.slow
     def test_a_thrift_server_with_its_warehouse_on_s3_builds_indexes_and_skips(
             self, tmp_path: Path, store: tuple[str, Path]) -> None:
         """dbt over thrift, the server's warehouse on S3 (its own s3a settings and the
@@ -365,15 +369,50 @@ class TestThrift:
         endpoint, log = store
         home = tmp_path / "server"
         home.mkdir()
-        conf = {**own_metastore(home), **s3a_settings(endpoint, *S3_KEYS),
-                "spark.sql.warehouse.dir": f"s3a://{BUCKET}/thrift",
-                "spark.sql.shuffle.partitions": "4",
-                "spark.driver.extraClassPath": os.pathsep.join(map(str, s3a_jars()))}
-        with thrift_server(home, conf, SPARK_ENV) as port:
-            _over_thrift(tmp_path / "project", port, endpoint, log)
+        with thrift_server(home, _server_conf(home, endpoint, "thrift"), SPARK_ENV) as port:
+            _over_server(tmp_path / "project", thrift_profile(port, "zts3"),
+                         lambda statement: thrift_sql(port, statement), endpoint, log,
+                         "thrift")
 
 
-def _over_thrift(root: Path, port: int, endpoint: str, log: Path) -> None:
+class TestConnect:
+    def test_a_connect_server_with_its_warehouse_on_s3_builds_indexes_and_skips(
+            self, tmp_path: Path, store: tuple[str, Path]) -> None:
+        """The same over a Spark Connect server whose warehouse is on S3: dbt's process a
+        Connect client (no JVM, no s3a settings of its own), every file in the store."""
+        from pyspark.sql.connect.session import SparkSession
+
+        endpoint, log = store
+        home = tmp_path / "server"
+        home.mkdir()
+        with connect_server(home, _server_conf(home, endpoint, "connect"), SPARK_ENV) as port:
+            client = SparkSession.builder.remote(f"sc://127.0.0.1:{port}").create()
+
+            def sql(statement: str) -> list[tuple[Any, ...]]:
+                # A Connect session keeps a table's file listing; dbt wrote from its own.
+                for table in set(re.findall(r"zts3\.\w+", statement)):
+                    client.sql(f"refresh table {table}").collect()
+                return [tuple(row) for row in client.sql(statement).collect()]
+
+            try:
+                _over_server(tmp_path / "project", connect_profile(port, "zts3"), sql,
+                             endpoint, log, "connect")
+            finally:
+                release(tmp_path / "project")  # its dbt process's Connect session
+                client.stop()
+
+
+def _server_conf(home: Path, endpoint: str, folder: str) -> dict[str, str]:
+    """A server's settings with its warehouse in ``folder`` of the bucket (its own s3a
+    settings and the connector on its class path)."""
+    return {**own_metastore(home), **s3a_settings(endpoint, *S3_KEYS),
+            "spark.sql.warehouse.dir": f"s3a://{BUCKET}/{folder}",
+            "spark.sql.shuffle.partitions": "4",
+            "spark.driver.extraClassPath": os.pathsep.join(map(str, s3a_jars()))}
+
+
+def _over_server(root: Path, profile: str, sql: Callable[[str], list[tuple[Any, ...]]],
+                 endpoint: str, log: Path, folder: str) -> None:
     models = {
         "clustered.sql": "{{ config(materialized='table', hilbert_by=['a', 's'], "
                          f"file_count={FILES}) }}}}" + CLUSTERED_ROWS,
@@ -390,15 +429,12 @@ def _over_thrift(root: Path, port: int, endpoint: str, log: Path) -> None:
                       arguments: {{predicates: {json.dumps([POINT])}, min_skip_ratio: 0.5}}
         """,
     }
-    write_project(root, "zspark_thrift_s3",
+    write_project(root, f"zspark_{folder}_s3",
                   {name: textwrap.dedent(text).lstrip() for name, text in models.items()},
-                  thrift_profile(port, "zts3"))
+                  profile)
 
     def dbt(*args: str) -> str:
         return thrift_dbt(root, *args)
-
-    def sql(statement: str) -> list[tuple[Any, ...]]:
-        return thrift_sql(port, statement)
 
     def rows(table: str) -> list[int]:
         [row] = sql(f"select count(*), count(distinct id), sum(id) from zts3.{table}")
@@ -414,7 +450,7 @@ def _over_thrift(root: Path, port: int, endpoint: str, log: Path) -> None:
     files = {str(r[0]) for r in sql("select distinct _metadata.file_path from zts3.clustered")}
     indexed = {str(r[0]) for r in sql("select file_path from zts3.clustered__zindex")}
     assert indexed == files
-    assert all(path.startswith(f"s3a://{BUCKET}/thrift/") for path in files), files
+    assert all(path.startswith(f"s3a://{BUCKET}/{folder}/") for path in files), files
     assert "skip_coverage" in dbt("test", "--select", "clustered")
 
     dbt("run", "--select", "clustered", "--vars", "{n: 4500}")
@@ -435,7 +471,7 @@ def _over_thrift(root: Path, port: int, endpoint: str, log: Path) -> None:
              and re.search(r"/zts3\.db/(clustered|grows)(__zspark_new|__zspark_old)?/", path)]
     assert moved == []
     keys = [item["Key"] for page in _s3(endpoint).get_paginator("list_objects_v2").paginate(
-        Bucket=BUCKET, Prefix="thrift/zts3.db/") for item in page.get("Contents", [])]
+        Bucket=BUCKET, Prefix=f"{folder}/zts3.db/") for item in page.get("Contents", [])]
     assert [key for key in keys if "__zspark_deleting" in key] == []
     for table in ("clustered", "grows"):
         stored = {key for key in keys if is_data_file_of(table, "/" + key)}
