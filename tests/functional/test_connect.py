@@ -19,6 +19,10 @@ import pytest
 
 from tests.functional.dbt_project import skip_coverage_yml, write_project
 from tests.functional.format_project import WORKERS, FormatProject, release
+from tests.functional.server_protocols import (
+    killed_overwrite_is_finished_by_the_server,
+    second_run_fails_fast_while_another_writes,
+)
 from tests.functional.test_python_models import GROWS, PANDAS, SOURCE, TABLE
 from tests.functional.test_seeds import CSV, EXPECTED
 from tests.functional.test_thrift import CLUSTERED_SQL, POINT_QUERIES
@@ -224,3 +228,23 @@ def test_a_killed_full_reclustering_over_connect_is_recovered_by_the_next_run(
     for step in ("rewrite:written", "rewrite:checked"):
         killed.killed(step, *killed.recluster(full=True))
     killed.build(killed.stop + 300)
+
+
+def test_a_killed_overwrite_over_connect_is_finished_by_the_server(
+        connect_port: int, tmp_path: Path) -> None:
+    """A client killed over Connect once its overwrite ran (server_protocols.py)."""
+    from tests.harness.kills import KilledProject
+
+    killed_overwrite_is_finished_by_the_server(KilledProject(
+        tmp_path, connect_port=connect_port, strategy="insert_overwrite",
+        schema="zc_overwrite"))
+
+
+def test_a_second_run_over_connect_fails_fast_while_another_process_writes(
+        connect_port: int, tmp_path: Path) -> None:
+    """The lock over Connect, two schedulers against one server (server_protocols.py)."""
+    from tests.harness.kills import KilledProject
+
+    second_run_fails_fast_while_another_writes(
+        KilledProject(tmp_path / "project", connect_port=connect_port, schema="zc_lock"),
+        tmp_path / "gate")

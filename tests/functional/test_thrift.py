@@ -15,7 +15,6 @@ import re
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,10 @@ from pyhive import hive  # dbt-spark[PyHive]: the thrift method's client
 
 from tests.functional.dbt_project import skip_coverage_yml, thrift_profile, write_project
 from tests.functional.format_project import FormatProject
+from tests.functional.server_protocols import (
+    killed_overwrite_is_finished_by_the_server,
+    second_run_fails_fast_while_another_writes,
+)
 from tests.harness.servers import own_metastore, thrift_server
 
 pytestmark = pytest.mark.spark
@@ -576,48 +579,22 @@ def test_killed_runs_recover_over_thrift_with_the_server_up(
 @pytest.mark.slow
 def test_a_killed_overwrite_over_thrift_is_finished_by_the_server(
         thrift_port: int, tmp_path: Path) -> None:
-    """insert_overwrite over thrift is one statement the server runs: a client killed
-    once it has run (before the index) leaves the partitions replaced whole, and the next
-    run's index repair and the checking build find rows, index and scan exact."""
+    """A client killed once its overwrite ran (server_protocols.py)."""
     from tests.harness.kills import KilledProject
 
-    killed = KilledProject(tmp_path, thrift_port=thrift_port, strategy="insert_overwrite")
-    killed.build(1500)
-    killed.killed("append:inserted", "run", "--vars", f"{{stop: {killed.stop + 700}}}")
-    log = killed.build(killed.stop + 1400)
-    assert "does not list exactly the files" in log
+    killed_overwrite_is_finished_by_the_server(
+        KilledProject(tmp_path, thrift_port=thrift_port, strategy="insert_overwrite"))
 
 
 @pytest.mark.slow
 def test_a_second_run_of_a_model_fails_fast_while_another_process_writes_it(
         thrift_port: int, tmp_path: Path) -> None:
-    """Two schedulers against one server: while one `dbt run` is inside its write (held
-    there at a pause point), a second run of the same model fails at once, before writing,
-    naming the process that holds the table; the first then finishes, and the rows are
-    exactly the first run's (the checking build)."""
+    """The lock, two schedulers against one server (server_protocols.py)."""
     from tests.harness.kills import KilledProject
 
-    project = KilledProject(tmp_path / "project", thrift_port=thrift_port, schema="zspark_lock")
-    project.build(1000)
-    gate = tmp_path / "gate"
-    gate.mkdir()
-    first = project.start("run", "--vars", "{stop: 1300, recluster: false}",
-                          ZSPARK_PAUSE_AT="append:inserted", ZSPARK_PAUSE_DIR=str(gate))
-    try:
-        deadline = time.monotonic() + 300
-        while not (gate / "reached").exists():
-            assert first.poll() is None, f"the first run ended early:\n{first.stdout}"
-            assert time.monotonic() < deadline, "the first run never reached its write"
-            time.sleep(0.5)
-        second = project.dbt("run", "--vars", "{stop: 1600, recluster: false}")
-        assert second.returncode == 1, second.stdout[-4000:]
-        assert "another run is writing zspark_lock.killed" in second.stdout
-        assert f"process {first.pid} on host" in second.stdout
-    finally:
-        (gate / "resume").touch()
-        output, _ = first.communicate(timeout=600)
-    assert first.returncode == 0, output[-4000:]
-    project.build(1300)  # rows exactly the first run's: the second wrote nothing
+    second_run_fails_fast_while_another_writes(
+        KilledProject(tmp_path / "project", thrift_port=thrift_port, schema="zspark_lock"),
+        tmp_path / "gate")
 
 
 def test_a_python_model_over_thrift_is_refused_naming_the_methods_that_run_one(
