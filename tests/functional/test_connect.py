@@ -37,7 +37,11 @@ SPARK_ENV = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "
 @pytest.fixture(scope="module")
 def connect_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     home = tmp_path_factory.mktemp("connect_server")
-    with connect_server(home, own_metastore(home), SPARK_ENV) as port:
+    # Its queries logged, plain (a server's SQL reads no codec), for the history test.
+    (home / "events").mkdir()
+    events = {"spark.eventLog.enabled": "true", "spark.eventLog.dir": f"file://{home}/events",
+              "spark.eventLog.compress": "false"}
+    with connect_server(home, {**own_metastore(home), **events}, SPARK_ENV) as port:
         yield port
 
 
@@ -248,3 +252,27 @@ def test_a_second_run_over_connect_fails_fast_while_another_process_writes(
     second_run_fails_fast_while_another_writes(
         KilledProject(tmp_path / "project", connect_port=connect_port, schema="zc_lock"),
         tmp_path / "gate")
+
+
+def test_the_servers_event_logs_are_a_workload_over_connect(
+        project: FormatProject, server: Any) -> None:
+    """The query history over a server: the Connect server's own event logs, read by its
+    SQL (``reach/server/event_logs.py``), give `zspark_advise` each filter with its count;
+    a compressed log is counted and left out, by name."""
+    (project.root / "models" / "history.sql").write_text(
+        "{{ config(materialized='table', file_count=4) }}\n"
+        f"select * from ({CLUSTERED_SQL})")
+    _dbt(project, "run", "-s", "history")
+    table = f"{SCHEMA}.history"
+    server.sql(f"refresh table {table}").collect()
+    for _ in range(3):
+        server.sql(f"select count(*) from {table} where brand = 42").collect()
+    server.sql(f"select * from {table} where city in ('CITY001', 'CITY002')").collect()
+    folder = server.conf.get("spark.eventLog.dir")
+    Path(folder.removeprefix("file:"), "app-0-lz4.lz4").write_bytes(b"\x00\x01")
+    advice = _dbt(project, "run-operation", "zspark_advise", "--args",
+                  f"{{relation: {table}}}")
+    assert "query history read from: file:" in advice, advice[-3000:]
+    assert "[history] x3: `brand` = 42" in advice, advice[-3000:]
+    assert "[history] x1: `city` IN ('CITY001', 'CITY002')" in advice, advice[-3000:]
+    assert "event logs of a codec not read here (1 files" in advice, advice[-3000:]

@@ -89,10 +89,10 @@ class SparkReach(Protocol):
         ...
 
     def event_log_scans(self, folders: Sequence[str],
-                        tables: Sequence[str]) -> pd.DataFrame | None:
+                        tables: Sequence[str]) -> pd.DataFrame:
         """Scans of ``tables`` (lower-case ``schema.table``) in the Spark event logs under
-        ``folders``, grouped: ``table_name``, ``pushed_filters``, ``queries``, ``logs``
-        (``advice/event_logs.py``); None where this reach cannot read them."""
+        ``folders``, grouped: ``table_name``, ``pushed_filters``, ``queries``, ``logs``,
+        ``first_ms``, ``last_ms`` (``advice/event_logs.py``)."""
         ...
 
     def files_view(self, written_as: FormatTable, table: str,

@@ -12,6 +12,7 @@ from dbt.adapters.zspark.core.sql_text import sql_string
 from dbt.adapters.zspark.layouts.layout_state import clustered_writes_property
 from dbt.adapters.zspark.reach.folders import ServerFolders
 from dbt.adapters.zspark.reach.frames.seeds import load_seed
+from dbt.adapters.zspark.reach.server.event_logs import server_event_log_scans
 from dbt.adapters.zspark.reach.server.next_version import CopiedVersion
 from dbt.adapters.zspark.reach.server.sql_build import (
     keyed_sql_build,
@@ -82,9 +83,8 @@ class ServerReach:
                                self._cores(), schema, pieces, file_per_partition, select)
 
     def event_log_scans(self, folders: Sequence[str],
-                        tables: Sequence[str]) -> pd.DataFrame | None:
-        # Decoding a log and walking its plans needs Python beside Spark: not over a server.
-        return None
+                        tables: Sequence[str]) -> pd.DataFrame:
+        return server_event_log_scans(self.fetch, self._execute, folders, tables)
 
     def frame(self, sql: str, types: Mapping[str, str]) -> pd.DataFrame:
         import pandas as pd

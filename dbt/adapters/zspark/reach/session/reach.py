@@ -78,7 +78,7 @@ class SessionReach:
         return as_pandas(self.spark.sql(sql))
 
     def event_log_scans(self, folders: Sequence[str],
-                        tables: Sequence[str]) -> pd.DataFrame | None:
+                        tables: Sequence[str]) -> pd.DataFrame:
         return event_log_scans(self.spark, folders, tables)
 
     def files_view(self, written_as: FormatTable, table: str,
