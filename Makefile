@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup demo test test-slow test-thin-client test-bench bench bench-object-store bench-formats bench-formats-bar bench-keys bench-scale bench-sort-series bench-auto bench-advice-sample bench-bar bench-pipeline bench-thrift bench-balanced bench-kills bench-seeds bench-pip-user bench-jvm-start bench-quick bench-report lint
+.PHONY: setup demo test test-slow test-thin-client test-bench bench bench-object-store bench-formats bench-formats-bar bench-keys bench-scale bench-sort-series bench-auto bench-advice-sample bench-driver-scale bench-bar bench-pipeline bench-thrift bench-balanced bench-kills bench-seeds bench-pip-user bench-jvm-start bench-quick bench-report lint
 
 # Scale of `make bench` (seed 002: 1000 files).
 ROWS ?= 2000000
@@ -146,6 +146,11 @@ bench-auto: setup
 # An advice's sample from every file of a 5,000-file table against from the files it picks.
 bench-advice-sample: setup
 	$(PY) -m bench.advice_sample
+
+# A scan's planning on the driver at 10,000, 100,000 and 1 M files (10 M row groups), on
+# synthetic index statistics (about 2 minutes).
+bench-driver-scale: setup
+	$(PY) -m bench.driver_scale
 
 # The scale bar: 100 M rows into 10,000 files, each build and append its own dbt process:
 # Spark's bare and sorted writes beside a Hilbert build, point queries, appends (~35 min).
