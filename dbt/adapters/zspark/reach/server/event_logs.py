@@ -1,9 +1,10 @@
 """Spark's event logs read by a server's own SQL (thrift, Spark Connect): the server reads
 the log files (``binaryFile``: no codec of Hadoop's applied) and returns one row per
-distinct plan of the queries that name a table asked for (the plan, its queries, logs and
-first and last start); the plans are decoded here by ``advice/event_logs.py``, as a
-session's executors decode whole logs. What reaches this process grows with distinct
-plans, not with the logs' lines.
+distinct plan text of the queries that name a table asked for (the plan, its queries,
+logs and first and last start); the plans are decoded here by ``advice/event_logs.py``,
+as a session's executors decode whole logs. A plan's text carries its own expression and
+metric ids, so in practice that is a row per such query: what reaches this process grows
+with the table's queries, not with the logs' lines.
 
 Plain logs are read (``spark.eventLog.compress=false``); SQL has no decoder for the
 codecs Spark compresses its logs with (zstd by default, lz4, ...), so those are counted
