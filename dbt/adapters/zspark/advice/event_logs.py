@@ -83,12 +83,17 @@ def scan_rows(path: str, content: bytes,
         if not str(event.get("Event", "")).endswith(EXECUTION_START):
             continue
         for table, filters in plan_scans(event):
-            lowered = table.lower()
-            match = next((t for t in tables if lowered == t or lowered.endswith("." + t)),
-                         None)
+            match = matching_table(table, tables)
             if match is not None:
                 found.append((match, filters, path, str(event.get("time") or "")))
     return found
+
+
+def matching_table(scanned: str, tables: frozenset[str]) -> str | None:
+    """Which of ``tables`` (lower-case ``schema.table``) a plan's scan names (its name may
+    carry the catalog too), or None."""
+    lowered = scanned.lower()
+    return next((t for t in tables if lowered == t or lowered.endswith("." + t)), None)
 
 
 def scan_batches(batches: Iterable[pa.RecordBatch],

@@ -19,7 +19,12 @@ from typing import Any
 
 import pandas as pd
 
-from dbt.adapters.zspark.advice.event_logs import EXECUTION_START, UNREADABLE, plan_scans
+from dbt.adapters.zspark.advice.event_logs import (
+    EXECUTION_START,
+    UNREADABLE,
+    matching_table,
+    plan_scans,
+)
 from dbt.adapters.zspark.core.sql_text import sql_string
 
 COLUMNS = ["table_name", "pushed_filters", "queries", "logs", "first_ms", "last_ms"]
@@ -85,9 +90,7 @@ def plan_rows_scans(rows: Sequence[tuple[Any, ...]], tables: frozenset[str]) -> 
             found[(UNREADABLE, "")] = [0, int(logs), None, None]
             continue
         for table, filters in plan_scans({"sparkPlanInfo": json.loads(plan)}):
-            lowered = table.lower()
-            match = next((t for t in tables if lowered == t or lowered.endswith("." + t)),
-                         None)
+            match = matching_table(table, tables)
             if match is None:
                 continue
             entry = found.setdefault((match, filters), [0, 0, first, last])
