@@ -26,7 +26,7 @@ from tests.functional.server_protocols import (
 from tests.functional.test_python_models import GROWS, PANDAS, SOURCE, TABLE
 from tests.functional.test_seeds import CSV, EXPECTED
 from tests.functional.test_thrift import CLUSTERED_SQL, POINT_QUERIES
-from tests.harness.servers import connect_server, own_metastore
+from tests.harness.servers import connect_client, connect_server, own_metastore
 
 pytestmark = pytest.mark.spark
 
@@ -48,11 +48,8 @@ def connect_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
 @pytest.fixture(scope="module")
 def server(connect_port: int) -> Iterator[Any]:
     """A Connect client session of the test's own on the server, stopped before it."""
-    from pyspark.sql.connect.session import SparkSession
-
-    session = SparkSession.builder.remote(f"sc://127.0.0.1:{connect_port}").create()
-    yield session
-    session.stop()
+    with connect_client(connect_port) as session:
+        yield session
 
 
 def _rows(server: Any, sql: str, fresh: str = "") -> list[tuple[Any, ...]]:

@@ -19,13 +19,13 @@ import pytest
 from dbt.adapters.zspark.formats.settings import table_format
 from tests.functional.dbt_project import write_project
 from tests.functional.format_project import SMALL_DATA, FormatProject, release
-from tests.functional.test_connect import SPARK_ENV, connect_profile
+from tests.functional.test_connect import SPARK_ENV, _rows, connect_profile
 from tests.functional.test_thrift_formats import (
     check_clustered_format_table,
     city_brand_rows,
     format_models,
 )
-from tests.harness.servers import connect_server, own_metastore
+from tests.harness.servers import connect_client, connect_server, own_metastore
 
 pytestmark = pytest.mark.spark
 
@@ -37,8 +37,6 @@ def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
            ) -> Iterator[tuple[str, int, Any]]:
     """A Connect server set up for one format (its jars, extensions and catalog), and a
     Connect client session of the test's own on it."""
-    from pyspark.sql.connect.session import SparkSession
-
     file_format = str(request.param)
     home = tmp_path_factory.mktemp(f"connect_{file_format}")
     wanted = table_format(file_format)
@@ -46,19 +44,9 @@ def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     jars = os.pathsep.join(str(jar) for jar in wanted.jar_files())
     conf = {**own_metastore(home), **wanted.settings, **SMALL_DATA,
             "spark.driver.extraClassPath": jars}
-    with connect_server(home, conf, SPARK_ENV) as port:
-        client = SparkSession.builder.remote(f"sc://127.0.0.1:{port}").create()
+    with connect_server(home, conf, SPARK_ENV) as port, connect_client(port) as client:
         client.sql(f"create schema if not exists {SCHEMA}").collect()
         yield file_format, port, client
-        client.stop()
-
-
-def _rows(client: Any, sql: str, fresh: str = "") -> list[tuple[Any, ...]]:
-    """``sql``'s rows, sorted; ``fresh``: a table first refreshed (this client's session
-    keeps the table's state it last read, and dbt wrote it from a session of its own)."""
-    if fresh:
-        client.sql(f"refresh table {fresh}").collect()
-    return sorted(tuple(row) for row in client.sql(sql).collect())
 
 
 def _expected(client: Any, start: int, stop: int) -> list[tuple[Any, ...]]:

@@ -31,6 +31,7 @@ from tests.functional.test_thrift import _sql as thrift_sql
 from tests.harness.servers import (
     BUCKET,
     S3_KEYS,
+    connect_client,
     connect_server,
     is_data_file_of,
     own_metastore,
@@ -380,13 +381,11 @@ class TestConnect:
             self, tmp_path: Path, store: tuple[str, Path]) -> None:
         """The same over a Spark Connect server whose warehouse is on S3: dbt's process a
         Connect client (no JVM, no s3a settings of its own), every file in the store."""
-        from pyspark.sql.connect.session import SparkSession
-
         endpoint, log = store
         home = tmp_path / "server"
         home.mkdir()
-        with connect_server(home, _server_conf(home, endpoint, "connect"), SPARK_ENV) as port:
-            client = SparkSession.builder.remote(f"sc://127.0.0.1:{port}").create()
+        conf = _server_conf(home, endpoint, "connect")
+        with connect_server(home, conf, SPARK_ENV) as port, connect_client(port) as client:
 
             def sql(statement: str) -> list[tuple[Any, ...]]:
                 # A Connect session keeps a table's file listing; dbt wrote from its own.
@@ -399,7 +398,6 @@ class TestConnect:
                              endpoint, log, "connect")
             finally:
                 release(tmp_path / "project")  # its dbt process's Connect session
-                client.stop()
 
 
 def _server_conf(home: Path, endpoint: str, folder: str) -> dict[str, str]:

@@ -23,7 +23,7 @@ from dbt.adapters.zspark.layouts.planning import plan_clustering
 from dbt.adapters.zspark.reach.base import SparkReach
 from dbt.adapters.zspark.reach.server.reach import ServerReach
 from dbt.adapters.zspark.reach.session.reach import SessionReach
-from tests.harness.servers import connect_server, own_metastore, thrift_server
+from tests.harness.servers import connect_client, connect_server, own_metastore, thrift_server
 
 pytestmark = pytest.mark.spark
 
@@ -87,14 +87,11 @@ def reached(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
             query(f"create schema if not exists {SCHEMA}")
             yield Reached(name, ServerReach(query, query, lambda: 2), query)
         return
-    from pyspark.sql.connect.session import SparkSession
-
-    with connect_server(home, own_metastore(home), SPARK_ENV) as port:
-        client = SparkSession.builder.remote(f"sc://127.0.0.1:{port}").create()
+    with connect_server(home, own_metastore(home), SPARK_ENV) as port, \
+            connect_client(port) as client:
         query = _frames_query(client)
         query(f"create schema if not exists {SCHEMA}")
         yield Reached(name, ServerReach(query, query, lambda: 2, lambda: client), query)
-        client.stop()
 
 
 def _relation(identifier: str) -> Any:

@@ -22,7 +22,7 @@ from tests.functional.dbt_project import skip_coverage_yml, write_project
 from tests.functional.test_connect import _rows, connect_profile
 from tests.functional.test_python_models import SOURCE, TABLE
 from tests.functional.test_thrift import CLUSTERED_SQL, POINT_QUERIES
-from tests.harness.servers import connect_server, own_metastore
+from tests.harness.servers import connect_client, connect_server, own_metastore
 from tests.harness.thin_install import PLUGIN_PATH, readme_commands
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -54,11 +54,8 @@ def connect_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
 
 @pytest.fixture(scope="module")
 def server(connect_port: int) -> Iterator[Any]:
-    from pyspark.sql.connect.session import SparkSession
-
-    session = SparkSession.builder.remote(f"sc://127.0.0.1:{connect_port}").create()
-    yield session
-    session.stop()
+    with connect_client(connect_port) as session:
+        yield session
 
 
 def test_the_venv_holds_connects_client_alone(thin_venv: Path) -> None:

@@ -17,6 +17,7 @@ import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from dbt.adapters.zspark.connections import with_class_archive
 
@@ -73,6 +74,19 @@ def connect_server(home: Path, conf: Mapping[str, str], env: Mapping[str, str],
     with _server(home, "org.apache.spark.sql.connect.service.SparkConnectServer", own, env,
                  master, driver_memory, timeout, "Spark Connect server started", []):
         yield port
+
+
+@contextmanager
+def connect_client(port: int) -> Iterator[Any]:
+    """A Connect client session of this process's own on the server at ``port``, stopped
+    on exit (``create``: in a process that may hold a classic session too)."""
+    from pyspark.sql.connect.session import SparkSession
+
+    client = SparkSession.builder.remote(f"sc://127.0.0.1:{port}").create()
+    try:
+        yield client
+    finally:
+        client.stop()
 
 
 @contextmanager
