@@ -1,10 +1,10 @@
 """Spark's event logs read by a server's own SQL (thrift, Spark Connect): the server reads
 the log files (``binaryFile``: no codec of Hadoop's applied) and returns one row per
-distinct plan text of the queries that name a table asked for (the plan, its queries,
-logs and first and last start); the plans are decoded here by ``advice/event_logs.py``,
-as a session's executors decode whole logs. A plan's text carries its own expression and
-metric ids, so in practice that is a row per such query: what reaches this process grows
-with the table's queries, not with the logs' lines.
+distinct plan shape of the queries that name a table asked for (the plan without its
+run's ids; its queries, logs and first and last start); the plans are decoded here by
+``advice/event_logs.py``, as a session's executors decode whole logs. What reaches this
+process grows with the distinct queries (shapes and filters), not with the logs' lines
+or the queries run.
 
 Plain logs are read (``spark.eventLog.compress=false``); SQL has no decoder for the
 codecs Spark compresses its logs with (zstd by default, lz4, ...), so those are counted
@@ -31,6 +31,12 @@ COLUMNS = ["table_name", "pushed_filters", "queries", "logs", "first_ms", "last_
 #: File names of the logs Spark's codecs compressed (read by no SQL function).
 COMPRESSED = sql_string(r"\.(zstd|zst|lz4|lzf|snappy|gz)(\.inprogress)?$")
 VIEW = "zspark_event_log_files"
+#: A query's plan without the ids each run gives it anew (expressions' ``#12``,
+#: exchanges' ``plan_id=52``, metrics' accumulators), so that the queries of one shape
+#: and filters group into one row.
+PLAN_SHAPE = ("regexp_replace(regexp_replace(get_json_object(value, '$.sparkPlanInfo'), "
+              "'(#|plan_id=)[0-9]+', '$1'), '\"accumulatorId\":[0-9]+', "
+              "'\"accumulatorId\":0')")
 
 
 def server_event_log_scans(fetch: Callable[[str], list[tuple[Any, ...]]],
@@ -60,7 +66,7 @@ def server_event_log_scans(fetch: Callable[[str], list[tuple[Any, ...]]],
         [(compressed,)] = fetch(f"select count(*) from ({files}) zspark_logs "
                                 f"where path rlike {COMPRESSED}")
         rows = fetch(f"""
-            select get_json_object(value, '$.sparkPlanInfo') as plan, count(*) as queries,
+            select {PLAN_SHAPE} as plan, count(*) as queries,
                    count(distinct log_path) as logs, min(started) as first_ms,
                    max(started) as last_ms
             from (select log_path, value,
