@@ -70,3 +70,35 @@ def sample_sql(table: str, inputs: Mapping[str, str], paths: Sequence[str] | Non
     selected = ", ".join(f"{value} as {name}" for name, value in inputs.items())
     return (f"select {selected} from {table} where {files_filter(paths)} "
             f"and rand({SAMPLE_SEED}) < {fraction!r}")
+
+
+#: Table properties under which a data file holds rows the table no longer has (deletion
+#: vectors, merge-on-read deletes) or names its columns otherwise (Delta's column mapping).
+_FILES_NOT_ROWS = {"delta.enableDeletionVectors": ("true",),
+                   "delta.columnMapping.mode": ("name", "id"),
+                   "write.delete.mode": ("merge-on-read",),
+                   "write.update.mode": ("merge-on-read",),
+                   "write.merge.mode": ("merge-on-read",)}
+
+
+def data_files_source(properties: Mapping[str, str], paths: Sequence[str]) -> str | None:
+    """A scan of a Delta or Iceberg table's data files (``paths``) that opens only those a
+    ``_metadata.file_path`` filter names: the files read as Parquet under their common
+    folder. None where a file's rows are not the table's rows (see ``_FILES_NOT_ROWS``).
+
+    >>> data_files_source({}, ["s3a://b/t/p=1/a.parquet", "s3a://b/t/p=2/b.parquet"])
+    'parquet.`s3a://b/t/`'
+    >>> data_files_source({"delta.enableDeletionVectors": "true"}, ["s3a://b/t/a.parquet"])
+    """
+    if not paths or any(str(properties.get(key, "")).lower() in values
+                        for key, values in _FILES_NOT_ROWS.items()):
+        return None
+    # The common prefix of all is that of the least and the greatest (as strings; not
+    # os.path's, which folds the "//" of a URI).
+    first, last = min(paths), max(paths)
+    shared = next((i for i, (a, b) in enumerate(zip(first, last, strict=False)) if a != b),
+                  min(len(first), len(last)))
+    folder = first[:shared].rsplit("/", 1)[0] + "/"
+    if "://" not in folder and not folder.startswith("/") and ":/" not in folder:
+        return None
+    return f"parquet.`{folder.replace('`', '``')}`"

@@ -24,7 +24,12 @@ from dbt.adapters.zspark.advice.event_logs import UNREADABLE as UNREADABLE_LOG
 from dbt.adapters.zspark.advice.event_logs import filters_predicate
 from dbt.adapters.zspark.advice.graph_workload import ProjectNode, project_queries
 from dbt.adapters.zspark.advice.scoring import Choice, Score, candidate_types, score_layouts
-from dbt.adapters.zspark.advice.table_sample import count_sql, sample_sql, sampled_files
+from dbt.adapters.zspark.advice.table_sample import (
+    count_sql,
+    data_files_source,
+    sample_sql,
+    sampled_files,
+)
 from dbt.adapters.zspark.core.sql_text import quote
 from dbt.adapters.zspark.core.value_ranks import normalize_type
 from dbt.adapters.zspark.layouts import LAYOUTS
@@ -67,6 +72,10 @@ class ListedFiles:
 
     parquet: bool
     paths: list[str]
+    #: The scan that opens only the files a ``_metadata.file_path`` filter names: the
+    #: table itself (Parquet), its data files read as Parquet (Delta, Iceberg, where their
+    #: rows are the table's), or None (every file is read).
+    files_source: str | None = None
 
 
 @dataclass
@@ -372,17 +381,26 @@ class WorkloadAdvisor:
     def _sample(self, relation: Any, types: Mapping[str, str], listed: ListedFiles) -> Any:
         """About :data:`ADVICE_SAMPLE_ROWS` rows of ``relation``'s ``types`` columns at
         random, from a bounded share of a Parquet table's files (``table_sample.py``)."""
-        paths = None
-        if listed.parquet:
-            chosen = sampled_files(listed.paths)
-            if len(chosen) < len(listed.paths):
-                paths = chosen
-                logger.debug(f"zspark: {relation}: advice sampled from {len(chosen):,} of "
-                             f"its {len(listed.paths):,} files")
-        rows = int(self.ctx.fetch(count_sql(str(relation), paths))[0][0] or 0)
+        source, paths = str(relation), None
+        chosen = sampled_files(listed.paths)
+        if listed.files_source is not None and len(chosen) < len(listed.paths):
+            source, paths = listed.files_source, chosen
         inputs = {quote(c): key_input_sql(quote(c), t) for c, t in types.items()}
+        rows = 0
+        if paths is not None:
+            try:
+                rows = int(self.ctx.fetch(count_sql(source, paths))[0][0] or 0)
+            except DbtRuntimeError as error:  # a data file's columns not the table's
+                logger.debug(f"zspark: {relation}: advice sample from chosen files: {error}")
+            if rows:
+                logger.debug(f"zspark: {relation}: advice sampled from {len(paths):,} of "
+                             f"its {len(listed.paths):,} files")
+            else:  # none of the chosen files found as named: every file, as for any table
+                source, paths = str(relation), None
+        if paths is None:
+            rows = int(self.ctx.fetch(count_sql(source, None))[0][0] or 0)
         return self.ctx.reach().frame(
-            sample_sql(str(relation), inputs, paths, rows, ADVICE_SAMPLE_ROWS),
+            sample_sql(source, inputs, paths, rows, ADVICE_SAMPLE_ROWS),
             {c: key_input_type(t) for c, t in types.items()})
 
     def _listed(self, relation: Any) -> ListedFiles:
@@ -390,9 +408,10 @@ class WorkloadAdvisor:
         and the files its sample reads."""
         file_format, properties = self.tables.format_of(relation)
         if file_format is not None:
-            return ListedFiles(False, [path for path, _, _ in self.tables.format_file_list(
-                relation, file_format, properties)])
-        return ListedFiles(True, sorted(self.ctx.reach().table_files(relation)))
+            paths = [path for path, _, _ in self.tables.format_file_list(
+                relation, file_format, properties)]
+            return ListedFiles(False, paths, data_files_source(properties, paths))
+        return ListedFiles(True, sorted(self.ctx.reach().table_files(relation)), str(relation))
 
     def _current(self, relation: Any) -> Candidate | None:
         """The table's own layout as a candidate, when zspark clustered it."""
