@@ -20,7 +20,10 @@ from dbt.adapters.zspark.reach.session.jvm import SessionJvm
 from tests.harness.scan_metrics import files_opened
 
 #: "Queries" that ask for the checks below rather than rows.
-BOUNDS, SNAPSHOTS = "bounds of ", "snapshots of "
+BOUNDS, SNAPSHOTS, SAMPLE = "bounds of ", "snapshots of ", "sample of "
+#: Files an advice's sample reads in :func:`sample_of_files` (the adapter's bound is
+#: 1,024; a test's tables hold a few dozen).
+SAMPLED_FILES = 4
 
 
 def bound_violations(spark: SparkSession, table_format: str, table: str) -> list[Any]:
@@ -38,13 +41,10 @@ def bound_violations(spark: SparkSession, table_format: str, table: str) -> list
     picked = ", ".join(f"min(`{c}`) as `{c}__lo`, max(`{c}`) as `{c}__hi`" for c in columns)
     actual = spark.sql(f"select input_file_name() as f, {picked} from {table} group by 1")
 
-    def plain(path: str) -> str:
-        return "/" + path.removeprefix("file:").lstrip("/")
-
-    found = {plain(r["f"]): r for r in actual.collect()}
+    found = {_plain(r["f"]): r for r in actual.collect()}
     violations = 0
     for _, row in stats.iterrows():
-        rows = found[plain(row["file_path"])]
+        rows = found[_plain(row["file_path"])]
         for c in columns:
             low, high = row[f"{c}__min"], row[f"{c}__max"]
             lo, hi = rows[f"{c}__lo"], rows[f"{c}__hi"]
@@ -69,6 +69,41 @@ def snapshot_rows(spark: SparkSession, table: str) -> list[list[Any]]:
     return found
 
 
+def sample_of_files(spark: SparkSession, table_format: str, table: str) -> list[Any]:
+    """An advice's sample of a Delta or Iceberg table from :data:`SAMPLED_FILES` of its
+    live files, read as the advisor reads them (its data files as Parquet,
+    ``table_sample.data_files_source``): [live files, the files Spark opened for the
+    sample's count, that count, the rows of the same files read through the table]."""
+    from dbt.adapters.zspark.advice.table_sample import (
+        count_sql,
+        data_files_source,
+        sampled_files,
+    )
+    from dbt.adapters.zspark.formats import format_table, stats_columns
+    from dbt.adapters.zspark.reach.session.clustering import model_schema
+
+    schema = model_schema(spark, f"select * from {table}")
+    paths = sorted(str(r[0]) for r in format_table(table_format).active_files(
+        SessionJvm(spark), table, stats_columns(schema, [], list(schema)[:1]))
+        .select("file_path").collect())
+    properties = {str(r[0]): str(r[1]) for r in
+                  spark.sql(f"show tblproperties {table}").collect()}
+    source = data_files_source(properties, paths)
+    assert source is not None, (properties, paths[:3])
+    chosen = sampled_files(paths, SAMPLED_FILES)
+    counted = spark.sql(count_sql(source, chosen))
+    [(rows,)] = counted.collect()
+    per_file = spark.sql(f"select input_file_name(), count(*) from {table} group by 1")
+    wanted = {_plain(p) for p in chosen}
+    through_table = sum(n for path, n in per_file.collect() if _plain(path) in wanted)
+    return [len(paths), files_opened(counted), rows, through_table]
+
+
+def _plain(path: str) -> str:
+    """A local file's path however Spark or a format spells its URI."""
+    return "/" + path.removeprefix("file:").lstrip("/")
+
+
 def main(table_format: str, session_dir: str, queries: list[str]) -> list[list[Any]]:
     builder = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
     for key, value in with_session_defaults(with_table_format({}, table_format),
@@ -79,6 +114,9 @@ def main(table_format: str, session_dir: str, queries: list[str]) -> list[list[A
     for sql in queries:
         if sql.startswith(BOUNDS):
             found.append(bound_violations(spark, table_format, sql.removeprefix(BOUNDS)))
+            continue
+        if sql.startswith(SAMPLE):
+            found.append(sample_of_files(spark, table_format, sql.removeprefix(SAMPLE)))
             continue
         if sql.startswith(SNAPSHOTS):
             found.append(snapshot_rows(spark, sql.removeprefix(SNAPSHOTS)))

@@ -25,7 +25,7 @@ from tests.functional.format_project import (
     format_scan,
     new_project,
 )
-from tests.functional.format_scan import BOUNDS
+from tests.functional.format_scan import BOUNDS, SAMPLE, SAMPLED_FILES
 
 CLUSTERED_ROWS = f"""
     select id, cast(id % 50 as int) as a,
@@ -179,7 +179,8 @@ def _builds_rebuilds_and_merges(project: FormatProject, file_format: str) -> Non
                f"from {SCHEMA}.f_batches",
                f"select n from {SCHEMA}.c_points",
                f"select * from {SCHEMA}.c_wide", f"select * from {SCHEMA}.c_wide where w_last = 7",
-               f"{BOUNDS}{SCHEMA}.c_wide", f"{BOUNDS}{SCHEMA}.c_zorder"]
+               f"{BOUNDS}{SCHEMA}.c_wide", f"{BOUNDS}{SCHEMA}.c_zorder",
+               f"{SAMPLE}{SCHEMA}.c_hilbert"]
     for name in CLUSTERED:
         queries += [f"select * from {SCHEMA}.{name}"]
         queries += [f"select * from {SCHEMA}.{name} where {point}" for point in POINTS]
@@ -209,6 +210,12 @@ def _builds_rebuilds_and_merges(project: FormatProject, file_format: str) -> Non
     assert len(found[6][2]) == 46
     assert found[7][0] > 0
     assert found[7][1] == 0, found[7]
+    # An advice's sample of a table of more files than its bound opens only the files
+    # it chose (the format's data files read as Parquet), and counts their rows exactly.
+    live, opened, sampled, through_table = found.pop(8)
+    assert live > SAMPLED_FILES, live
+    assert opened == SAMPLED_FILES, opened
+    assert 0 < sampled == through_table < 3000, (sampled, through_table)
     for i, name in enumerate(CLUSTERED):
         (rows, files, _), *points = found[8 + 3 * i: 11 + 3 * i]
         assert rows == 3000, name
