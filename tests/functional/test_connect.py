@@ -8,6 +8,7 @@ Connect's own client, which starts no JVM in pytest either.
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import textwrap
@@ -164,6 +165,50 @@ def test_a_clustered_incremental_model_builds_appends_and_scans_over_connect(
     assert worker.poll() is None
     assert _java_below(worker.pid) == []
 
+
+
+def test_keys_only_python_computes_are_the_servers_udfs_over_connect(
+        project: FormatProject, server: Any) -> None:
+    """``curve_method='direct'`` over Connect: the model's key function goes to the server
+    as a pandas UDF of dbt's Connect session, its code pickled by value. Z-order's
+    byte-string key and Hilbert's integer one: rows exact, every file sorted by the
+    stored layout's own key function and the files' key ranges disjoint; dbt's process
+    runs no JVM."""
+    import pyarrow.parquet as pq
+
+    from dbt.adapters.zspark.layouts.keyed_plan import key_input_type
+    from dbt.adapters.zspark.layouts.layout_state import StoredLayout
+
+    clusterings = {"direct_z": "zorder_by=['city', 'brand']",
+                   # The direct Hilbert key keeps each value's top bits (31 of two
+                   # columns): columns whose top bits differ.
+                   "direct_h": "hilbert_by=['price', 'day']"}
+    for name, clustering in clusterings.items():
+        (project.root / "models" / f"{name}.sql").write_text(
+            f"{{{{ config(materialized='table', {clustering}, curve_method='direct', "
+            f"file_count=8) }}}}" + CLUSTERED_SQL)
+    assert "PASS=2" in _dbt(project, "run", "-s", *clusterings)
+    for name in clusterings:
+        table = f"{SCHEMA}.{name}"
+        assert _rows(server, f"select * from {table}", table) == _rows(server, CLUSTERED_SQL)
+        stored = StoredLayout.from_properties({str(k): str(v) for k, v in server.sql(
+            f"show tblproperties {table}").collect()})
+        assert stored is not None
+        assert stored.curve_method == "direct"
+        function = stored.key_function([key_input_type(t) for t in stored.column_types])
+        files = sorted(str(r[0]) for r in server.sql(
+            f"select distinct _metadata.file_path from {table}").collect())
+        assert len(files) == 8, files
+        ranges = []
+        for path in files:
+            frame = pq.read_table(path.removeprefix("file:")).to_pandas()
+            keys = list(function(*(frame[c] for c in stored.columns)))
+            assert keys == sorted(keys), (name, path)
+            ranges.append((keys[0], keys[-1]))
+        ranges.sort()
+        assert all(a[1] <= b[0] for a, b in itertools.pairwise(ranges)), name
+    worker = WORKERS[project.session_dir].process
+    assert _java_below(worker.pid) == []
 
 
 def test_python_models_run_on_the_connections_connect_session(

@@ -8,7 +8,7 @@ read whole, by the executors (``scan_batches``, through Hadoop: local disk or an
 store), written plain or zstd-compressed (Spark 4's default codec), in the rolling
 (``eventlog_v2_*`` folders) or the single-file form; logs of other codecs are counted and
 skipped. Runs on executors: imports only the standard library and pyarrow
-(``reach/session/executor_code.py``).
+(``reach/executor_code.py``).
 """
 
 from __future__ import annotations

@@ -376,6 +376,13 @@ def config_values(config: Mapping[str, Any]) -> dict[str, Any]:
     return {str(k): v for k, v in dict(config).items()}
 
 
+def udf_keyed_sql(plan: ClusteringPlan, sql: str) -> str:
+    """The model's rows with their key by the model's registered key function
+    (:func:`udf_name`): keys only Python computes (``curve_method='direct'``)."""
+    key_call = f"{udf_name(plan.model)}({', '.join(key_inputs(plan))})"
+    return f"select *, {key_call} as {quote(KEY_COLUMN)} from (\n{sql}\n) zspark_source"
+
+
 def udf_name(model: str) -> str:
     """The name of a model's key UDF (``zspark_key_<model>``), and of its build's view."""
     safe = "".join(ch if ch.isalnum() else "_" for ch in model.lower())

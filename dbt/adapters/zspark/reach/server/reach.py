@@ -1,4 +1,5 @@
-"""A server reached by SQL alone as a :class:`~dbt.adapters.zspark.reach.SparkReach`."""
+"""A server reached by SQL (and over Connect by DataFrames) as a
+:class:`~dbt.adapters.zspark.reach.SparkReach`."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.zspark.core.sql_text import sql_string
+from dbt.adapters.zspark.layouts import KeyFunction
 from dbt.adapters.zspark.layouts.layout_state import clustered_writes_property
 from dbt.adapters.zspark.reach.folders import ServerFolders
 from dbt.adapters.zspark.reach.frames.seeds import load_seed
+from dbt.adapters.zspark.reach.server.connect import register_key_udf
 from dbt.adapters.zspark.reach.server.event_logs import server_event_log_scans
 from dbt.adapters.zspark.reach.server.next_version import CopiedVersion
 from dbt.adapters.zspark.reach.server.sql_build import (
@@ -50,9 +53,9 @@ logger = AdapterLogger("zspark")
 
 
 class ServerReach:
-    """A server reached by SQL alone: every step is a statement or a query."""
+    """A server reached by SQL (every step a statement or a query) and, over Spark
+    Connect, by DataFrames and the client's Python functions too."""
 
-    runs_python = False
     reaches_jvm = False
     journals_batches = False
     spark = None
@@ -63,6 +66,9 @@ class ServerReach:
         #: The connection's DataFrame session (Spark Connect's), where it has one.
         self._frames = frames
         self.loads_frames = frames is not None
+        #: A Connect server runs the client's Python functions (its key UDFs); a Thrift
+        #: server runs SQL alone.
+        self.runs_python = frames is not None
 
     def fetch(self, sql: str) -> list[tuple[Any, ...]]:
         return self._query(sql)[1]
@@ -80,7 +86,12 @@ class ServerReach:
               pieces: bool, file_per_partition: bool, select: bool = True) -> PreparedBuild:
 
         return keyed_sql_build(self.fetch, plan, sql, sampled, stored, file_count,
-                               self._cores(), schema, pieces, file_per_partition, select)
+                               self._cores(), schema, pieces, file_per_partition, select,
+                               self._register_key if self.runs_python else None)
+
+    def _register_key(self, name: str, function: KeyFunction, key_type: str) -> None:
+        assert self._frames is not None
+        register_key_udf(self._frames(), name, function, key_type)
 
     def event_log_scans(self, folders: Sequence[str],
                         tables: Sequence[str]) -> pd.DataFrame:

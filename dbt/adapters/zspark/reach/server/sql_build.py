@@ -25,6 +25,7 @@ import pandas as pd
 
 from dbt.adapters.zspark.core.partitioning import FileSpread, owner_search
 from dbt.adapters.zspark.core.sql_text import quote, sql_string
+from dbt.adapters.zspark.layouts import KeyFunction
 from dbt.adapters.zspark.layouts.keyed_plan import (
     DRAW_COLUMN,
     KEY_COLUMN,
@@ -41,12 +42,16 @@ from dbt.adapters.zspark.layouts.keyed_plan import (
     sample_size,
     searched_owner_sql,
     type_of,
+    udf_keyed_sql,
+    udf_name,
 )
 from dbt.adapters.zspark.layouts.layout_state import StoredLayout
 from dbt.adapters.zspark.layouts.planning import ClusteringPlan, normalize_type
 
 #: Runs one query on the server and returns its rows as Python values.
 Fetch = Callable[[str], list[tuple[Any, ...]]]
+#: Registers a model's key function on the server's session: (name, function, key type).
+RegisterKey = Callable[[str, KeyFunction, str], None]
 
 #: Column name of the int whose hash sends a row to its shuffle partition.
 BUCKET_COLUMN = "__zspark_bucket"
@@ -129,10 +134,17 @@ def bucket_values(rows: list[tuple[Any, ...]], partitions: int) -> list[int]:
 
 def _literal(value: Any, spark_type: str) -> str:
     """A sampled value as a SQL literal of ``spark_type`` (numbers, text, dates and times
-    go through their text, which Spark casts back exactly)."""
+    go through their text, which Spark casts back exactly; bytes, such as a direct
+    Z-order key, as a hex literal).
+
+    >>> _literal(b"\\x00a", "binary"), _literal(7, "bigint")
+    ("X'0061'", 'cast(7 as bigint)')
+    """
     value = python_value(value)
     if value is None:
         return f"cast(null as {spark_type})"
+    if isinstance(value, bytes | bytearray):
+        return f"X'{bytes(value).hex()}'"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -196,11 +208,14 @@ def sample_input_sql(fetch: Fetch, plan: ClusteringPlan, sql: str,
 def keyed_sql_build(fetch: Fetch, plan: ClusteringPlan, sql: str, sampled: InputSample,
                     stored: StoredLayout | None, file_count: int, cores: int,
                     schema: Mapping[str, str], pieces: bool = False,
-                    file_per_partition: bool = False, select: bool = True) -> PreparedBuild:
+                    file_per_partition: bool = False, select: bool = True,
+                    register_key: RegisterKey | None = None) -> PreparedBuild:
     """The clustered SELECT of ``sql`` (already sampled) into ``file_count`` files, keyed
-    in SQL (see ``keyed_plan.plan_keys``); ``schema`` are the model's columns in order and
-    their Spark types, ``cores`` the parallelism the shuffle partitions are sized to.
-    Without ``select`` only the sample's keys (``Reach.keyed``)."""
+    in SQL (see ``keyed_plan.plan_keys``), or by the model's key function registered by
+    ``register_key`` where the key is Python's alone (``curve_method='direct'``, on a
+    server that runs Python); ``schema`` are the model's columns in order and their Spark
+    types, ``cores`` the parallelism the shuffle partitions are sized to. Without
+    ``select`` only the sample's keys (``Reach.keyed``)."""
     started = time.perf_counter()
     keyed = plan_keys(plan, sampled, stored, file_count, cores, schema, pieces,
                       file_per_partition)
@@ -209,8 +224,14 @@ def keyed_sql_build(fetch: Fetch, plan: ClusteringPlan, sql: str, sampled: Input
     spread = keyed.spread
     key_type = plan.layout.key_type(plan.curve_method)
     buckets = bucket_values(fetch(bucket_probe_sql(spread.partitions)), spread.partitions)
-    keyed_rows = plan.layout.keyed_sql(keyed.specs, key_inputs(plan), plan.boundary_count,
-                                       sql, KEY_COLUMN, keyed.tree, keyed.weights)
+    if plan.curve_method == "boundary":
+        keyed_rows = plan.layout.keyed_sql(keyed.specs, key_inputs(plan),
+                                           plan.boundary_count, sql, KEY_COLUMN, keyed.tree,
+                                           keyed.weights)
+    else:  # refused before anything ran where no Python runs (refuse_keys_in_python)
+        assert register_key is not None, plan.curve_method
+        register_key(udf_name(plan.model), keyed.function, key_type)
+        keyed_rows = udf_keyed_sql(plan, sql)
     owned = searched_owner_sql(keyed_rows, spread, keyed.parts, key_type)
     if owned is not None:
         keyed_rows, owner = owned, OWNER_COLUMN

@@ -28,6 +28,7 @@ from dbt.adapters.zspark.layouts.keyed_plan import (
     python_value,
     sample_size,
     searched_owner_sql,
+    udf_keyed_sql,
     udf_name,
 )
 from dbt.adapters.zspark.layouts.layout_state import StoredLayout
@@ -183,8 +184,7 @@ def keyed_build(spark: SparkSession, plan: ClusteringPlan, sql: str, sampled: In
     else:
         name = udf_name(plan.model)
         register_key_udf(spark, name, keyed.function, plan.layout.key_type(plan.curve_method))
-        key_call = f"{name}({', '.join(key_inputs(plan))})"
-        keyed_rows = f"select *, {key_call} as {quote(KEY_COLUMN)} from (\n{sql}\n) zspark_source"
+        keyed_rows = udf_keyed_sql(plan, sql)
     key_type = plan.layout.key_type(plan.curve_method)
     owned = searched_owner_sql(keyed_rows, keyed.spread, keyed.parts, key_type)
     if owned is not None:

@@ -24,7 +24,7 @@ def event_log_scans(spark: SparkSession, folders: Sequence[str],
     of them started (epoch milliseconds)."""
     from pyspark.sql import functions as sf
 
-    from dbt.adapters.zspark.reach.session.executor_code import ship_with_jobs
+    from dbt.adapters.zspark.reach.executor_code import ship_with_jobs
 
     ship_with_jobs()
     jvm = spark._jvm

@@ -50,7 +50,7 @@ def register_key_udf(spark: SparkSession, name: str, function: KeyFunction,
     """Register a model's key function as a session-scoped SQL function."""
     from pyspark.sql.functions import pandas_udf
 
-    from dbt.adapters.zspark.reach.session.executor_code import ship_with_jobs
+    from dbt.adapters.zspark.reach.executor_code import ship_with_jobs
 
     ship_with_jobs()
     # Variadic key functions are beyond pandas_udf's typed overloads; Spark accepts them.
