@@ -5,12 +5,20 @@ holds exactly its rows."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from tests.functional.format_commits import committed_rows
-from tests.functional.format_project import PREFIX, SCHEMA, format_scan, increments_project
+from tests.functional.format_project import (
+    PREFIX,
+    QUERY_MACRO,
+    SCHEMA,
+    FormatProject,
+    format_scan,
+    increments_project,
+)
 from tests.functional.format_scan import SNAPSHOTS
 
 #: Runs of the clustered incremental model (rows lo..hi each) and what the policy does:
@@ -66,7 +74,7 @@ def test_a_clustered_incremental_model_appends_merges_and_reclusters_in_commits(
     session_dir = tmp_path / "session"
     project = increments_project(tmp_path / "project", session_dir, file_format)
     for lo, hi, action in INCREMENT_RUNS:
-        done = project.dbt("run", "--vars", f"{{lo: {lo}, hi: {hi}}}")
+        done = project.dbt("run", "-s", "grows", "--vars", f"{{lo: {lo}, hi: {hi}}}")
         assert done.returncode == 0, done.stdout[-5000:]
         log = " ".join(done.stdout.split())
         if action != "built":
@@ -81,7 +89,7 @@ def test_a_clustered_incremental_model_appends_merges_and_reclusters_in_commits(
     table = f"{SCHEMA}.grows"
     folder = session_dir / "warehouse" / f"{SCHEMA}.db" / "grows"
     for (lo, hi), stop_at, rows in KILLED_RUNS:
-        run = ("run", "--vars", f"{{lo: {lo}, hi: {hi}}}",
+        run = ("run", "-s", "grows", "--vars", f"{{lo: {lo}, hi: {hi}}}",
                *(("--full-refresh",) if lo == 0 else ()))
         if stop_at == "writing":
             project.killed_while_writing(folder, *run)
@@ -92,9 +100,11 @@ def test_a_clustered_incremental_model_appends_merges_and_reclusters_in_commits(
                 assert "zspark: grows: full (" in done.stdout, done.stdout[-3000:]
         assert committed_rows(folder, file_format) == rows, (lo, hi, stop_at)
     for lo, hi, v, action in MERGE_RUNS:
-        done = project.dbt("run", "--vars", f"{{lo: {lo}, hi: {hi}, v: {v}, strategy: merge}}")
+        done = project.dbt("run", "-s", "grows", "--vars",
+                           f"{{lo: {lo}, hi: {hi}, v: {v}, strategy: merge}}")
         assert done.returncode == 0, done.stdout[-5000:]
         assert f"zspark: grows: after the merge: {action} (" in done.stdout, done.stdout[-3000:]
+    _auto_relayout(project, file_format)
     queries = [f"select count(*), count(distinct id), sum(v) from {table}",
                f"select * from {table} where a = 17",
                f"select * from {table} where s = '{PREFIX}017'",
@@ -124,3 +134,48 @@ def test_a_clustered_incremental_model_appends_merges_and_reclusters_in_commits(
         commits.append((DELTA_OPERATIONS.get(entry["operation"], entry["operation"]),
                         len(ids)))
     assert commits == INCREMENT_COMMITS
+
+
+def _auto_relayout(project: FormatProject, file_format: str) -> None:
+    """``cluster_by='auto'`` on a Delta or Iceberg incremental model: built for a workload
+    on `a`; once the workload moves to `s` and the saving pays for the rewrite, an append
+    commits its rows by the table's layout, then re-clusters the whole table by the new
+    one in a commit that changes no data, once; every row kept."""
+    project.write("macros/query.sql", QUERY_MACRO)
+    project.write("models/auto_grows.sql", f"""
+        {{{{ config(materialized='incremental', file_format='{file_format}',
+                    incremental_strategy='append', cluster_by='auto', file_count=4,
+                    workload=var('auto_workload')) }}}}
+        select id, cast(id % 50 as int) as a,
+               concat('{PREFIX}', lpad(cast((id * 7) % 40 as string), 3, '0')) as s
+        from range({{{{ var('lo') }}}}, {{{{ var('hi') }}}})
+    """)
+    on_a = "auto_workload: ['a = 7', 'a = 9']"
+    on_s = (f"auto_workload: [{{predicate: \"s = '{PREFIX}001'\", count: 20}}, "
+            f"{{predicate: \"s = '{PREFIX}002'\", count: 20}}]")
+
+    def run(workload: str, lo: int, hi: int) -> str:
+        done = project.dbt("run", "-s", "auto_grows", "--vars",
+                           f"{{{workload}, lo: {lo}, hi: {hi}}}")
+        assert done.returncode == 0, done.stdout[-5000:]
+        return " ".join(done.stdout.split())
+
+    def layout() -> str:
+        from dbt.adapters.zspark.layouts.layout_state import StoredLayout
+
+        stored = StoredLayout.from_properties({str(k): str(v) for k, v in project.query(
+            f"show tblproperties {SCHEMA}.auto_grows")})
+        assert stored is not None
+        return f"{stored.config_key}={list(stored.columns)}"
+
+    run(on_a, 0, 400)
+    assert layout().endswith("=['a']"), layout()
+    moved = run(on_s, 400, 460)
+    assert re.search(r"auto_grows: cluster_by='auto': \w+=\['s'\] \(", moved), moved[-3000:]
+    assert "re-clustering the table by it" in moved, moved[-3000:]
+    assert "replaced in one commit" in moved, moved[-3000:]
+    assert layout().endswith("=['s']"), layout()
+    steady = run(on_s, 460, 480)
+    assert "re-clustering the table by it" not in steady, steady[-3000:]
+    assert project.query(f"select count(*), count(distinct id) from {SCHEMA}.auto_grows") \
+        == [[480, 480]]

@@ -92,9 +92,12 @@ class FormatIncrements:
             decision = landed_as_written(decision)
         logger.debug(f"zspark: {model}: {run_words(strategy, decision)}")
         action = run_action(strategy, decision)
-        format_plan = FormatPlan(decision, start.plan, start.stored, written_as.name,
-                                 start.properties, plan_after=strategy == "merge",
-                                 automatic=start.automatic, tier_runs=start.tier_runs)
+        # A new layout (cluster_by='auto') keys the full re-clustering after the rows'
+        # commit; the rows themselves are keyed by the table's own.
+        format_plan = FormatPlan(decision, start.relayout or start.plan, start.stored,
+                                 written_as.name, start.properties,
+                                 plan_after=strategy == "merge", automatic=start.automatic,
+                                 tier_runs=start.tier_runs)
         if strategy in ("append", "merge"):
             # insert_overwrite keeps its table-sized files.
             table_rows = start.sampled.rows + sum(r.rows for r in start.runs or [])

@@ -185,6 +185,10 @@ class SampledIncrement:
     tier_runs: int = TIER_RUNS
     #: An append's rows sorted into pieces as written (``zspark_sort_appends``).
     sort_appends: bool = False
+    #: A Delta or Iceberg table's new layout (``cluster_by='auto'``), which its full
+    #: re-clustering after the new rows' commit keys by; the new rows are keyed by
+    #: ``plan``, the table's own.
+    relayout: ClusteringPlan | None = None
 
     def lands(self, strategy: str) -> bool:
         """Whether the new rows land as the model gives them: an append's, unless they
@@ -254,17 +258,21 @@ class IncrementPlanner:
         stored = self.tables.stored_layout(model, relation, properties)
         reach = self.ctx.reach()
         schema = reach.schema(sql)
-        # cluster_by='auto' chose a new layout: an append re-clusters the whole Parquet
-        # table by it; any other run keeps the stored one.
+        # cluster_by='auto' chose a new layout: an append re-clusters the whole table by
+        # it (a Delta or Iceberg one in the commit after the new rows', through the
+        # format's JVM API); any other run keeps the stored one.
         relayout = bool(config.get(RELAYOUT_KEY)) and strategy == "append" \
-            and table_format is None
+            and (table_format is None or reach.reaches_jvm)
         if config.get(RELAYOUT_KEY) and not relayout:
-            logger.info(f"zspark: {model}: the new layout waits for an append or a full "
-                        "refresh; rows added by the table's")
+            logger.info(f"zspark: {model}: the new layout waits for an append "
+                        + ("" if table_format is None else "in a session ")
+                        + "or a full refresh; rows added by the table's")
+        new_plan = replace(self._plan_of(model, config, schema), file_count=None) \
+            if relayout else None
+        if config.get(RELAYOUT_KEY):
             config = {**config, **dict.fromkeys(CONFIG_KEYS), **stored.as_config()}
-        plan = replace(self._plan_of(model, config, schema) if relayout else
-                       self._checked_plan(model, relation, stored, config, schema),
-                       file_count=None)
+        plan = new_plan if new_plan is not None and table_format is None else replace(
+            self._checked_plan(model, relation, stored, config, schema), file_count=None)
         files = self.index.live_files(relation, table_format, properties,
                                       create=config.get("zspark_index") is not False)
         clustered = clustered_writes(properties)
@@ -301,7 +309,8 @@ class IncrementPlanner:
             decision = plan_increment(touched or [], sampled.rows, stored.rows_per_file,
                                       automatic, tier_runs)
         return SampledIncrement(table_format, properties, stored, plan, schema, sampled,
-                                files, runs, decision, automatic, tier_runs, sorted_appends)
+                                files, runs, decision, automatic, tier_runs, sorted_appends,
+                                new_plan if table_format is not None else None)
 
     def increment_plan(self, start: SampledIncrement, relation: Any, sql: str,
                        strategy: str, decision: ReclusterPlan,
