@@ -37,6 +37,7 @@ from dbt.adapters.zspark.layouts.layout_state import (
     StoredLayoutError,
 )
 from dbt.adapters.zspark.layouts.planning import ClusteringConfigError, plan_clustering
+from dbt.adapters.zspark.reach.base import SparkReach
 from dbt.adapters.zspark.services.context import RunContext
 from dbt.adapters.zspark.services.plans import BuildPlan
 from dbt.adapters.zspark.services.writes import KeyedWrites
@@ -207,7 +208,7 @@ class TableBuilds:
             f"zspark: {model}: {plan.layout.name} layout on {', '.join(plan.columns)} "
             f"({plan.curve_method}, boundary_count={plan.boundary_count}); sampling input"
             + ("" if last_rows is None else f" ({last_rows} rows at its last build)")
-            + ("" if reach.runs_python else " (keys in Spark SQL: no Python on the server)")
+            + _keys_where(reach, plan.curve_method)
         )
         # Two passes (a session) or three (thrift): sample and count, then the write.
         # A layout chosen by cluster_by='auto' was scored on a sample of this input.
@@ -243,3 +244,13 @@ class TableBuilds:
         except (StoredLayoutError, DbtRuntimeError):
             return None
         return None if stored is None else stored.rows
+
+
+def _keys_where(reach: SparkReach, curve_method: str) -> str:
+    """Where a server computes the keys, for the build's debug line (a session: nothing)."""
+    if reach.reaches_jvm:
+        return ""
+    if not reach.runs_python:
+        return " (keys in Spark SQL: no Python on the server)"
+    return (" (keys in Spark SQL on the server)" if curve_method == "boundary"
+            else " (keys by the model's Python UDF on the server)")
