@@ -67,15 +67,13 @@ MS_PER_DAY = 86_400_000
 
 @dataclass
 class ListedFiles:
-    """A table's live files as an advice lists them: whether it is a Parquet table (whose
-    scan opens only the files it names), and their paths."""
+    """A table's live files as an advice lists them: their paths, and the scan that opens
+    only the files a ``_metadata.file_path`` filter names: the table itself (Parquet),
+    its data files read as Parquet (Delta, Iceberg, where their rows are the table's), or
+    None (every file is read)."""
 
-    parquet: bool
     paths: list[str]
-    #: The scan that opens only the files a ``_metadata.file_path`` filter names: the
-    #: table itself (Parquet), its data files read as Parquet (Delta, Iceberg, where their
-    #: rows are the table's), or None (every file is read).
-    files_source: str | None = None
+    files_source: str | None
 
 
 @dataclass
@@ -380,11 +378,13 @@ class WorkloadAdvisor:
 
     def _sample(self, relation: Any, types: Mapping[str, str], listed: ListedFiles) -> Any:
         """About :data:`ADVICE_SAMPLE_ROWS` rows of ``relation``'s ``types`` columns at
-        random, from a bounded share of a Parquet table's files (``table_sample.py``)."""
+        random, from a bounded share of the table's files where a scan opens only those
+        it names (``table_sample.py``)."""
         source, paths = str(relation), None
-        chosen = sampled_files(listed.paths)
-        if listed.files_source is not None and len(chosen) < len(listed.paths):
-            source, paths = listed.files_source, chosen
+        if listed.files_source is not None:
+            chosen = sampled_files(listed.paths)
+            if len(chosen) < len(listed.paths):
+                source, paths = listed.files_source, chosen
         inputs = {quote(c): key_input_sql(quote(c), t) for c, t in types.items()}
         rows = 0
         if paths is not None:
@@ -410,8 +410,8 @@ class WorkloadAdvisor:
         if file_format is not None:
             paths = [path for path, _, _ in self.tables.format_file_list(
                 relation, file_format, properties)]
-            return ListedFiles(False, paths, data_files_source(properties, paths))
-        return ListedFiles(True, sorted(self.ctx.reach().table_files(relation)), str(relation))
+            return ListedFiles(paths, data_files_source(properties, paths))
+        return ListedFiles(sorted(self.ctx.reach().table_files(relation)), str(relation))
 
     def _current(self, relation: Any) -> Candidate | None:
         """The table's own layout as a candidate, when zspark clustered it."""

@@ -271,6 +271,8 @@ class IncrementPlanner:
             if relayout else None
         if config.get(RELAYOUT_KEY):
             config = {**config, **dict.fromkeys(CONFIG_KEYS), **stored.as_config()}
+        # A Parquet table's new rows are keyed by the new layout (the run rewrites them with
+        # the rest); a Delta or Iceberg table's by its own, the commit after re-keys all.
         plan = new_plan if new_plan is not None and table_format is None else replace(
             self._checked_plan(model, relation, stored, config, schema), file_count=None)
         files = self.index.live_files(relation, table_format, properties,
