@@ -81,6 +81,12 @@ class DeltaTable:
 
         return index_sql(table, [ColumnRef((name,), spark_type) for name, spark_type in columns])
 
+    def commits_sql(self, location: str) -> str | None:
+        # Delta's writer names every file by a random id, so the files of one append
+        # share no write id; the commits still in the log (30 days by default) say
+        # which files each added. Read as JSON by the executors: a request per commit.
+        return delta_commits_sql(location)
+
     def replace_files(self, jvm: Jvm, table: str, rewritten: Sequence[str],
                       rewrite: Callable[[DataFrame], DataFrame],
                       properties: Callable[[list[str]], dict[str, str]] | None = None,
@@ -170,3 +176,20 @@ def live_file_columns(location: str, columns: Sequence[TypedColumn],
         picked += [f"{stats}.minValues.{quote(name)} as {low}", f"{maximum} as {high}",
                    f"{stats}.nullCount.{quote(name)} as {nulls}"]
     return picked
+
+
+def delta_commits_sql(location: str) -> str:
+    """(file name, commit) for each file a commit in the Delta log at ``location`` added:
+    the commits' own JSON files (not a compacted range of them, nor a checkpoint).
+
+    >>> print(delta_commits_sql("s3a://b/t"))  # doctest: +NORMALIZE_WHITESPACE
+    select regexp_extract(add.path, '([^/]+)$', 1) as name,
+    concat('delta-commit-', regexp_extract(input_file_name(), '([0-9]+)[.]json$', 1))
+    as commit from json.`s3a://b/t/_delta_log/*.json` where add is not null and
+    input_file_name() rlike '/[0-9]+[.]json$'
+    """
+    log = location.rstrip("/").replace("`", "``") + "/_delta_log/*.json"
+    return ("select regexp_extract(add.path, '([^/]+)$', 1) as name, "
+            "concat('delta-commit-', regexp_extract(input_file_name(), '([0-9]+)[.]json$', 1)) "
+            f"as commit from json.`{log}` where add is not null and "
+            "input_file_name() rlike '/[0-9]+[.]json$'")

@@ -53,6 +53,9 @@ class IcebergTable:
                      columns: Sequence[TypedColumn]) -> DataFrame:
         return jvm.spark.sql(self.active_files_sql(table, columns))
 
+    def commits_sql(self, location: str) -> str | None:
+        return None  # a file's name carries its write's id
+
     def active_files_sql(self, table: str, columns: Sequence[TypedColumn]) -> str:
         return active_files_sql(table, columns)  # its metadata tables are SQL already
 

@@ -40,6 +40,9 @@ class ParquetTable:
                      columns: Sequence[TypedColumn]) -> DataFrame:
         return jvm.spark.sql(self.active_files_sql(table, columns))
 
+    def commits_sql(self, location: str) -> str | None:
+        return None  # a file's name carries its write's id
+
     def active_files_sql(self, table: str, columns: Sequence[TypedColumn]) -> str:
         """The index's file rows (every column it indexes: ``columns`` were chosen when
         it was built). The caller repairs an index that no longer lists the table's

@@ -155,7 +155,8 @@ class FormatIncrements:
                     file_partition(path, planned.plan.partition_by)
                     for path, _, _ in files if path not in before})
             decision = self.writes.session_reclusters(
-                plan_increment(table_runs(judged, clustered_writes(planned.properties)),
+                plan_increment(table_runs(judged, clustered_writes(planned.properties),
+                                          self.tables.commits(relation, planned.file_format)),
                                0, planned.stored.rows_per_file, planned.automatic,
                                planned.tier_runs),
                 planned.file_format)
@@ -215,7 +216,8 @@ class FormatIncrements:
                 f"--full-refresh --select {model}` over this one.")
         stored = self.tables.stored_layout(model, relation, properties)
         files = self.tables.format_file_list(relation, file_format, properties)
-        decision = plan_on_demand(table_runs(files, clustered_writes(properties)),
+        decision = plan_on_demand(table_runs(files, clustered_writes(properties),
+                                             self.tables.commits(relation, file_format)),
                                   stored.rows_per_file, full)
         logger.info(f"zspark: {model}: {decision.action} ({decision.reason})")
         if not decision.rewrites:

@@ -278,7 +278,9 @@ class IncrementPlanner:
         files = self.index.live_files(relation, table_format, properties,
                                       create=config.get("zspark_index") is not False)
         clustered = clustered_writes(properties)
-        runs = None if files is None else table_runs(files, clustered)
+        # A Delta table's files are grouped into runs by the commit that added them.
+        commits = {} if files is None else self.tables.commits(relation, table_format)
+        runs = None if files is None else table_runs(files, clustered, commits)
         logger.debug(f"zspark: {model}: {stored.describe()} (stored); sampling new rows")
         # Appends of a like size: the last run's rows let the sample drop most rows early.
         sampled = reach.sample(plan, sql, schema, last_run_rows(runs))
@@ -307,7 +309,7 @@ class IncrementPlanner:
         else:
             # On a partitioned table only the partitions the new rows fall in take part.
             touched = table_runs(in_partitions(files, plan.partition_by, sampled.partitions),
-                                 clustered) if plan.partition_by else runs
+                                 clustered, commits) if plan.partition_by else runs
             decision = plan_increment(touched or [], sampled.rows, stored.rows_per_file,
                                       automatic, tier_runs)
         return SampledIncrement(table_format, properties, stored, plan, schema, sampled,

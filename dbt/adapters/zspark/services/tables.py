@@ -90,6 +90,18 @@ class TableFiles:
             raise LookupError(f"no index table {held_in}")
         return self.format_files(relation, file_format, properties, every_column)[0]
 
+    def commits(self, relation: Any, file_format: str | None) -> dict[str, str]:
+        """File name -> the commit that added it, where a file's name does not tell the
+        write that made it (a Delta table's: ``FormatTable.commits_sql``); else empty."""
+        sql = format_table(file_format).commits_sql(self.ctx.reach().location(relation))
+        if sql is None:
+            return {}
+        try:
+            return {str(name): str(commit) for name, commit in self.ctx.fetch(sql)}
+        except DbtRuntimeError as error:  # no commit in the log adds a file
+            logger.debug(f"zspark: {relation}: no commits of files read: {error}")
+            return {}
+
     def format_file_list(self, relation: Any, file_format: str,
                          properties: dict[str, str]) -> list[tuple[str, int, int]]:
         """A Delta or Iceberg table's live files as the policy reads an index: (path,

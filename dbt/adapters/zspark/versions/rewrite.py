@@ -49,12 +49,23 @@ def in_partitions(index_rows: Iterable[tuple[str, int, int]], partition_by: Sequ
 
 
 def table_runs(index_rows: Iterable[tuple[str, int, int]],
-               clustered_writes: set[str]) -> list[Run]:
+               clustered_writes: set[str],
+               commits: Mapping[str, str] | None = None) -> list[Run]:
     """The runs of a table from its index rows (path, rows, modification time in ms):
-    files grouped by the write that made them; a file of unknown write is its own run."""
+    files grouped by the write that made them; a file of unknown write is its own run.
+    ``commits`` (file name -> commit, a Delta table's): a file outside the clustered
+    writes is of the commit that added it, where its name tells no shared write.
+
+    >>> [r.rows for r in table_runs([("t/a1", 5, 1), ("t/a2", 5, 1), ("t/b", 7, 2)],
+    ...                             {"t/b"}, {"a1": "c1", "a2": "c1", "b": "c0"})]
+    [10, 7]
+    """
     grouped: dict[str, list[tuple[str, int, int]]] = {}
     for path, rows, mtime in index_rows:
-        grouped.setdefault(write_id(path) or path, []).append((path, rows, mtime))
+        write = write_id(path) or path
+        if commits and write not in clustered_writes:
+            write = commits.get(path.rsplit("/", 1)[-1], write)
+        grouped.setdefault(write, []).append((path, rows, mtime))
     return [Run(write=write, paths=tuple(sorted(p for p, _, _ in files)),
                 rows=sum(r for _, r, _ in files), written_at=min(m for _, _, m in files),
                 clustered=write in clustered_writes)
