@@ -144,8 +144,9 @@ def test_a_partitioned_delta_model_reclusters_only_the_partitions_its_rows_touch
 def test_a_delta_model_reclusters_on_demand_in_commits_that_change_no_data(
         tmp_path: Path) -> None:
     """``zspark_recluster`` on a clustered Delta model whose automatic re-clustering is
-    off: rows appended stay a pending run of pieces; on demand they are merged into one
-    run (the clustered files kept), then, with ``full``, the whole table re-clustered:
+    off: two appends stay two pending runs (each of the commit that added its files, Delta
+    naming every file by an id of its own); on demand they are merged into one run (the
+    clustered files kept), then, with ``full``, the whole table re-clustered:
     each one OPTIMIZE commit, rows exact at every version; once clustered, nothing to do.
     A first try killed (SIGKILL) between its write and its commit changes nothing."""
     from deltalake import DeltaTable
@@ -153,7 +154,7 @@ def test_a_delta_model_reclusters_on_demand_in_commits_that_change_no_data(
     session_dir = tmp_path / "session"
     project = _partitioned_project(tmp_path / "project", session_dir)
     folder = session_dir / "warehouse" / f"{SCHEMA}.db" / "parts"
-    for lo, hi in ((0, 600), (600, 900)):
+    for lo, hi in ((0, 600), (600, 750), (750, 900)):
         done = project.dbt("run", "--vars", f"{{lo: {lo}, hi: {hi}, automatic: false}}")
         assert done.returncode == 0, done.stdout[-5000:]
     assert "automatic re-clustering is off" in " ".join(done.stdout.split())
