@@ -6,6 +6,7 @@ holds exactly its rows."""
 from __future__ import annotations
 
 import re
+import signal
 from pathlib import Path
 
 import pytest
@@ -168,14 +169,25 @@ def _auto_relayout(project: FormatProject, file_format: str) -> None:
         assert stored is not None
         return f"{stored.config_key}={list(stored.columns)}"
 
+    def count() -> list[list[int]]:
+        return project.query(f"select count(*), count(distinct id) from {SCHEMA}.auto_grows")
+
     run(on_a, 0, 400)
     assert layout().endswith("=['a']"), layout()
-    moved = run(on_s, 400, 460)
+    # The change of layout killed once its files are written, before their commit: the
+    # append's rows are committed by the old layout, which the table keeps.
+    killed = project.dbt("run", "-s", "auto_grows", "--vars",
+                         f"{{{on_s}, lo: 400, hi: 460}}", stop_at="format:rewritten")
+    assert killed.returncode == -signal.SIGKILL, killed.stdout[-5000:]
+    assert "re-clustering the table by it" in " ".join(killed.stdout.split())
+    assert count() == [[460, 460]]
+    assert layout().endswith("=['a']"), layout()
+    # The next append finds the workload still moved and makes the change.
+    moved = run(on_s, 460, 520)
     assert re.search(r"auto_grows: cluster_by='auto': \w+=\['s'\] \(", moved), moved[-3000:]
     assert "re-clustering the table by it" in moved, moved[-3000:]
     assert "replaced in one commit" in moved, moved[-3000:]
     assert layout().endswith("=['s']"), layout()
-    steady = run(on_s, 460, 480)
+    steady = run(on_s, 520, 540)
     assert "re-clustering the table by it" not in steady, steady[-3000:]
-    assert project.query(f"select count(*), count(distinct id) from {SCHEMA}.auto_grows") \
-        == [[480, 480]]
+    assert count() == [[540, 540]]
