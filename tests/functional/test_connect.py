@@ -26,7 +26,13 @@ from tests.functional.server_protocols import (
 )
 from tests.functional.test_python_models import GROWS, PANDAS, SOURCE, TABLE
 from tests.functional.test_seeds import CSV, EXPECTED
-from tests.functional.test_thrift import CLUSTERED_SQL, POINT_QUERIES
+from tests.functional.test_thrift import (
+    CLUSTERED_SQL,
+    PARTED_SQL,
+    POINT_QUERIES,
+    _check_files_and_index,
+    _file_keys,
+)
 from tests.harness.servers import connect_client, connect_server, own_metastore
 
 pytestmark = pytest.mark.spark
@@ -257,6 +263,62 @@ def test_a_seed_is_one_dataframe_write_over_connect(project: FormatProject, serv
     assert "the CSV read by zspark" in seeded
     table = f"{SCHEMA}.people"
     assert _rows(server, f"select * from {table}", table) == EXPECTED
+
+
+@pytest.mark.slow
+def test_balanced_keys_and_partitioned_merges_over_connect(project: FormatProject,
+                                                          server: Any) -> None:
+    """A balanced incremental model (its tree fitted on the sample in dbt's process, each
+    row's group found by SQL on the server) and a Hilbert one partitioned by day, each
+    built, appended to and merged over Connect: rows exact after every run, every file
+    sorted by the stored layout's key and its index row exact (``_check_files_and_index``),
+    a balanced file one group, the merged partitions' files kept in their partitions."""
+    from dbt.adapters.zspark.layouts import group_shift
+
+    models = {"cbalanced": ("balanced_by=['city', 'brand']", CLUSTERED_SQL, (2000, 2200, 2400)),
+              "cparted": ("hilbert_by=['city', 'brand'], partition_by=['day']", PARTED_SQL,
+                          (3000, 3400, 3800))}
+    for name, (layout, source, _) in models.items():
+        (project.root / "models" / f"{name}.sql").write_text(
+            f"{{{{ config(materialized='incremental', {layout}, file_count=8, "
+            "zspark_recluster_runs=2, zspark_sort_appends=true) }}"
+            f"select * from ({source}) where id >= {{{{ var('lo') }}}} "
+            f"and id < {{{{ var('hi') }}}}")
+
+    def checked(table: str) -> dict[str, list[tuple[Any, ...]]]:
+        for fresh in (table, f"{table}__zindex"):
+            server.sql(f"refresh table {fresh}").collect()
+        return _check_files_and_index(
+            lambda sql: [tuple(row) for row in server.sql(sql).collect()], table)
+
+    for name, (_, source, (built, appended, merged)) in models.items():
+        table = f"{SCHEMA}.{name}"
+        logs = []
+        for lo, hi in ((0, built), (built, appended), (appended, merged)):
+            logs.append(_dbt(project, "run", "-s", name, "--vars", f"{{lo: {lo}, hi: {hi}}}"))
+            assert _rows(server, f"select * from {table}", table) == _rows(
+                server, f"select * from ({source}) where id < {hi}")
+            files = checked(table)
+            if lo == 0:
+                base = files
+            if lo == 0 and name == "cbalanced":
+                properties = {str(k): str(v) for k, v in server.sql(
+                    f"show tblproperties {table}").collect()}
+                shift = group_shift(1000)
+                groups = [{k >> shift for k in _file_keys(properties, path)} for path in base]
+                assert all(len(g) == 1 for g in groups), groups  # no base file holds two
+                assert len(set.union(*groups)) >= 2
+        assert f"zspark: {name}: append (" in logs[1], logs[1][-3000:]
+        assert f"zspark: {name}: merge (" in logs[2], logs[2][-3000:]
+        if name == "cbalanced":
+            assert "balanced layout:" in logs[0], logs[0][-3000:]
+        else:
+            for path, rows in files.items():
+                if rows in base.values():  # a base file the merge kept, row for row
+                    source_path = next(p for p, v in base.items() if v == rows)
+                    assert path.rsplit("/", 2)[-2] == source_path.rsplit("/", 2)[-2]
+            assert {path.rsplit("/", 2)[-2] for path in files} == {
+                "day=2024-01-01", "day=2024-01-02"}
 
 
 def test_a_killed_full_reclustering_over_connect_is_recovered_by_the_next_run(

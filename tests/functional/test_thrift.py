@@ -16,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -280,20 +281,22 @@ def test_a_clustered_table_builds_over_thrift_with_keys_and_index_in_sql(
     assert "PASS=1" in tested
 
 
-def _check_files_and_index(port: int, table: str, landed: int = 0
-                           ) -> dict[str, list[tuple[Any, ...]]]:
+def _check_files_and_index(port: int | Callable[[str], list[tuple[Any, ...]]], table: str,
+                           landed: int = 0) -> dict[str, list[tuple[Any, ...]]]:
     """Every data file of ``table`` is sorted by the stored layout's key (but ``landed``
     files, an append's as the model gave them), and its index row holds its exact rows and
-    bounds (pyarrow); returns each file's rows in file order."""
+    bounds (pyarrow); returns each file's rows in file order. ``port``: the thrift
+    server's, or a function that runs SQL on a server."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    properties = {str(k): str(v) for k, v in _sql(port, f"show tblproperties {table}")}
+    sql = port if callable(port) else partial(_sql, port)
+    properties = {str(k): str(v) for k, v in sql(f"show tblproperties {table}")}
     files = sorted(str(r[0]) for r in
-                   _sql(port, f"select distinct _metadata.file_path from {table}"))
-    index = {str(r[0]): r[1:] for r in _sql(
-        port, f"select file_path, row_group, row_count, city__min, city__max, brand__min, "
-              f"brand__max from {table}__zindex")}
+                   sql(f"select distinct _metadata.file_path from {table}"))
+    index = {str(r[0]): r[1:] for r in sql(
+        f"select file_path, row_group, row_count, city__min, city__max, brand__min, "
+        f"brand__max from {table}__zindex")}
     assert sorted(index) == files
     contents = {}
     unsorted = 0
