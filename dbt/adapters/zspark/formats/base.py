@@ -133,11 +133,12 @@ class FormatTable(Protocol):
         bounds the format cannot give in SQL are read from the files' rows (exact)."""
         ...
 
-    def commits_sql(self, location: str) -> str | None:
+    def commits_sql(self, location: Callable[[], str]) -> str | None:
         """Where a data file's name does not tell the write that made it (Delta names
         each file by an id of its own): a query of (file name, commit) for the files
         the table's log still lists as added, by any reach's SQL. None where the name
-        tells (Parquet's writes, Iceberg's)."""
+        tells (Parquet's writes, Iceberg's), without asking the table's ``location``
+        (over a server, a statement)."""
         ...
 
 

@@ -81,11 +81,11 @@ class DeltaTable:
 
         return index_sql(table, [ColumnRef((name,), spark_type) for name, spark_type in columns])
 
-    def commits_sql(self, location: str) -> str | None:
+    def commits_sql(self, location: Callable[[], str]) -> str | None:
         # Delta's writer names every file by a random id, so the files of one append
         # share no write id; the commits still in the log (30 days by default) say
         # which files each added. Read as JSON by the executors: a request per commit.
-        return delta_commits_sql(location)
+        return delta_commits_sql(location())
 
     def replace_files(self, jvm: Jvm, table: str, rewritten: Sequence[str],
                       rewrite: Callable[[DataFrame], DataFrame],

@@ -53,7 +53,7 @@ class IcebergTable:
                      columns: Sequence[TypedColumn]) -> DataFrame:
         return jvm.spark.sql(self.active_files_sql(table, columns))
 
-    def commits_sql(self, location: str) -> str | None:
+    def commits_sql(self, location: Callable[[], str]) -> str | None:
         return None  # a file's name carries its write's id
 
     def active_files_sql(self, table: str, columns: Sequence[TypedColumn]) -> str:

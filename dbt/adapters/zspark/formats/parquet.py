@@ -6,7 +6,7 @@ statistics are zspark's own ``<table>__zindex``, read from the files' footers
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from dbt.adapters.zspark.formats.base import Jvm, TypedColumn
@@ -40,7 +40,7 @@ class ParquetTable:
                      columns: Sequence[TypedColumn]) -> DataFrame:
         return jvm.spark.sql(self.active_files_sql(table, columns))
 
-    def commits_sql(self, location: str) -> str | None:
+    def commits_sql(self, location: Callable[[], str]) -> str | None:
         return None  # a file's name carries its write's id
 
     def active_files_sql(self, table: str, columns: Sequence[TypedColumn]) -> str:

@@ -93,7 +93,7 @@ class TableFiles:
     def commits(self, relation: Any, file_format: str | None) -> dict[str, str]:
         """File name -> the commit that added it, where a file's name does not tell the
         write that made it (a Delta table's: ``FormatTable.commits_sql``); else empty."""
-        sql = format_table(file_format).commits_sql(self.ctx.reach().location(relation))
+        sql = format_table(file_format).commits_sql(lambda: self.ctx.reach().location(relation))
         if sql is None:
             return {}
         try:
