@@ -2,7 +2,8 @@
 Hadoop's s3a connector with its standard settings only), for Parquet, Delta and Iceberg
 models. Clustered builds and their statistics, ``zspark_scan`` fetching only the files it
 must (counted in the store's own request log), ``skip_coverage``, incremental runs, full
-re-clusterings killed and not, an append killed amid its moves (one of them stopped
+re-clusterings killed and not, a change of layout by ``cluster_by='auto'`` killed
+before its commit, an append killed amid its moves (one of them stopped
 between its copy and its delete), an overwrite killed while it sets aside what it
 replaces, a full refresh killed between its renames, and a rebuild killed amid its
 commit; each killed run recovered by the next."""
@@ -25,6 +26,7 @@ from dbt.adapters.zspark.reach.session.object_stores import s3a_jars, s3a_settin
 from tests.functional.dbt_project import thrift_profile, write_project
 from tests.functional.format_project import QUERY_MACRO, FormatProject, new_project, release
 from tests.functional.test_connect import connect_profile
+from tests.functional.test_format_increments import _auto_relayout as auto_relayout
 from tests.functional.test_thrift import SPARK_ENV
 from tests.functional.test_thrift import _dbt as thrift_dbt
 from tests.functional.test_thrift import _sql as thrift_sql
@@ -192,6 +194,12 @@ def _every_capability(tmp_path: Path, store: tuple[str, Path], file_format: str)
         _parquet_overwrite_killed_while_setting_aside(project, endpoint)
     else:
         _format_reclustering_killed_before_its_commit(project)
+        # cluster_by='auto' changing a table's layout, killed before its commit and made
+        # by the next run, as on local disk: the same commit, with the new layout's files
+        # and properties in the store.
+        auto_relayout(project, file_format)
+        assert _location(project, "auto_grows").startswith(f"s3a://{BUCKET}/"), \
+            _location(project, "auto_grows")
 
     updating = UPDATING[file_format]
     _ok(project, "run", "--select", "grows", "--vars",
