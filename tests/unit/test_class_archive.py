@@ -125,3 +125,25 @@ def test_the_folder_keeps_the_archives_used_last(
     assert oldest.name in kept
     newest = [archive.name for archive in archives[:class_archive.KEPT_ARCHIVES - 2]]
     assert kept == sorted([oldest.name, *newest])
+
+
+def test_recordings_of_class_paths_that_start_no_session_again_count_among_the_kept(
+        cache: Path) -> None:
+    # A venv's last recording is promoted by that venv's next session; once the venv is
+    # gone none comes, and each such recording (some 250 MB) stayed for good.
+    cache.mkdir(parents=True)
+    now = time.time()
+    gone = [cache / f"{index:020d}.{index}.rec" for index in range(class_archive.KEPT_ARCHIVES + 2)]
+    for age, recording in enumerate(gone):
+        recording.write_bytes(class_archive.ARCHIVE_MAGIC)
+        os.utime(recording, (now - 60 * (age + 1),) * 2)
+    cut_short = cache / f"{'9' * 20}.killed.rec"
+    cut_short.write_bytes(bytes(4096))
+    hours_ago = now - 2 * class_archive.ABANDONED_SECONDS
+    os.utime(cut_short, (hours_ago, hours_ago))
+    options = class_archive.with_class_archive("", "/opt/new.jar")
+    assert "-XX:ArchiveClassesAtExit=" in options
+    assert list(cache.glob("*.rec")) == []  # the new one is the JVM's to write
+    kept = sorted(p.name for p in cache.glob("*.jsa"))
+    newest = [f"{index:020d}.jsa" for index in range(class_archive.KEPT_ARCHIVES - 1)]
+    assert kept == newest

@@ -19,7 +19,9 @@ itself, silently. A profile opts out with ``-Xshare:off`` in
 
 An archive is about 200 MB, and every new venv, pyspark or jar makes a new class path, so
 the folder keeps the ``KEPT_ARCHIVES`` archives used last (a session that maps one marks
-it used) and deletes the rest when a new one is recorded. A JVM that maps an archive
+it used) and deletes the rest when a new one is recorded. Recordings count among them:
+one whose class path starts no session again (its venv deleted) is promoted or deleted
+then too, not left behind (a cache grew to 34 such recordings, 8.6 GB). A JVM that maps an archive
 being deleted keeps its mapping; one that starts after finds none and loads its classes.
 """
 
@@ -69,6 +71,9 @@ def with_class_archive(java_options: str, class_path: str) -> str:
             chosen = f"-XX:SharedArchiveFile={archive}"
         else:
             archive.parent.mkdir(parents=True, exist_ok=True)
+            # Recordings of other class paths too (a venv since deleted starts no session
+            # to promote its own): each becomes an archive the pruning counts, or goes.
+            promote_recordings()
             prune_archives(KEPT_ARCHIVES - 1)
             chosen = (f"-XX:ArchiveClassesAtExit="
                       f"{archive.parent / f'{key}.{uuid.uuid4().hex}.rec'}")
@@ -100,13 +105,15 @@ def _java() -> str:
     return os.path.realpath(found) if found else ""
 
 
-def promote_recordings(key: str) -> None:
-    """Complete recordings of ``key`` become its archive (an atomic rename, so a JVM
-    maps a whole file or none); recordings abandoned by a killed JVM are deleted."""
+def promote_recordings(key: str = "*") -> None:
+    """Complete recordings of ``key`` (of every class path by default) become its archive
+    (an atomic rename, so a JVM maps a whole file or none); recordings abandoned by a
+    killed JVM are deleted."""
     for recording in archive_dir().glob(f"{key}.*.rec"):
         try:
             if is_complete(recording):
-                os.replace(recording, recording.with_name(f"{key}.jsa"))
+                recorded_key = recording.name.split(".", 1)[0]
+                os.replace(recording, recording.with_name(f"{recorded_key}.jsa"))
             elif time.time() - recording.stat().st_mtime > ABANDONED_SECONDS:
                 recording.unlink()
         except FileNotFoundError:
