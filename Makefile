@@ -138,9 +138,11 @@ bench-sort-series: setup
 	$(PY) -m bench.sort_series
 	$(PY) -m bench.report
 
-# cluster_by='auto' against every hand-chosen layout, before and after a workload shift.
+# cluster_by='auto' against every hand-chosen layout, before and after a workload shift;
+# then an incremental AUTO model's runs across the shift.
 bench-auto: setup
 	$(PY) -m bench.auto_choice
+	$(PY) -m bench.auto_shift
 	$(PY) -m bench.report
 
 # An advice's sample from every file of a 5,000-file table against from the files it picks.

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.auto_choice import section as auto_choice_section
+from bench.auto_shift import section as auto_shift_section
 from bench.balanced import balanced_section
 from bench.bar import bar_section
 from bench.common import (
@@ -255,6 +256,9 @@ def render(results: dict[str, Any], out: Path, img_dir: Path, results_dir: Path)
     auto_json = results_dir / "auto-choice.json"
     if auto_json.exists():
         lines += auto_choice_section(json.loads(auto_json.read_text()))
+    shift_json = results_dir / "auto-shift.json"
+    if shift_json.exists():
+        lines += auto_shift_section(json.loads(shift_json.read_text()))
 
     bar_json = results_dir / "bar.json"
     if bar_json.exists():
