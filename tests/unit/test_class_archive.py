@@ -106,12 +106,8 @@ def test_the_folder_keeps_the_archives_used_last(
         cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Every new venv or jar is a new class path: without a bound the folder grew by
     # some 200 MB a class path until the disk was full.
-    cache.mkdir(parents=True)
-    now = time.time()
-    archives = [cache / f"{index:020d}.jsa" for index in range(class_archive.KEPT_ARCHIVES + 3)]
-    for age, archive in enumerate(archives):
-        archive.write_bytes(class_archive.ARCHIVE_MAGIC)
-        os.utime(archive, (now - 60 * (age + 1),) * 2)
+    archives = _finished(cache, [f"{index:020d}.jsa"
+                                 for index in range(class_archive.KEPT_ARCHIVES + 3)])
     oldest = archives[-1]
     # Mapping the oldest marks it used; recording a new class path then prunes.
     mapped = f"-XX:SharedArchiveFile={oldest}"
@@ -131,15 +127,11 @@ def test_recordings_of_class_paths_that_start_no_session_again_count_among_the_k
         cache: Path) -> None:
     # A venv's last recording is promoted by that venv's next session; once the venv is
     # gone none comes, and each such recording (some 250 MB) stayed for good.
-    cache.mkdir(parents=True)
-    now = time.time()
-    gone = [cache / f"{index:020d}.{index}.rec" for index in range(class_archive.KEPT_ARCHIVES + 2)]
-    for age, recording in enumerate(gone):
-        recording.write_bytes(class_archive.ARCHIVE_MAGIC)
-        os.utime(recording, (now - 60 * (age + 1),) * 2)
+    _finished(cache, [f"{index:020d}.{index}.rec"
+                      for index in range(class_archive.KEPT_ARCHIVES + 2)])
     cut_short = cache / f"{'9' * 20}.killed.rec"
     cut_short.write_bytes(bytes(4096))
-    hours_ago = now - 2 * class_archive.ABANDONED_SECONDS
+    hours_ago = time.time() - 2 * class_archive.ABANDONED_SECONDS
     os.utime(cut_short, (hours_ago, hours_ago))
     options = class_archive.with_class_archive("", "/opt/new.jar")
     assert "-XX:ArchiveClassesAtExit=" in options
@@ -147,3 +139,15 @@ def test_recordings_of_class_paths_that_start_no_session_again_count_among_the_k
     kept = sorted(p.name for p in cache.glob("*.jsa"))
     newest = [f"{index:020d}.jsa" for index in range(class_archive.KEPT_ARCHIVES - 1)]
     assert kept == newest
+
+
+def _finished(cache: Path, names: list[str]) -> list[Path]:
+    """Archives or recordings the JDK wrote whole, the first written last (a minute
+    apart)."""
+    cache.mkdir(parents=True, exist_ok=True)
+    now = time.time()
+    paths = [cache / name for name in names]
+    for age, path in enumerate(paths):
+        path.write_bytes(class_archive.ARCHIVE_MAGIC)
+        os.utime(path, (now - 60 * (age + 1),) * 2)
+    return paths
