@@ -22,6 +22,7 @@ from typing import Any
 import boto3
 import pytest
 
+from dbt.adapters.zspark.layouts.layout_state import StoredLayout
 from dbt.adapters.zspark.reach.session.object_stores import s3a_jars, s3a_settings, with_jars
 from tests.functional.dbt_project import thrift_profile, write_project
 from tests.functional.format_project import QUERY_MACRO, FormatProject, new_project, release
@@ -419,13 +420,16 @@ def _server_conf(home: Path, endpoint: str, folder: str) -> dict[str, str]:
 
 def _over_server(root: Path, profile: str, sql: Callable[[str], list[tuple[Any, ...]]],
                  endpoint: str, log: Path, folder: str) -> None:
+    # Over Connect the incremental model's keys are its key function's, run as the
+    # server's Python UDF (curve_method='direct'); over thrift, Spark SQL's.
+    direct = ", curve_method='direct'" if folder == "connect" else ""
     models = {
         "clustered.sql": "{{ config(materialized='table', hilbert_by=['a', 's'], "
                          f"file_count={FILES}) }}}}" + CLUSTERED_ROWS,
         "points.sql": "{{ config(materialized='table') }}\n"
                       f"select * from {{{{ zspark_scan(ref('clustered'), \"{POINT}\") }}}} t",
         "grows.sql": "{{ config(materialized='incremental', hilbert_by=['a', 's'], "
-                     "file_count=4, zspark_recluster=false) }}" + GROWING_ROWS,
+                     f"file_count=4, zspark_recluster=false{direct}) }}}}" + GROWING_ROWS,
         "schema.yml": f"""
             version: 2
             models:
@@ -468,6 +472,10 @@ def _over_server(root: Path, profile: str, sql: Callable[[str], list[tuple[Any, 
     assert rows("grows") == [1500, 1500, sum(range(1500))]
     grown = {str(r[0]) for r in sql("select distinct _metadata.file_path from zts3.grows")}
     assert {str(r[0]) for r in sql("select file_path from zts3.grows__zindex")} == grown
+    stored = StoredLayout.from_properties({str(k): str(v) for k, v in sql(
+        "show tblproperties zts3.grows")})
+    assert stored is not None
+    assert stored.curve_method == ("direct" if folder == "connect" else "boundary"), stored
 
     # Every version was written once into a folder of its own and no rename moved a file
     # (on S3 a managed table's rename copies and deletes every object); each replaced
