@@ -70,7 +70,7 @@ def run_series(rows: int, files: int, runs: int, per_day: float, session_dir: Pa
     schema = {f.name: f.dataType.simpleString() for f in spark.table(source).schema.fields}
     types = {c: t for c, t in schema.items() if c != "id"}
     step = rows // 2 // max(runs - 1, 1)
-    results = []
+    results: list[dict[str, Any]] = []
     before: dict[str, int] = {}
     for run in range(runs):
         name = "before" if run < (runs + 1) // 2 else "after"
@@ -79,10 +79,15 @@ def run_series(rows: int, files: int, runs: int, per_day: float, session_dir: Pa
                     for q in queries]
         lo, hi = (0, rows // 2) if run == 0 else (rows // 2 + (run - 1) * step,
                                                     rows // 2 + run * step)
-        # The table as it stands, judged by this run's workload (the old layout's figure
-        # at the shift).
-        standing = (files_read(_session(), {"table": TABLE}, queries, types)["table"]
-                    if run else None)
+        # The table as it stands, judged by this run's workload: the run before's own
+        # figure while the workload stays; measured where it shifts (the old layout's).
+        if not results:
+            standing = None
+        elif results[-1]["workload"] == name:
+            standing = results[-1]["files_per_query"]
+        else:
+            share, written = files_read(_session(), {"table": TABLE}, queries, types)["table"]
+            standing = share * written
         lines: list[str] = []
         started = time.monotonic()
         run_dbt(["run", "--select", "auto_shift"], session_dir, log,
@@ -96,8 +101,8 @@ def run_series(rows: int, files: int, runs: int, per_day: float, session_dir: Pa
         result = {"run": run, "workload": name, "rows": sum(after.values()),
                   "layout": _stored_layout(spark),
                   "reclustered": "re-clustering the table by it" in text,
-                  "rows_rewritten": rewritten if run else 0, "files": written,
-                  "files_per_query_before": standing[0] * standing[1] if standing else None,
+                  "rows_rewritten": rewritten, "files": written,
+                  "files_per_query_before": standing,
                   "files_per_query": share * written, "seconds": seconds}
         log(f"run {run} ({name}): {result['layout']}, "
             f"{'re-clustered' if result['reclustered'] else 'kept'}, "

@@ -199,8 +199,8 @@ def _every_capability(tmp_path: Path, store: tuple[str, Path], file_format: str)
         # by the next run, as on local disk: the same commit, with the new layout's files
         # and properties in the store.
         auto_relayout(project, file_format)
-        assert _location(project, "auto_grows").startswith(f"s3a://{BUCKET}/"), \
-            _location(project, "auto_grows")
+        relaid = _location(project, "auto_grows")
+        assert relaid.startswith(f"s3a://{BUCKET}/"), relaid
 
     updating = UPDATING[file_format]
     _ok(project, "run", "--select", "grows", "--vars",

@@ -21,8 +21,9 @@ An archive is about 200 MB, and every new venv, pyspark or jar makes a new class
 the folder keeps the ``KEPT_ARCHIVES`` archives used last (a session that maps one marks
 it used) and deletes the rest when a new one is recorded. Recordings count among them:
 one whose class path starts no session again (its venv deleted) is promoted or deleted
-then too, not left behind (a cache grew to 34 such recordings, 8.6 GB). A JVM that maps an archive
-being deleted keeps its mapping; one that starts after finds none and loads its classes.
+then too, not left behind (a cache grew to 34 such recordings, 8.6 GB). A JVM that maps
+an archive being deleted keeps its mapping; one that starts after finds none and loads
+its classes.
 """
 
 from __future__ import annotations
