@@ -137,11 +137,12 @@ def test_a_clustered_incremental_model_appends_merges_and_reclusters_in_commits(
     assert commits == INCREMENT_COMMITS
 
 
-def _auto_relayout(project: FormatProject, file_format: str) -> None:
-    """``cluster_by='auto'`` on a Delta or Iceberg incremental model: built for a workload
-    on `a`; once the workload moves to `s` and the saving pays for the rewrite, an append
-    commits its rows by the table's layout, then re-clusters the whole table by the new
-    one in a commit that changes no data, once; every row kept."""
+def _auto_relayout(project: FormatProject, file_format: str, schema: str = SCHEMA) -> None:
+    """``cluster_by='auto'`` on a Delta or Iceberg incremental model (in ``schema``, the
+    project's): built for a workload on `a`; once the workload moves to `s` and the saving
+    pays for the rewrite, an append commits its rows by the table's layout, then
+    re-clusters the whole table by the new one in a commit that changes no data, once;
+    every row kept."""
     project.write("macros/query.sql", QUERY_MACRO)
     project.write("models/auto_grows.sql", f"""
         {{{{ config(materialized='incremental', file_format='{file_format}',
@@ -165,12 +166,12 @@ def _auto_relayout(project: FormatProject, file_format: str) -> None:
         from dbt.adapters.zspark.layouts.layout_state import StoredLayout
 
         stored = StoredLayout.from_properties({str(k): str(v) for k, v in project.query(
-            f"show tblproperties {SCHEMA}.auto_grows")})
+            f"show tblproperties {schema}.auto_grows")})
         assert stored is not None
         return f"{stored.config_key}={list(stored.columns)}"
 
     def count() -> list[list[int]]:
-        return project.query(f"select count(*), count(distinct id) from {SCHEMA}.auto_grows")
+        return project.query(f"select count(*), count(distinct id) from {schema}.auto_grows")
 
     run(on_a, 0, 400)
     assert layout().endswith("=['a']"), layout()

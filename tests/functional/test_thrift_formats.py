@@ -1,21 +1,26 @@
 """Clustered Delta and Iceberg models over dbt-spark's `thrift` method: a Spark Thrift
 Server with the format's jars and settings, no Python on it. Builds and appends key rows
 in Spark SQL and write through the format's own `create or replace` and `insert`; the
-layout figures and `skip_coverage` read each file's bounds by SQL. A re-clustering, a
-commit of the format made through its JVM API, waits for a session: the policy defers
-it, and `zspark_recluster` is refused by name.
+layout figures and `skip_coverage` read each file's bounds by SQL. A Delta re-clustering,
+a commit of the format made through its JVM API, waits for a session: the policy defers
+it, and `zspark_recluster` is refused by name. An Iceberg table is re-clustered whole by
+SQL (written on a branch, main fast-forwarded to it), also when the run doing it was
+killed before: a re-clustering of some of its files is refused by name.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from dbt.adapters.zspark.formats.settings import table_format
+from dbt.adapters.zspark.layouts.layout_state import clustered_writes, write_id
 from tests.functional.dbt_project import (
     CITY_BRAND_ROWS,
     FORMAT_STRATEGY_MODELS,
@@ -26,7 +31,8 @@ from tests.functional.dbt_project import (
     thrift_profile,
     write_project,
 )
-from tests.functional.format_project import SMALL_DATA
+from tests.functional.format_project import SMALL_DATA, FormatProject
+from tests.functional.test_format_increments import _auto_relayout
 from tests.functional.test_thrift import SPARK_ENV, _dbt, _file_keys, _sql
 from tests.harness.servers import own_metastore, thrift_server
 
@@ -124,26 +130,37 @@ def test_clustered_format_models_build_and_append_over_thrift(
     appended = " ".join(_dbt(project, "run", "-s", "fmt_inc", "--vars",
                              json.dumps({"start": 4000, "stop": 4500})).split())
     assert "keyed with the table's stored layout" in appended
-    # One larger than the table: the policy would re-cluster; over thrift it waits.
-    grown = " ".join(_dbt(project, "run", "-s", "fmt_inc", "--vars",
-                          json.dumps({"start": 4500, "stop": 12000})).split())
-    assert f"deferred: a {file_format} re-clustering needs `method: session`" in grown
+    # One larger than the table: the policy re-clusters it in full. Delta's waits for a
+    # session; Iceberg's is made by SQL.
     table = f"{SCHEMA}.fmt_inc"
-    assert sorted(_sql(port, f"select * from {table}")) == _expected(port, 0, 12000)
+    total = 12000 if file_format == "delta" else 12110  # Iceberg's: two writes more
+    if file_format == "delta":
+        grown = " ".join(_dbt(project, "run", "-s", "fmt_inc", "--vars",
+                              json.dumps({"start": 4500, "stop": 12000})).split())
+        assert f"deferred: a {file_format} re-clustering needs `method: session`" in grown
+        assert sorted(_sql(port, f"select * from {table}")) == _expected(port, 0, 12000)
+    else:
+        kept = FormatProject(project, project)
+        check_killed_iceberg_reclustering_by_sql(kept, partial(_sql, port), table)
+        check_iceberg_reclustering_by_sql_keeps_another_writer(kept, partial(_sql, port),
+                                                               table)
+        # cluster_by='auto' changing the table's layout by SQL, killed and then made.
+        _auto_relayout(kept, file_format, SCHEMA)
 
     refused = " ".join(_dbt(project, "run-operation", "zspark_recluster", "--args",
                             json.dumps({"relation": table}), expect_pass=False).split())
-    assert f"zspark_recluster: {table}: re-clustering a {file_format} table needs " \
+    some = "some files of " if file_format == "iceberg" else ""
+    assert f"zspark_recluster: {table}: re-clustering {some}a {file_format} table needs " \
            f"`method: session`" in refused
     assert "--full-refresh --select fmt_inc" in refused
-    assert sorted(_sql(port, f"select * from {table}")) == _expected(port, 0, 12000)
+    assert sorted(_sql(port, f"select * from {table}")) == _expected(port, 0, total)
 
     # The model turned Parquet over its Delta or Iceberg table: refused, nothing written.
     other = " ".join(_dbt(project, "run", "-s", "fmt_inc", "--vars", json.dumps(
         {"start": 12000, "stop": 13000, "file_format": "parquet"}), expect_pass=False).split())
     assert f"Model 'fmt_inc': config 'file_format' is 'parquet' but {table} is a " \
            f"{file_format} table; run `dbt run --full-refresh --select fmt_inc`" in other
-    assert sorted(_sql(port, f"select * from {table}")) == _expected(port, 0, 12000)
+    assert sorted(_sql(port, f"select * from {table}")) == _expected(port, 0, total)
 
     tested = " ".join(_dbt(project, "test").split())
     assert "PASS=2" in tested, tested[-3000:]
@@ -154,6 +171,74 @@ def test_clustered_format_models_build_and_append_over_thrift(
     assert sorted(_sql(port, f"select * from {table}")) == _expected(port, 0, 12000)
     properties = {str(k): str(v) for k, v in _sql(port, f"show tblproperties {table}")}
     for path in _data_files(port, table, file_format):
+        keys = _file_keys(properties, path)
+        assert keys == sorted(keys), path
+
+
+#: A statement run on the server, its rows returned (none for a statement without).
+Sql = Callable[[str], list[tuple[Any, ...]]]
+
+
+def check_killed_iceberg_reclustering_by_sql(project: FormatProject, sql: Sql,
+                                             table: str) -> None:
+    """Rows 4500-12000 appended to the Iceberg model of 0-4500: the run killed once its
+    whole-table re-clustering was written on its branch leaves the table with every row
+    once and the branch; the next run (100 rows more) drops the branch and re-clusters
+    the table by SQL, every file sorted by the new base's key."""
+    project.dbt("run", "-s", "fmt_inc", "--vars", json.dumps({"start": 4500, "stop": 12000}),
+                stop_at="format:rewritten")
+    assert sorted(sql(f"select * from {table}")) == sorted(sql(city_brand_rows(0, 12000)))
+    assert [str(r[0]) for r in sql(f"select name from {table}.refs")
+            if str(r[0]) != "main"], "the killed run's branch"
+
+    again = project.dbt("run", "-s", "fmt_inc", "--vars",
+                        json.dumps({"start": 12000, "stop": 12100}))
+    log = " ".join(again.stdout.split())
+    assert again.returncode == 0, log[-3000:]
+    assert "appended; the whole table re-clustered" in log, log[-3000:]
+    assert "deferred" not in log, log[-3000:]
+    check_whole_iceberg_table(sql, table, 12100)
+
+
+def check_iceberg_reclustering_by_sql_keeps_another_writer(project: FormatProject, sql: Sql,
+                                                           table: str) -> None:
+    """``zspark_recluster`` with ``full`` over the model of 12,100 rows: deferred by
+    another writer's append while it ran, then done; 12,110 rows in the end."""
+    # Another writer's appends, the second while ``zspark_recluster`` holds its rows on
+    # the branch: main has moved, the fast-forward is refused, nothing of it shows.
+    recluster = ("run-operation", "zspark_recluster", "--args",
+                 json.dumps({"relation": table, "full": True}))
+    sql(f"insert into {table} {city_brand_rows(12100, 12105)}")  # rows to merge
+    gate = project.root / "gate"
+    run = project.paused("format:rewritten", gate, *recluster)
+    try:
+        sql(f"insert into {table} {city_brand_rows(12105, 12110)}")
+    finally:
+        (gate / "resume").touch()
+        output, _ = run.communicate(timeout=600)
+    assert run.returncode == 0, output[-5000:]
+    assert "re-clustering deferred to a later zspark_recluster: another writer committed" \
+        in " ".join(output.split()), output[-5000:]
+    assert sorted(sql(f"select * from {table}")) == sorted(sql(city_brand_rows(0, 12110)))
+    assert [str(r[0]) for r in sql(f"select name from {table}.refs")] == ["main"]
+
+    full = project.dbt(*recluster)
+    assert full.returncode == 0, full.stdout[-3000:]
+    assert "deferred" not in full.stdout, full.stdout[-3000:]
+    check_whole_iceberg_table(sql, table, 12110)
+
+
+def check_whole_iceberg_table(sql: Sql, table: str, rows: int) -> None:
+    """Every row once, no branch of zspark's left, the last snapshot main's overwrite,
+    and every file recorded as the clustered base and sorted by its key."""
+    assert sorted(sql(f"select * from {table}")) == sorted(sql(city_brand_rows(0, rows)))
+    assert [str(r[0]) for r in sql(f"select name from {table}.refs")] == ["main"]
+    operations = sql(f"select operation from {table}.snapshots order by committed_at")
+    assert str(operations[-1][0]) == "overwrite", operations
+    properties = {str(k): str(v) for k, v in sql(f"show tblproperties {table}")}
+    files = [str(r[0]) for r in sql(f"select file_path from {table}.files")]
+    assert set(clustered_writes(properties)) == {write_id(path) for path in files}
+    for path in files:
         keys = _file_keys(properties, path)
         assert keys == sorted(keys), path
 

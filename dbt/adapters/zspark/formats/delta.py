@@ -46,6 +46,10 @@ class DeltaTable:
     incremental_strategies: tuple[str, ...] = COMMIT_STRATEGIES
     relation_flag = "is_delta"
     replaced_by_v2_writer = False
+    #: Delta has no branch to write on, and no statement that replaces a table's files
+    #: only if nobody committed since the version read: its commit that changes no data
+    #: is its JVM transaction API, a session's.
+    replaces_all_by_sql = False
 
     def stats_properties(self, columns: Sequence[TypedColumn],
                          string_length: int) -> dict[str, str]:
@@ -86,6 +90,14 @@ class DeltaTable:
         # share no write id; the commits still in the log (30 days by default) say
         # which files each added. Read as JSON by the executors: a request per commit.
         return delta_commits_sql(location())
+
+    def replace_all_by_sql(self, fetch: Callable[[str], list[tuple[Any, ...]]],
+                           execute: Callable[[str], Any], table: str,
+                           overwrite: Callable[[str, str], None],
+                           properties: Callable[[list[str]], dict[str, str]] | None = None,
+                           ) -> str:
+        raise NotImplementedError(f"{table}: a Delta table's files are replaced through "
+                                  f"its JVM API (a session's)")
 
     def replace_files(self, jvm: Jvm, table: str, rewritten: Sequence[str],
                       rewrite: Callable[[DataFrame], DataFrame],

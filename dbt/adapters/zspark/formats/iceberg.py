@@ -10,10 +10,11 @@ bound is rounded up, so it stays a bound); ``write.metadata.metrics.column.<c>``
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from dbt.adapters.zspark.core.sql_text import quote
+from dbt.adapters.zspark.core.sql_text import property_list, quote, sql_string
 from dbt.adapters.zspark.core.stop_points import stop_point
 from dbt.adapters.zspark.formats.base import COMMIT_STRATEGIES, Jvm, TypedColumn, require_live
 from dbt.adapters.zspark.skipping.pruning import stat_column
@@ -35,6 +36,7 @@ class IcebergTable:
     incremental_strategies: tuple[str, ...] = COMMIT_STRATEGIES
     relation_flag = "is_iceberg"
     replaced_by_v2_writer = True
+    replaces_all_by_sql = True
 
     def stats_properties(self, columns: Sequence[TypedColumn],
                          string_length: int) -> dict[str, str]:
@@ -66,8 +68,6 @@ class IcebergTable:
         # Iceberg's own rewrite path: the rows of exactly those files (a scan task set),
         # written into the table's location uncommitted, then one rewrite commit that
         # validates against the snapshot read.
-        import uuid
-
         spark = jvm.spark
         name = table if table.startswith("spark_catalog.") else f"spark_catalog.{table}"
         jvm.set_active()  # the catalog is read outside a query
@@ -116,6 +116,55 @@ class IcebergTable:
             coordinator.clearRewrite(loaded, group)
         loaded.refresh()
         return str(loaded.currentSnapshot().snapshotId())
+
+    def replace_all_by_sql(self, fetch: Callable[[str], list[tuple[Any, ...]]],
+                           execute: Callable[[str], Any], table: str,
+                           overwrite: Callable[[str, str], None],
+                           properties: Callable[[list[str]], dict[str, str]] | None = None,
+                           ) -> str:
+        # The new rows are written on a branch of the snapshot read, and main is
+        # fast-forwarded to it: Iceberg refuses that unless main is still the branch's
+        # ancestor, so a writer committing meanwhile is kept and this changes nothing.
+        # Branches a killed run left behind pin old files: dropped first (one run per
+        # table holds the model's lock).
+        name = table if table.startswith("spark_catalog.") else f"spark_catalog.{table}"
+        left = f"select name from {name}.refs where name like {sql_string(BRANCH + '%')}"
+        for (stale,) in fetch(left):
+            execute(f"alter table {name} drop branch if exists {quote(str(stale))}")
+        main = fetch(f"select snapshot_id from {name}.refs where name = 'main'")
+        if not main:
+            raise FileNotFoundError(f"{table}: no snapshot to re-cluster")
+        snapshot = int(main[0][0])
+        branch = f"{BRANCH}{uuid.uuid4().hex}"
+        execute(f"alter table {name} create branch {branch} as of version {snapshot}")
+        try:
+            overwrite(f"{name}.branch_{branch}", f"{name} version as of {snapshot}")
+            stop_point("format:rewritten")  # written on the branch, main untouched
+            (written,) = fetch(f"select snapshot_id from {name}.refs where name = '{branch}'")[0]
+            new_files = [str(path) for (path,) in fetch(
+                f"select file_path from {name}.files version as of {int(written)}")]
+            fetch(f"call spark_catalog.system.fast_forward('{table_path(name)}', 'main', "
+                  f"'{branch}')")
+        finally:
+            execute(f"alter table {name} drop branch if exists {branch}")
+        changed = properties(new_files) if properties else {}
+        if changed:
+            stop_point("format:fast_forwarded")
+            execute(f"alter table {name} set tblproperties {property_list(changed)}")
+        return str(written)
+
+
+#: The prefix of the branches a re-clustering by SQL writes on.
+BRANCH = "zspark_recluster_"
+
+
+def table_path(name: str) -> str:
+    """A table's name as Iceberg's procedures take it (no catalog).
+
+    >>> table_path("spark_catalog.db.t")
+    'db.t'
+    """
+    return name.removeprefix("spark_catalog.")
 
 
 def active_files_sql(table: str, columns: Sequence[TypedColumn]) -> str:

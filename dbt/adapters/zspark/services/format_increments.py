@@ -14,7 +14,7 @@ rows; the next run's policy finds them pending and merges them.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from typing import Any
@@ -23,7 +23,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.zspark.core.stop_points import stop_point
-from dbt.adapters.zspark.formats import committing_table
+from dbt.adapters.zspark.formats import CommittingTable, committing_table
 from dbt.adapters.zspark.layouts.layout_state import (
     clustered_writes,
     clustered_writes_after,
@@ -59,7 +59,7 @@ from dbt.adapters.zspark.versions.rewrite import (
 logger = AdapterLogger("zspark")
 #: What a format's failed commit says when another writer's commit conflicts with it.
 CONFLICTS = ("io.delta.exceptions.Concurrent", "ValidationException",
-             "CommitFailedException")
+             "CommitFailedException", "Cannot fast-forward")
 
 
 class FormatIncrements:
@@ -207,13 +207,17 @@ class FormatIncrements:
         ``full``, the whole table re-clustered) in one commit that changes no data."""
 
         reach = self.ctx.reach()
-        if not reach.reaches_jvm:
+        by_sql = committing_table(file_format).replaces_all_by_sql
+        if not reach.reaches_jvm and not (by_sql and full):
+            whole = (" Over this one, `full=true` re-clusters the whole table."
+                     if by_sql else "")
             raise DbtRuntimeError(
-                f"zspark_recluster: {relation}: re-clustering a {file_format} table needs "
+                f"zspark_recluster: {relation}: re-clustering "
+                f"{'some files of ' if by_sql else ''}a {file_format} table needs "
                 f"`method: session`: its commit that changes no data is made through the "
                 f"format's JVM API, which `method: {self.ctx.method}` cannot "
                 f"reach. Run it with a session profile, or rebuild the table with `dbt run "
-                f"--full-refresh --select {model}` over this one.")
+                f"--full-refresh --select {model}` over this one.{whole}")
         stored = self.tables.stored_layout(model, relation, properties)
         files = self.tables.format_file_list(relation, file_format, properties)
         decision = plan_on_demand(table_runs(files, clustered_writes(properties),
@@ -244,36 +248,42 @@ class FormatIncrements:
         rewrite = replace(decision, rewritten_rows=sum(live.get(p, 0) for p in rewritten))
         runs = table_runs(files, clustered_writes(planned.properties))
         reach = self.ctx.reach()
-        jvm = reach.jvm()  # the format's commit runs through its JVM API
-        spark = jvm.spark
         schema = reach.schema(f"select * from {relation}")
         view = f"zspark_rewritten_{uuid.uuid4().hex}"
         layout: dict[str, str] | None = None
         write: KeyedWrite | None = None
 
-        def keyed(rows: Any) -> Any:
-            # The rewritten files' rows, as the format's commit reads them: sampled, keyed
-            # and sorted anew (a full one: with a new layout).
+        def keyed_write() -> KeyedWrite:
+            # The rewritten files' rows, in the view, sampled, keyed and sorted anew (a
+            # full one: with a new layout).
             nonlocal layout, write
-            rows.createOrReplaceTempView(view)
             write, rewritten = self.writes.rewrite_select(
                 relation, planned.plan, planned.stored, rewrite, "", None, runs, schema,
                 planned.properties, planned.file_format, rows_view=view)
             layout = rewritten.layout if rewritten is not None else None
-            settings.enter_context(_session_settings(spark, write.statement_settings()))
-            return spark.sql(write.sql)
+            return write
 
         def new_base(paths: list[str]) -> dict[str, str]:
             # A full re-clustering: its files, with the clustered files of partitions it
             # left alone, are the new base, keyed by the new layout.
             return {**(layout or {}), **clustered_writes_after(planned.properties, kept, paths)}
 
+        base = new_base if decision.action == FULL else None
         try:
-            with ExitStack() as settings:
-                settings.callback(spark.catalog.dropTempView, view)
-                version = written_as.replace_files(
-                    jvm, str(relation), rewritten, keyed,
-                    new_base if decision.action == FULL else None)
+            if reach.reaches_jvm:
+                version = self._replace_through_jvm(written_as, str(relation), rewritten, view,
+                                                    keyed_write, base)
+            elif kept:  # by SQL, a format replaces a whole table only
+                logger.warning(f"zspark: {model}: {decision.action} re-clustering deferred to "
+                               f"{later}: over `method: {self.ctx.method}` a "
+                               f"{planned.file_format} table is re-clustered whole, and "
+                               f"{len(kept)} of its files stay")
+                self.index.log_format_stats(relation, planned.file_format, None,
+                                            just_built=False)
+                return {"action": "deferred", "rewritten_rows": 0}
+            else:
+                version = self._replace_by_sql(written_as, str(relation), view, keyed_write,
+                                               base)
         except Exception as error:
             if not any(mark in str(error) for mark in CONFLICTS):
                 raise
@@ -290,6 +300,45 @@ class FormatIncrements:
             write.action = action
         self.index.log_format_stats(relation, planned.file_format, write, just_built=False)
         return {"action": decision.action, "rewritten_rows": rewrite.rewritten_rows}
+
+
+    def _replace_through_jvm(self, written_as: CommittingTable, table: str,
+                             rewritten: tuple[str, ...], view: str,
+                             keyed_write: Callable[[], KeyedWrite],
+                             base: Callable[[list[str]], dict[str, str]] | None) -> str:
+        """The replacement made through the format's JVM API, in one commit that changes
+        no data: the rewritten files' rows, as its commit reads them, in ``view``."""
+        jvm = self.ctx.reach().jvm()
+        spark = jvm.spark
+
+        def keyed(rows: Any) -> Any:
+            rows.createOrReplaceTempView(view)
+            write = keyed_write()
+            settings.enter_context(_session_settings(spark, write.statement_settings()))
+            return spark.sql(write.sql)
+
+        with ExitStack() as settings:
+            settings.callback(spark.catalog.dropTempView, view)
+            return written_as.replace_files(jvm, table, rewritten, keyed, base)
+
+    def _replace_by_sql(self, written_as: CommittingTable, table: str, view: str,
+                        keyed_write: Callable[[], KeyedWrite],
+                        base: Callable[[list[str]], dict[str, str]] | None) -> str:
+        """The whole table replaced by statements alone (a server): the format's
+        ``replace_all_by_sql``, each of its rows read through ``view``."""
+
+        def overwrite(target: str, source: str) -> None:
+            self.ctx.execute(f"create or replace temporary view {view} as "
+                             f"select * from {source}")
+            write = keyed_write()
+            self.ctx.execute_with(write.statement_settings(),
+                                  f"insert overwrite {target} {write.sql}")
+
+        try:
+            return written_as.replace_all_by_sql(self.ctx.fetch, self.ctx.execute, table,
+                                                 overwrite, base)
+        finally:
+            self.ctx.execute(f"drop view if exists {view}")
 
 
 @contextmanager

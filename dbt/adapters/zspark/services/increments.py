@@ -17,6 +17,7 @@ from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.zspark.core.sql_text import sql_string
 from dbt.adapters.zspark.core.stop_points import stop_point
 from dbt.adapters.zspark.formats import (
+    committing_table,
     format_table,
 )
 from dbt.adapters.zspark.layouts import CONFIG_KEYS
@@ -260,9 +261,10 @@ class IncrementPlanner:
         schema = reach.schema(sql)
         # cluster_by='auto' chose a new layout: an append re-clusters the whole table by
         # it (a Delta or Iceberg one in the commit after the new rows', through the
-        # format's JVM API); any other run keeps the stored one.
-        relayout = bool(config.get(RELAYOUT_KEY)) and strategy == "append" \
-            and (table_format is None or reach.reaches_jvm)
+        # format's JVM API, or an Iceberg one by SQL); any other run keeps the stored one.
+        relayout = bool(config.get(RELAYOUT_KEY)) and strategy == "append" and (
+            table_format is None or reach.reaches_jvm
+            or committing_table(table_format).replaces_all_by_sql)
         if config.get(RELAYOUT_KEY) and not relayout:
             logger.info(f"zspark: {model}: the new layout waits for an append "
                         + ("" if table_format is None else "in a session ")

@@ -12,6 +12,7 @@ from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.zspark.core.sql_text import quote
 from dbt.adapters.zspark.formats import (
+    committing_table,
     format_table,
 )
 from dbt.adapters.zspark.layouts.layout_state import (
@@ -151,10 +152,20 @@ class KeyedWrites:
         return write, rewrite
 
     def session_reclusters(self, decision: Any, file_format: str) -> Any:
-        """The policy's ``decision``, its re-clustering deferred over a server without
-        Python: the format's commit that changes no data is made through its JVM API."""
+        """The policy's ``decision``, its re-clustering deferred where this reach cannot
+        commit it: a format's commit that replaces some files is made through its JVM API
+        (a session's); over a server only a format that replaces a whole table by SQL
+        (Iceberg) re-clusters, and only in full."""
 
         if self.ctx.reach().reaches_jvm:
             return decision
-        return deferred(decision, f"a {file_format} re-clustering needs `method: session` "
-                                  f"(run zspark_recluster there, or `dbt run --full-refresh`)")
+        if not committing_table(file_format).replaces_all_by_sql:
+            return deferred(decision, f"a {file_format} re-clustering needs `method: session` "
+                                      f"(run zspark_recluster there, or `dbt run "
+                                      f"--full-refresh`)")
+        if decision.action == FULL:
+            return decision
+        return deferred(decision, f"a {file_format} re-clustering of some of its files needs "
+                                  f"`method: session`; over `method: {self.ctx.method}` it "
+                                  f"re-clusters the whole table (zspark_recluster with "
+                                  f"full=true)")
