@@ -322,20 +322,26 @@ def test_balanced_keys_and_partitioned_merges_over_connect(project: FormatProjec
 
 
 def test_a_killed_full_reclustering_over_connect_is_recovered_by_the_next_run(
-        connect_port: int, tmp_path: Path) -> None:
+        connect_port: int, server: Any, tmp_path: Path) -> None:
     """dbt clients killed (SIGKILL) over Connect at a full re-clustering's steps after an
-    append (its new version written; checked, not yet swapped) and at a rebuild's swap,
-    the server up: each
-    next run repairs what the one before left; a plain `dbt build` at the end finds the
-    rows, the index and the scan exact (the checks of test_kills)."""
-    from tests.harness.kills import KilledProject
+    append (its new version written; checked, not yet swapped), the server up, the model
+    keyed by the server's Python UDF (``curve_method='direct'``): each next run repairs
+    what the one before left; a plain `dbt build` at the end finds the rows, the index
+    and the scan exact (the checks of test_kills), the table's layout still direct."""
+    from dbt.adapters.zspark.layouts.layout_state import StoredLayout
+    from tests.harness.kills import MODEL, KilledProject
 
-    killed = KilledProject(tmp_path, connect_port=connect_port, schema="zc_kills")
+    killed = KilledProject(tmp_path, connect_port=connect_port, schema="zc_kills",
+                           curve_method="direct")
     killed.build(1500)
     killed.build(1800)  # an append: rows for the full re-clustering to rewrite
     for step in ("rewrite:written", "rewrite:checked"):
         killed.killed(step, *killed.recluster(full=True))
     killed.build(killed.stop + 300)
+    stored = StoredLayout.from_properties({str(k): str(v) for k, v in server.sql(
+        f"show tblproperties zc_kills.{MODEL}").collect()})
+    assert stored is not None
+    assert stored.curve_method == "direct", stored.describe()
 
 
 def test_a_killed_overwrite_over_connect_is_finished_by_the_server(

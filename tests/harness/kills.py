@@ -167,13 +167,14 @@ class KilledProject:
     ``schema``: another schema (other projects on the same server). ``file_format``:
     the table model's format (``strategy`` table), its session set up by ``table_format``
     (the format's own statistics are its index: no index test). ``settings``: more of
-    the session's Spark settings (a warehouse on S3: :func:`s3_warehouse`)."""
+    the session's Spark settings (a warehouse on S3: :func:`s3_warehouse`).
+    ``curve_method``: the model's (``direct``: keys only Python computes)."""
 
     def __init__(self, root: Path, thrift_port: int | None = None,
                  strategy: str = "append", schema: str | None = None,
                  file_format: str = "parquet",
                  settings: dict[str, str] | None = None,
-                 connect_port: int | None = None) -> None:
+                 connect_port: int | None = None, curve_method: str = "boundary") -> None:
         self.root = root
         self.stop = 0
         self.last_kill = ""
@@ -181,8 +182,11 @@ class KilledProject:
         self.strategy = strategy
         self.schema = schema or (SCHEMA if strategy == "append" else f"{SCHEMA}_{strategy}")
         self.warehouse = root / "session" / "warehouse" / f"{self.schema}.db"
-        files = {**FILES, f"models/{MODEL}.sql":
-                 MODELS[strategy].replace("FILE_FORMAT", file_format)}
+        model = MODELS[strategy].replace("FILE_FORMAT", file_format)
+        if curve_method != "boundary":
+            model = model.replace("hilbert_by=['a', 's']",
+                                  f"hilbert_by=['a', 's'], curve_method='{curve_method}'")
+        files = {**FILES, f"models/{MODEL}.sql": model}
         if file_format != "parquet":
             del files[INDEX_TEST]
         self.tests = len(files) - 2  # besides dbt_project.yml and the model
