@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
@@ -183,16 +184,28 @@ def check_killed_iceberg_reclustering_by_sql(project: FormatProject, sql: Sql,
                                              table: str) -> None:
     """Rows 4500-12000 appended to the Iceberg model of 0-4500: the run killed once its
     whole-table re-clustering was written on its branch leaves the table with every row
-    once and the branch; the next run (100 rows more) drops the branch and re-clusters
-    the table by SQL, every file sorted by the new base's key."""
-    project.dbt("run", "-s", "fmt_inc", "--vars", json.dumps({"start": 4500, "stop": 12000}),
-                stop_at="format:rewritten")
+    once and the branch; the next (50 rows more), killed once main was fast-forwarded
+    and before the new base is recorded, leaves every row once and no branch; the next
+    (50 more) re-clusters the table by SQL again, every file sorted by the new base's
+    key."""
+    killed = project.dbt("run", "-s", "fmt_inc", "--vars",
+                         json.dumps({"start": 4500, "stop": 12000}), stop_at="format:rewritten")
+    assert killed.returncode == -signal.SIGKILL, killed.stdout[-3000:]
     assert sorted(sql(f"select * from {table}")) == sorted(sql(city_brand_rows(0, 12000)))
     assert [str(r[0]) for r in sql(f"select name from {table}.refs")
             if str(r[0]) != "main"], "the killed run's branch"
 
+    killed = project.dbt("run", "-s", "fmt_inc", "--vars",
+                         json.dumps({"start": 12000, "stop": 12050}),
+                         stop_at="format:fast_forwarded")
+    assert killed.returncode == -signal.SIGKILL, killed.stdout[-3000:]
+    assert sorted(sql(f"select * from {table}")) == sorted(sql(city_brand_rows(0, 12050)))
+    assert [str(r[0]) for r in sql(f"select name from {table}.refs")] == ["main"]
+    operations = sql(f"select operation from {table}.snapshots order by committed_at")
+    assert str(operations[-1][0]) == "overwrite", operations
+
     again = project.dbt("run", "-s", "fmt_inc", "--vars",
-                        json.dumps({"start": 12000, "stop": 12100}))
+                        json.dumps({"start": 12050, "stop": 12100}))
     log = " ".join(again.stdout.split())
     assert again.returncode == 0, log[-3000:]
     assert "appended; the whole table re-clustered" in log, log[-3000:]
