@@ -201,3 +201,43 @@ def test_jars_spark_fetches_go_to_zsparks_cache_folder_unless_the_profile_says(
                                  IVY_DIR: "/opt/ivy"}, "s")
     assert own[IVY_DIR] == "/opt/ivy"
     assert IVY_DIR not in with_session_defaults({"spark.jars": "/opt/mine.jar"}, "s")
+
+
+def test_an_iceberg_rewrite_by_sql_that_lost_rows_never_reaches_main() -> None:
+    """The whole-table re-clustering by SQL (``replace_all_by_sql``), its statements
+    answered as a server would: a left-behind branch is dropped first; when the branch
+    counts fewer rows than the snapshot read, main is not fast-forwarded, the branch is
+    dropped, the error says so and no property is set."""
+    from dbt.adapters.zspark.formats.iceberg import BRANCH, IcebergTable
+
+    counts = {"version as of 7": 100, "version as of 8": 99}
+    statements: list[str] = []
+
+    def fetch(sql: str) -> list[tuple[Any, ...]]:
+        statements.append(sql)
+        if "where name like" in sql:
+            return [(f"{BRANCH}old",)]
+        if "where name = 'main'" in sql:
+            return [(7,)]
+        if ".refs where name =" in sql:
+            return [(8,)]
+        if ".files version as of" in sql:
+            return [("file:/w/t/data/new.parquet",)]
+        if sql.startswith("select count(*)"):
+            return [(next(n for key, n in counts.items() if sql.endswith(key)),)]
+        return []
+
+    def overwrite(target: str, source: str) -> None:
+        statements.append(f"insert overwrite {target} <keyed rows of {source}>")
+
+    with pytest.raises(RuntimeError, match="wrote 99 rows of the 100 it read; nothing of it"):
+        IcebergTable().replace_all_by_sql(fetch, statements.append, "db.t", overwrite,
+                                          lambda paths: {"layout": ",".join(paths)})
+    assert statements[1] == f"alter table spark_catalog.db.t drop branch if exists `{BRANCH}old`"
+    created = next(s for s in statements if "create branch" in s)
+    branch = created.split("create branch ")[1].split()[0]
+    assert created.endswith("as of version 7")
+    assert f"insert overwrite spark_catalog.db.t.branch_{branch} <keyed rows of " \
+           f"spark_catalog.db.t version as of 7>" in statements
+    assert not any("fast_forward" in s or "set tblproperties" in s for s in statements)
+    assert statements[-1] == f"alter table spark_catalog.db.t drop branch if exists {branch}"

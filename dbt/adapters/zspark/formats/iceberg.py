@@ -143,6 +143,13 @@ class IcebergTable:
             (written,) = fetch(f"select snapshot_id from {name}.refs where name = '{branch}'")[0]
             new_files = [str(path) for (path,) in fetch(
                 f"select file_path from {name}.files version as of {int(written)}")]
+            # The rows counted on both sides (from the manifests): a rewrite that lost or
+            # doubled rows never reaches main.
+            read, wrote = (fetch(f"select count(*) from {name} version as of {version}")[0][0]
+                           for version in (snapshot, int(written)))
+            if read != wrote:
+                raise RuntimeError(f"{table}: the re-clustering wrote {wrote} rows of the "
+                                   f"{read} it read; nothing of it was committed")
             fetch(f"call spark_catalog.system.fast_forward('{table_path(name)}', 'main', "
                   f"'{branch}')")
         finally:
