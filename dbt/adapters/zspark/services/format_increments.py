@@ -301,7 +301,6 @@ class FormatIncrements:
         self.index.log_format_stats(relation, planned.file_format, write, just_built=False)
         return {"action": decision.action, "rewritten_rows": rewrite.rewritten_rows}
 
-
     def _replace_through_jvm(self, written_as: CommittingTable, table: str,
                              rewritten: tuple[str, ...], view: str,
                              keyed_write: Callable[[], KeyedWrite],
