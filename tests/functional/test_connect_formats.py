@@ -23,6 +23,7 @@ from tests.functional.format_project import SMALL_DATA, FormatProject, release
 from tests.functional.test_connect import SPARK_ENV, _rows, connect_profile
 from tests.functional.test_thrift_formats import (
     check_clustered_format_table,
+    check_iceberg_partitions_reclustered_by_sql,
     check_killed_iceberg_reclustering_by_sql,
     city_brand_rows,
     format_models,
@@ -109,5 +110,7 @@ def test_clustered_format_models_build_and_append_over_connect(
                 return [tuple(row) for row in client.sql(statement).collect()]
 
             check_killed_iceberg_reclustering_by_sql(project, sql, table)
+            table = f"{SCHEMA}.fmt_parts"  # refreshed by sql() from here on
+            check_iceberg_partitions_reclustered_by_sql(project, sql, SCHEMA)
     finally:
         release(tmp_path)  # its dbt process ends its Connect session while the server runs

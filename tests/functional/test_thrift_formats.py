@@ -241,6 +241,60 @@ def check_iceberg_reclustering_by_sql_keeps_another_writer(project: FormatProjec
     check_whole_iceberg_table(sql, table, 12110)
 
 
+#: A partitioned clustered Iceberg model: ids below 2000 in partitions of a thousand, the
+#: rest in partition 2.
+PARTITIONED = ("{{ config(materialized='incremental', incremental_strategy='append', "
+               "zorder_by=['city', 'brand'], file_count=3, file_format='iceberg', "
+               "partition_by=['part']) }}\n"
+               "select *, cast(least(id div 1000, 2) as int) as part from ("
+               + CITY_BRAND_ROWS + ") zspark_rows")
+
+
+def check_iceberg_partitions_reclustered_by_sql(project: FormatProject, sql: Sql,
+                                                schema: str) -> None:
+    """A partitioned Iceberg model over a server, built with ids 0-3000: an append of 600
+    rows, all in partition 2 (its base 1000 rows), re-clusters that partition alone by
+    SQL (a dynamic overwrite on a branch): partitions 0 and 1 keep their files, every
+    row is there once, partition 2's files are new, each sorted by the key, and every
+    live file is recorded as the clustered base."""
+    table = f"{schema}.fmt_parts"
+    project.write("models/fmt_parts.sql", PARTITIONED)
+
+    def run(start: int, stop: int) -> str:
+        done = project.dbt("run", "-s", "fmt_parts", "--vars",
+                           json.dumps({"start": start, "stop": stop}))
+        assert done.returncode == 0, done.stdout[-3000:]
+        return " ".join(done.stdout.split())
+
+    def files() -> dict[str, set[str]]:
+        found: dict[str, set[str]] = {}
+        for (path,) in sql(f"select file_path from {table}.files"):
+            found.setdefault(str(path).rsplit("/", 2)[-2], set()).add(str(path))
+        return found
+
+    run(0, 3000)
+    before = files()
+    assert sorted(before) == ["part=0", "part=1", "part=2"], before
+    grown = run(10000, 10600)
+    assert "deferred" not in grown, grown[-3000:]
+    after = files()
+    assert after["part=0"] == before["part=0"]
+    assert after["part=1"] == before["part=1"]
+    assert not after["part=2"] & before["part=2"], "partition 2 rewritten"
+    expected = [*sql(PARTITIONED.split("\n", 1)[1].replace("{{ var('start', 0) }}", "0")
+                     .replace("{{ var('stop', 4000) }}", "3000")),
+                *sql(PARTITIONED.split("\n", 1)[1].replace("{{ var('start', 0) }}", "10000")
+                     .replace("{{ var('stop', 4000) }}", "10600"))]
+    assert sorted(sql(f"select * from {table}")) == sorted(expected)
+    assert [str(r[0]) for r in sql(f"select name from {table}.refs")] == ["main"]
+    properties = {str(k): str(v) for k, v in sql(f"show tblproperties {table}")}
+    live = set().union(*after.values())
+    assert set(clustered_writes(properties)) == {write_id(path) for path in live}
+    for path in after["part=2"]:
+        keys = _file_keys(properties, path)
+        assert keys == sorted(keys), path
+
+
 def check_whole_iceberg_table(sql: Sql, table: str, rows: int) -> None:
     """Every row once, no branch of zspark's left, the last snapshot main's overwrite,
     and every file recorded as the clustered base and sorted by its key."""

@@ -204,7 +204,7 @@ def test_jars_spark_fetches_go_to_zsparks_cache_folder_unless_the_profile_says(
 
 
 def test_an_iceberg_rewrite_by_sql_that_lost_rows_never_reaches_main() -> None:
-    """The whole-table re-clustering by SQL (``replace_all_by_sql``), its statements
+    """The whole-table re-clustering by SQL (``replace_by_sql``), its statements
     answered as a server would: a left-behind branch is dropped first; when the branch
     counts fewer rows than the snapshot read, main is not fast-forwarded, the branch is
     dropped, the error says so and no property is set."""
@@ -227,11 +227,12 @@ def test_an_iceberg_rewrite_by_sql_that_lost_rows_never_reaches_main() -> None:
             return [(next(n for key, n in counts.items() if sql.endswith(key)),)]
         return []
 
-    def overwrite(target: str, source: str) -> None:
+    def overwrite(target: str, source: str, dynamic: bool) -> None:
+        assert not dynamic  # the whole table
         statements.append(f"insert overwrite {target} <keyed rows of {source}>")
 
     with pytest.raises(RuntimeError, match="wrote 99 rows of the 100 it read; nothing of it"):
-        IcebergTable().replace_all_by_sql(fetch, statements.append, "db.t", overwrite,
+        IcebergTable().replace_by_sql(fetch, statements.append, "db.t", overwrite,
                                           lambda paths: {"layout": ",".join(paths)})
     assert statements[1] == f"alter table spark_catalog.db.t drop branch if exists `{BRANCH}old`"
     created = next(s for s in statements if "create branch" in s)

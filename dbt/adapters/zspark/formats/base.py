@@ -160,22 +160,25 @@ class CommittingTable(FormatTable, Protocol):
         is gone. Returns the new version's id."""
         ...
 
-    #: Whether :meth:`replace_all_by_sql` can replace a whole table by SQL alone (a server,
-    #: where no JVM API is at hand).
-    replaces_all_by_sql: bool
+    #: Whether :meth:`replace_by_sql` can replace a whole table, or whole partitions of
+    #: it, by SQL alone (a server, where no JVM API is at hand).
+    replaces_by_sql: bool
 
-    def replace_all_by_sql(self, fetch: Callable[[str], list[tuple[Any, ...]]],
-                           execute: Callable[[str], Any], table: str,
-                           overwrite: Callable[[str, str], None],
-                           properties: Callable[[list[str]], dict[str, str]] | None = None,
-                           ) -> str:
-        """Replace every live file of ``table`` by statements alone: ``overwrite(target,
-        source)`` writes into ``target``, by ``insert overwrite``, the rows it makes of
-        ``source`` (the table at the version read). The new rows become the table's in
-        one atomic step, refused with nothing of it visible when another writer committed
-        meanwhile; then the ``properties`` made of the new files' paths are set (a commit
-        of their own: a run killed between keeps every row, and the next run finds the
-        files unrecorded and re-clusters them). Returns the new version's id."""
+    def replace_by_sql(self, fetch: Callable[[str], list[tuple[Any, ...]]],
+                       execute: Callable[[str], Any], table: str,
+                       overwrite: Callable[[str, str, bool], None],
+                       properties: Callable[[list[str]], dict[str, str]] | None = None,
+                       partitions_of: Sequence[str] | None = None) -> str:
+        """Replace live files of ``table`` by statements alone: all of them, or the files
+        ``partitions_of`` (every file of the table partitions they lie in).
+        ``overwrite(target, source, dynamic)`` writes into ``target``, by ``insert
+        overwrite`` (``dynamic``: of the partitions its rows fall in), the rows it makes
+        of ``source`` (the replaced rows at the version read). The new rows become the
+        table's in one atomic step, refused with nothing of it visible when another
+        writer committed meanwhile; then the ``properties`` made of the new files' paths
+        are set (a commit of their own: a run killed between keeps every row, and the
+        next run finds the files unrecorded and re-clusters them). Returns the new
+        version's id."""
         ...
 
 

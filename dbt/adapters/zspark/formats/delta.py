@@ -49,7 +49,7 @@ class DeltaTable:
     #: Delta has no branch to write on, and no statement that replaces a table's files
     #: only if nobody committed since the version read: its commit that changes no data
     #: is its JVM transaction API, a session's.
-    replaces_all_by_sql = False
+    replaces_by_sql = False
 
     def stats_properties(self, columns: Sequence[TypedColumn],
                          string_length: int) -> dict[str, str]:
@@ -91,11 +91,11 @@ class DeltaTable:
         # which files each added. Read as JSON by the executors: a request per commit.
         return delta_commits_sql(location())
 
-    def replace_all_by_sql(self, fetch: Callable[[str], list[tuple[Any, ...]]],
-                           execute: Callable[[str], Any], table: str,
-                           overwrite: Callable[[str, str], None],
-                           properties: Callable[[list[str]], dict[str, str]] | None = None,
-                           ) -> str:
+    def replace_by_sql(self, fetch: Callable[[str], list[tuple[Any, ...]]],
+                       execute: Callable[[str], Any], table: str,
+                       overwrite: Callable[[str, str, bool], None],
+                       properties: Callable[[list[str]], dict[str, str]] | None = None,
+                       partitions_of: Sequence[str] | None = None) -> str:
         raise NotImplementedError(f"{table}: a Delta table's files are replaced through "
                                   f"its JVM API (a session's)")
 

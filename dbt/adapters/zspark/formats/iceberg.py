@@ -36,7 +36,7 @@ class IcebergTable:
     incremental_strategies: tuple[str, ...] = COMMIT_STRATEGIES
     relation_flag = "is_iceberg"
     replaced_by_v2_writer = True
-    replaces_all_by_sql = True
+    replaces_by_sql = True
 
     def stats_properties(self, columns: Sequence[TypedColumn],
                          string_length: int) -> dict[str, str]:
@@ -117,16 +117,17 @@ class IcebergTable:
         loaded.refresh()
         return str(loaded.currentSnapshot().snapshotId())
 
-    def replace_all_by_sql(self, fetch: Callable[[str], list[tuple[Any, ...]]],
-                           execute: Callable[[str], Any], table: str,
-                           overwrite: Callable[[str, str], None],
-                           properties: Callable[[list[str]], dict[str, str]] | None = None,
-                           ) -> str:
+    def replace_by_sql(self, fetch: Callable[[str], list[tuple[Any, ...]]],
+                       execute: Callable[[str], Any], table: str,
+                       overwrite: Callable[[str, str, bool], None],
+                       properties: Callable[[list[str]], dict[str, str]] | None = None,
+                       partitions_of: Sequence[str] | None = None) -> str:
         # The new rows are written on a branch of the snapshot read, and main is
         # fast-forwarded to it: Iceberg refuses that unless main is still the branch's
         # ancestor, so a writer committing meanwhile is kept and this changes nothing.
         # Branches a killed run left behind pin old files: dropped first (one run per
-        # table holds the model's lock).
+        # table holds the model's lock). Whole partitions are replaced by a dynamic
+        # overwrite of the rows of their files.
         name = table if table.startswith("spark_catalog.") else f"spark_catalog.{table}"
         left = f"select name from {name}.refs where name like {sql_string(BRANCH + '%')}"
         for (stale,) in fetch(left):
@@ -137,12 +138,20 @@ class IcebergTable:
         snapshot = int(main[0][0])
         branch = f"{BRANCH}{uuid.uuid4().hex}"
         execute(f"alter table {name} create branch {branch} as of version {snapshot}")
+        source = f"{name} version as of {snapshot}"
+        if partitions_of is not None:
+            # Exactly those files' rows (every file is opened: no file is pruned by `_file`).
+            listed = ", ".join(map(sql_string, dict.fromkeys(partitions_of)))
+            source = f"(select * from {source} where _file in ({listed})) zspark_replaced"
         try:
-            overwrite(f"{name}.branch_{branch}", f"{name} version as of {snapshot}")
+            overwrite(f"{name}.branch_{branch}", source, partitions_of is not None)
             stop_point("format:rewritten")  # written on the branch, main untouched
             (written,) = fetch(f"select snapshot_id from {name}.refs where name = '{branch}'")[0]
+            read_files = {str(path) for (path,) in fetch(
+                f"select file_path from {name}.files version as of {snapshot}")}
             new_files = [str(path) for (path,) in fetch(
-                f"select file_path from {name}.files version as of {int(written)}")]
+                f"select file_path from {name}.files version as of {int(written)}")
+                if str(path) not in read_files]
             # The rows counted on both sides (from the manifests): a rewrite that lost or
             # doubled rows never reaches main.
             read, wrote = (fetch(f"select count(*) from {name} version as of {version}")[0][0]

@@ -54,10 +54,13 @@ from dbt.adapters.zspark.versions.rewrite import (
     in_partitions,
     set_properties_sql,
     table_runs,
+    whole_partitions,
 )
 
 logger = AdapterLogger("zspark")
 #: What a format's failed commit says when another writer's commit conflicts with it.
+#: Whether an ``insert overwrite`` replaces the partitions its rows fall in or all.
+OVERWRITE_MODE = "spark.sql.sources.partitionOverwriteMode"
 CONFLICTS = ("io.delta.exceptions.Concurrent", "ValidationException",
              "CommitFailedException", "Cannot fast-forward")
 
@@ -207,7 +210,7 @@ class FormatIncrements:
         ``full``, the whole table re-clustered) in one commit that changes no data."""
 
         reach = self.ctx.reach()
-        by_sql = committing_table(file_format).replaces_all_by_sql
+        by_sql = committing_table(file_format).replaces_by_sql
         if not reach.reaches_jvm and not (by_sql and full):
             whole = (" Over this one, `full=true` re-clusters the whole table."
                      if by_sql else "")
@@ -273,17 +276,19 @@ class FormatIncrements:
             if reach.reaches_jvm:
                 version = self._replace_through_jvm(written_as, str(relation), rewritten, view,
                                                     keyed_write, base)
-            elif kept:  # by SQL, a format replaces a whole table only
+            elif kept and not whole_partitions(rewritten, kept, planned.plan.partition_by):
+                # By SQL, a format replaces a whole table, or whole partitions of it.
                 logger.warning(f"zspark: {model}: {decision.action} re-clustering deferred to "
                                f"{later}: over `method: {self.ctx.method}` a "
-                               f"{planned.file_format} table is re-clustered whole, and "
-                               f"{len(kept)} of its files stay")
+                               f"{planned.file_format} table is re-clustered in whole "
+                               f"partitions, and {len(kept)} of its files stay beside "
+                               f"rewritten ones")
                 self.index.log_format_stats(relation, planned.file_format, None,
                                             just_built=False)
                 return {"action": "deferred", "rewritten_rows": 0}
             else:
                 version = self._replace_by_sql(written_as, str(relation), view, keyed_write,
-                                               base)
+                                               base, rewritten if kept else None)
         except Exception as error:
             if not any(mark in str(error) for mark in CONFLICTS):
                 raise
@@ -322,20 +327,23 @@ class FormatIncrements:
 
     def _replace_by_sql(self, written_as: CommittingTable, table: str, view: str,
                         keyed_write: Callable[[], KeyedWrite],
-                        base: Callable[[list[str]], dict[str, str]] | None) -> str:
-        """The whole table replaced by statements alone (a server): the format's
-        ``replace_all_by_sql``, each of its rows read through ``view``."""
+                        base: Callable[[list[str]], dict[str, str]] | None,
+                        partitions_of: tuple[str, ...] | None) -> str:
+        """The whole table, or the whole partitions of the files ``partitions_of``,
+        replaced by statements alone (a server): the format's ``replace_by_sql``, the
+        replaced rows read through ``view``."""
 
-        def overwrite(target: str, source: str) -> None:
+        def overwrite(target: str, source: str, dynamic: bool) -> None:
             self.ctx.execute(f"create or replace temporary view {view} as "
                              f"select * from {source}")
             write = keyed_write()
-            self.ctx.execute_with(write.statement_settings(),
+            mode = {OVERWRITE_MODE: "dynamic" if dynamic else "static"}
+            self.ctx.execute_with({**write.statement_settings(), **mode},
                                   f"insert overwrite {target} {write.sql}")
 
         try:
-            return written_as.replace_all_by_sql(self.ctx.fetch, self.ctx.execute, table,
-                                                 overwrite, base)
+            return written_as.replace_by_sql(self.ctx.fetch, self.ctx.execute, table,
+                                             overwrite, base, partitions_of)
         finally:
             self.ctx.execute(f"drop view if exists {view}")
 

@@ -264,7 +264,7 @@ class IncrementPlanner:
         # format's JVM API, or an Iceberg one by SQL); any other run keeps the stored one.
         relayout = bool(config.get(RELAYOUT_KEY)) and strategy == "append" and (
             table_format is None or reach.reaches_jvm
-            or committing_table(table_format).replaces_all_by_sql)
+            or committing_table(table_format).replaces_by_sql)
         if config.get(RELAYOUT_KEY) and not relayout:
             logger.info(f"zspark: {model}: the new layout waits for an append "
                         + ("" if table_format is None else "in a session ")

@@ -159,7 +159,7 @@ class KeyedWrites:
 
         if self.ctx.reach().reaches_jvm:
             return decision
-        if not committing_table(file_format).replaces_all_by_sql:
+        if not committing_table(file_format).replaces_by_sql:
             return deferred(decision, f"a {file_format} re-clustering needs `method: session` "
                                       f"(run zspark_recluster there, or `dbt run "
                                       f"--full-refresh`)")

@@ -42,6 +42,24 @@ def file_partition(path: str, partition_by: Sequence[str]) -> Partition:
     return tuple(values)
 
 
+def whole_partitions(replaced: Collection[str], kept: Collection[str],
+                     partition_by: Sequence[str] | None) -> bool:
+    """Whether the files ``replaced`` are every file of the table partitions they lie in:
+    no file ``kept`` shares one of them (never on an unpartitioned table).
+
+    >>> whole_partitions(["t/b=1/x", "t/b=1/y"], ["t/b=2/z"], ["b"])
+    True
+    >>> whole_partitions(["t/b=1/x"], ["t/b=1/y", "t/b=2/z"], ["b"])
+    False
+    >>> whole_partitions(["t/x"], ["t/y"], [])
+    False
+    """
+    if not partition_by:
+        return False
+    touched = {file_partition(path, partition_by) for path in replaced}
+    return all(file_partition(path, partition_by) not in touched for path in kept)
+
+
 def in_partitions(index_rows: Iterable[tuple[str, int, int]], partition_by: Sequence[str],
                   partitions: Collection[Partition]) -> list[tuple[str, int, int]]:
     """The index rows (path, rows, modification time) of files in ``partitions``."""
