@@ -180,6 +180,11 @@ def test_clustered_format_models_build_and_append_over_thrift(
 Sql = Callable[[str], list[tuple[Any, ...]]]
 
 
+def branches(sql: Sql, table: str) -> list[str]:
+    """An Iceberg table's references (main, and any branch a re-clustering left)."""
+    return sorted(str(row[0]) for row in sql(f"select name from {table}.refs"))
+
+
 def check_killed_iceberg_reclustering_by_sql(project: FormatProject, sql: Sql,
                                              table: str) -> None:
     """Rows 4500-12000 appended to the Iceberg model of 0-4500: the run killed once its
@@ -192,15 +197,14 @@ def check_killed_iceberg_reclustering_by_sql(project: FormatProject, sql: Sql,
                          json.dumps({"start": 4500, "stop": 12000}), stop_at="format:rewritten")
     assert killed.returncode == -signal.SIGKILL, killed.stdout[-3000:]
     assert sorted(sql(f"select * from {table}")) == sorted(sql(city_brand_rows(0, 12000)))
-    assert [str(r[0]) for r in sql(f"select name from {table}.refs")
-            if str(r[0]) != "main"], "the killed run's branch"
+    assert [name for name in branches(sql, table) if name != "main"], "the killed run's branch"
 
     killed = project.dbt("run", "-s", "fmt_inc", "--vars",
                          json.dumps({"start": 12000, "stop": 12050}),
                          stop_at="format:fast_forwarded")
     assert killed.returncode == -signal.SIGKILL, killed.stdout[-3000:]
     assert sorted(sql(f"select * from {table}")) == sorted(sql(city_brand_rows(0, 12050)))
-    assert [str(r[0]) for r in sql(f"select name from {table}.refs")] == ["main"]
+    assert branches(sql, table) == ["main"]
     operations = sql(f"select operation from {table}.snapshots order by committed_at")
     assert str(operations[-1][0]) == "overwrite", operations
 
@@ -233,7 +237,7 @@ def check_iceberg_reclustering_by_sql_keeps_another_writer(project: FormatProjec
     assert "re-clustering deferred to a later zspark_recluster: another writer committed" \
         in " ".join(output.split()), output[-5000:]
     assert sorted(sql(f"select * from {table}")) == sorted(sql(city_brand_rows(0, 12110)))
-    assert [str(r[0]) for r in sql(f"select name from {table}.refs")] == ["main"]
+    assert branches(sql, table) == ["main"]
 
     full = project.dbt(*recluster)
     assert full.returncode == 0, full.stdout[-3000:]
@@ -243,11 +247,14 @@ def check_iceberg_reclustering_by_sql_keeps_another_writer(project: FormatProjec
 
 #: A partitioned clustered Iceberg model: ids below 2000 in partitions of a thousand, the
 #: rest in partition 2.
+def partitioned_rows(rows: str) -> str:
+    """``rows`` (of CITY_BRAND_ROWS) with their partition."""
+    return f"select *, cast(least(id div 1000, 2) as int) as part from ({rows}) zspark_rows"
+
+
 PARTITIONED = ("{{ config(materialized='incremental', incremental_strategy='append', "
                "zorder_by=['city', 'brand'], file_count=3, file_format='iceberg', "
-               "partition_by=['part']) }}\n"
-               "select *, cast(least(id div 1000, 2) as int) as part from ("
-               + CITY_BRAND_ROWS + ") zspark_rows")
+               "partition_by=['part']) }}\n" + partitioned_rows(CITY_BRAND_ROWS))
 
 
 def check_iceberg_partitions_reclustered_by_sql(project: FormatProject, sql: Sql,
@@ -281,12 +288,10 @@ def check_iceberg_partitions_reclustered_by_sql(project: FormatProject, sql: Sql
     assert after["part=0"] == before["part=0"]
     assert after["part=1"] == before["part=1"]
     assert not after["part=2"] & before["part=2"], "partition 2 rewritten"
-    expected = [*sql(PARTITIONED.split("\n", 1)[1].replace("{{ var('start', 0) }}", "0")
-                     .replace("{{ var('stop', 4000) }}", "3000")),
-                *sql(PARTITIONED.split("\n", 1)[1].replace("{{ var('start', 0) }}", "10000")
-                     .replace("{{ var('stop', 4000) }}", "10600"))]
+    expected = [*sql(partitioned_rows(city_brand_rows(0, 3000))),
+                *sql(partitioned_rows(city_brand_rows(10000, 10600)))]
     assert sorted(sql(f"select * from {table}")) == sorted(expected)
-    assert [str(r[0]) for r in sql(f"select name from {table}.refs")] == ["main"]
+    assert branches(sql, table) == ["main"]
     properties = {str(k): str(v) for k, v in sql(f"show tblproperties {table}")}
     live = set().union(*after.values())
     assert set(clustered_writes(properties)) == {write_id(path) for path in live}
@@ -299,7 +304,7 @@ def check_whole_iceberg_table(sql: Sql, table: str, rows: int) -> None:
     """Every row once, no branch of zspark's left, the last snapshot main's overwrite,
     and every file recorded as the clustered base and sorted by its key."""
     assert sorted(sql(f"select * from {table}")) == sorted(sql(city_brand_rows(0, rows)))
-    assert [str(r[0]) for r in sql(f"select name from {table}.refs")] == ["main"]
+    assert branches(sql, table) == ["main"]
     operations = sql(f"select operation from {table}.snapshots order by committed_at")
     assert str(operations[-1][0]) == "overwrite", operations
     properties = {str(k): str(v) for k, v in sql(f"show tblproperties {table}")}

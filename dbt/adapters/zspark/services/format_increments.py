@@ -210,8 +210,8 @@ class FormatIncrements:
         ``full``, the whole table re-clustered) in one commit that changes no data."""
 
         reach = self.ctx.reach()
-        by_sql = committing_table(file_format).replaces_by_sql
-        if not reach.reaches_jvm and not (by_sql and full):
+        if not self.writes.commits_reclustering(file_format, full):
+            by_sql = committing_table(file_format).replaces_by_sql
             whole = (" Over this one, `full=true` re-clusters the whole table."
                      if by_sql else "")
             raise DbtRuntimeError(

@@ -17,7 +17,6 @@ from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.zspark.core.sql_text import sql_string
 from dbt.adapters.zspark.core.stop_points import stop_point
 from dbt.adapters.zspark.formats import (
-    committing_table,
     format_table,
 )
 from dbt.adapters.zspark.layouts import CONFIG_KEYS
@@ -263,8 +262,7 @@ class IncrementPlanner:
         # it (a Delta or Iceberg one in the commit after the new rows', through the
         # format's JVM API, or an Iceberg one by SQL); any other run keeps the stored one.
         relayout = bool(config.get(RELAYOUT_KEY)) and strategy == "append" and (
-            table_format is None or reach.reaches_jvm
-            or committing_table(table_format).replaces_by_sql)
+            table_format is None or self.writes.commits_reclustering(table_format, full=True))
         if config.get(RELAYOUT_KEY) and not relayout:
             logger.info(f"zspark: {model}: the new layout waits for an append "
                         + ("" if table_format is None else "in a session ")

@@ -151,20 +151,23 @@ class KeyedWrites:
                      f"{len(decision.rewritten_paths)} files into the table's next version")
         return write, rewrite
 
+    def commits_reclustering(self, file_format: str, full: bool) -> bool:
+        """Whether this reach commits a re-clustering of a ``file_format`` table: any
+        through the format's JVM API (a session's); over a server only a ``full`` one of
+        a format that replaces whole tables or partitions by SQL (Iceberg)."""
+        return self.ctx.reach().reaches_jvm or (
+            full and committing_table(file_format).replaces_by_sql)
+
     def session_reclusters(self, decision: Any, file_format: str) -> Any:
         """The policy's ``decision``, its re-clustering deferred where this reach cannot
-        commit it: a format's commit that replaces some files is made through its JVM API
-        (a session's); over a server only a format that replaces a whole table by SQL
-        (Iceberg) re-clusters, and only in full."""
+        commit it (:meth:`commits_reclustering`)."""
 
-        if self.ctx.reach().reaches_jvm:
+        if self.commits_reclustering(file_format, decision.action == FULL):
             return decision
         if not committing_table(file_format).replaces_by_sql:
             return deferred(decision, f"a {file_format} re-clustering needs `method: session` "
                                       f"(run zspark_recluster there, or `dbt run "
                                       f"--full-refresh`)")
-        if decision.action == FULL:
-            return decision
         return deferred(decision, f"a {file_format} re-clustering of some of its files needs "
                                   f"`method: session`; over `method: {self.ctx.method}` it "
                                   f"re-clusters the whole table (zspark_recluster with "
