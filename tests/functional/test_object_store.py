@@ -22,6 +22,7 @@ from typing import Any
 import boto3
 import pytest
 
+from dbt.adapters.zspark.formats.settings import table_format
 from dbt.adapters.zspark.layouts.layout_state import StoredLayout
 from dbt.adapters.zspark.reach.session.object_stores import s3a_jars, s3a_settings, with_jars
 from tests.functional.dbt_project import thrift_profile, write_project
@@ -31,6 +32,11 @@ from tests.functional.test_format_increments import _auto_relayout as auto_relay
 from tests.functional.test_thrift import SPARK_ENV
 from tests.functional.test_thrift import _dbt as thrift_dbt
 from tests.functional.test_thrift import _sql as thrift_sql
+from tests.functional.test_thrift_formats import (
+    check_iceberg_partitions_reclustered_by_sql,
+    check_killed_iceberg_reclustering_by_sql,
+    format_models,
+)
 from tests.harness.servers import (
     BUCKET,
     S3_KEYS,
@@ -407,6 +413,57 @@ class TestConnect:
                              endpoint, log, "connect")
             finally:
                 release(tmp_path / "project")  # its dbt process's Connect session
+
+
+class TestConnectIceberg:
+    # Slow: a Connect server of its own with Iceberg's jars; the suite runs the same
+    # re-clusterings by SQL on local disk (test_connect_formats.py).
+    @pytest.mark.slow
+    def test_iceberg_reclusterings_by_sql_over_connect_with_the_warehouse_on_s3(
+            self, tmp_path: Path, store: tuple[str, Path]) -> None:
+        """An Iceberg table re-clustered by SQL over a Connect server whose warehouse is
+        on S3: a run killed before main's fast-forward and one killed after it, the next
+        re-clustering the whole table, then a partitioned model's one partition, every
+        row once and every data file in the store (``test_thrift_formats.py``'s checks)."""
+        from pyarrow.fs import S3FileSystem
+
+        endpoint, _ = store
+        # The files' keys are read back through the store, as the test's own client.
+        files = S3FileSystem(access_key=S3_KEYS[0], secret_key=S3_KEYS[1],
+                             endpoint_override=endpoint, region="us-east-1")
+        home = tmp_path / "server"
+        home.mkdir()
+        iceberg = table_format("iceberg")
+        conf = _server_conf(home, endpoint, "connect_iceberg")
+        conf.update({**iceberg.settings, "spark.driver.extraClassPath": os.pathsep.join(
+            map(str, [*s3a_jars(), *iceberg.jar_files()]))})
+        root = tmp_path / "project"
+        with connect_server(home, conf, SPARK_ENV) as port, connect_client(port) as client:
+            client.sql("create schema if not exists zci3").collect()
+            write_project(root, "zspark_connect_iceberg_s3", format_models("iceberg"),
+                          connect_profile(port, "zci3"))
+            project = FormatProject(root, root)
+            table = "zci3.fmt_inc"
+
+            def sql(statement: str) -> list[tuple[Any, ...]]:
+                # A Connect session keeps a table's snapshot; dbt wrote from its own.
+                for name in set(re.findall(r"zci3\.\w+", statement)):
+                    client.sql(f"refresh table {name}").collect()
+                return [tuple(row) for row in client.sql(statement).collect()]
+
+            try:
+                _ok(project, "run", "--select", "fmt_inc")
+                _ok(project, "run", "--select", "fmt_inc", "--vars",
+                    json.dumps({"start": 4000, "stop": 4500}))
+                check_killed_iceberg_reclustering_by_sql(project, sql, table, files)
+                check_iceberg_partitions_reclustered_by_sql(project, sql, "zci3", files)
+                for model in ("fmt_inc", "fmt_parts"):
+                    paths = [str(r[0]) for r in sql(f"select file_path from zci3.{model}.files")]
+                    assert paths, model
+                    assert all(p.startswith(f"s3a://{BUCKET}/connect_iceberg/") for p in paths), \
+                        paths[:3]
+            finally:
+                release(root)  # its dbt process's Connect session
 
 
 def _server_conf(home: Path, endpoint: str, folder: str) -> dict[str, str]:

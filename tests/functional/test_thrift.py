@@ -178,9 +178,10 @@ from range(4000)
 POINT_QUERIES = ("city = 'CITY007'", "brand = 42", "day = date'2024-03-01'")
 
 
-def _file_keys(properties: dict[str, str], path: str) -> list[int]:
+def _file_keys(properties: dict[str, str], path: str, store: Any = None) -> list[int]:
     """The keys of a data file's rows, in file order, by the stored layout's UDF key
-    function (the session's own): the server computed them in SQL."""
+    function (the session's own): the server computed them in SQL. ``store``: pyarrow's
+    file system of an ``s3a://`` path."""
     import pyarrow.parquet as pq
 
     from dbt.adapters.zspark.layouts.keyed_plan import key_input_type
@@ -189,7 +190,8 @@ def _file_keys(properties: dict[str, str], path: str) -> list[int]:
     stored = StoredLayout.from_properties(properties)
     assert stored is not None
     function = stored.key_function([key_input_type(t) for t in stored.column_types])
-    frame = pq.read_table(path.removeprefix("file:")).to_pandas()
+    located = path.removeprefix("file:") if store is None else path.split("://", 1)[1]
+    frame = pq.read_table(located, filesystem=store).to_pandas()
     return [int(k) for k in function(*(frame[c] for c in stored.columns))]
 
 

@@ -186,7 +186,7 @@ def branches(sql: Sql, table: str) -> list[str]:
 
 
 def check_killed_iceberg_reclustering_by_sql(project: FormatProject, sql: Sql,
-                                             table: str) -> None:
+                                             table: str, store: Any = None) -> None:
     """Rows 4500-12000 appended to the Iceberg model of 0-4500: the run killed once its
     whole-table re-clustering was written on its branch leaves the table with every row
     once and the branch; the next (50 rows more), killed once main was fast-forwarded
@@ -214,7 +214,7 @@ def check_killed_iceberg_reclustering_by_sql(project: FormatProject, sql: Sql,
     assert again.returncode == 0, log[-3000:]
     assert "appended; the whole table re-clustered" in log, log[-3000:]
     assert "deferred" not in log, log[-3000:]
-    check_whole_iceberg_table(sql, table, 12100)
+    check_whole_iceberg_table(sql, table, 12100, store)
 
 
 def check_iceberg_reclustering_by_sql_keeps_another_writer(project: FormatProject, sql: Sql,
@@ -258,7 +258,7 @@ PARTITIONED = ("{{ config(materialized='incremental', incremental_strategy='appe
 
 
 def check_iceberg_partitions_reclustered_by_sql(project: FormatProject, sql: Sql,
-                                                schema: str) -> None:
+                                                schema: str, store: Any = None) -> None:
     """A partitioned Iceberg model over a server, built with ids 0-3000: an append of 600
     rows, all in partition 2 (its base 1000 rows), re-clusters that partition alone by
     SQL (a dynamic overwrite on a branch): partitions 0 and 1 keep their files, every
@@ -296,13 +296,14 @@ def check_iceberg_partitions_reclustered_by_sql(project: FormatProject, sql: Sql
     live = set().union(*after.values())
     assert set(clustered_writes(properties)) == {write_id(path) for path in live}
     for path in after["part=2"]:
-        keys = _file_keys(properties, path)
+        keys = _file_keys(properties, path, store)
         assert keys == sorted(keys), path
 
 
-def check_whole_iceberg_table(sql: Sql, table: str, rows: int) -> None:
+def check_whole_iceberg_table(sql: Sql, table: str, rows: int, store: Any = None) -> None:
     """Every row once, no branch of zspark's left, the last snapshot main's overwrite,
-    and every file recorded as the clustered base and sorted by its key."""
+    and every file recorded as the clustered base and sorted by its key (``store``:
+    pyarrow's file system of the warehouse, on S3)."""
     assert sorted(sql(f"select * from {table}")) == sorted(sql(city_brand_rows(0, rows)))
     assert branches(sql, table) == ["main"]
     operations = sql(f"select operation from {table}.snapshots order by committed_at")
@@ -311,7 +312,7 @@ def check_whole_iceberg_table(sql: Sql, table: str, rows: int) -> None:
     files = [str(r[0]) for r in sql(f"select file_path from {table}.files")]
     assert set(clustered_writes(properties)) == {write_id(path) for path in files}
     for path in files:
-        keys = _file_keys(properties, path)
+        keys = _file_keys(properties, path, store)
         assert keys == sorted(keys), path
 
 
