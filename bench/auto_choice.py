@@ -106,7 +106,7 @@ def auto_choice(spark: Any, table: str, queries: Sequence[Any], files: int) -> A
     from dbt.adapters.zspark.core.value_ranks import normalize_type
     from dbt.adapters.zspark.layouts.keyed_plan import key_input_sql
     from dbt.adapters.zspark.layouts.planning import CLUSTERABLE_TYPES
-    from dbt.adapters.zspark.reach.session.clustering import as_pandas
+    from dbt.adapters.zspark.reach.frames.clustering import as_pandas
     from dbt.adapters.zspark.skipping.workload import filtered_columns
 
     schema = {f.name: f.dataType.simpleString() for f in spark.table(table).schema.fields}
@@ -129,11 +129,8 @@ def build(spark: Any, table: str, target: str, config: Mapping[str, Any], files:
     """``target`` written from ``table`` as a clustered build of ``config`` would write it
     (no config: unclustered, round-robin into ``files`` files); its seconds."""
     from dbt.adapters.zspark.layouts.planning import plan_clustering
-    from dbt.adapters.zspark.reach.session.clustering import (
-        keyed_build,
-        model_schema,
-        sample_input,
-    )
+    from dbt.adapters.zspark.reach.frames.clustering import model_schema
+    from tests.harness.reaches import session_reach
 
     started = time.perf_counter()
     sql = f"select * from {table}"
@@ -145,8 +142,9 @@ def build(spark: Any, table: str, target: str, config: Mapping[str, Any], files:
     schema = model_schema(spark, sql)
     plan = plan_clustering(target, {**config, "file_count": files}, schema, "table")
     assert plan is not None
-    sampled = sample_input(spark, plan, sql)
-    prepared = keyed_build(spark, plan, sql, sampled, None, files)
+    reach = session_reach(spark)
+    sampled = reach.sample(plan, sql, schema, None)
+    prepared = reach.keyed(plan, sql, sampled, None, files, schema, False, False)
     spark.conf.set("spark.sql.files.maxRecordsPerFile", str(prepared.file_rows or 0))
     try:
         spark.sql(f"create table {target} using parquet as {prepared.select_sql}")
@@ -177,7 +175,7 @@ def files_read(spark: Any, tables: Mapping[str, str], queries: Sequence[Any],
     and its files (a layout of few distinct keys may write fewer than asked: shares keep
     layouts of unequal file counts comparable)."""
     from dbt.adapters.zspark.advice.scoring import score_sql
-    from dbt.adapters.zspark.reach.session.clustering import as_pandas
+    from dbt.adapters.zspark.reach.frames.clustering import as_pandas
 
     sql = score_sql(real_stats_sql(tables, types), queries, types, list(types))
     total = sum(q.count for q in queries)

@@ -48,7 +48,7 @@ def measure(rows: int, repeat: int, log: Progress) -> dict[str, Any]:
     from dbt.adapters.zspark.core import value_ranks
     from dbt.adapters.zspark.layouts import LAYOUTS as BY_CONFIG
     from dbt.adapters.zspark.layouts import ColumnSpec
-    from dbt.adapters.zspark.reach.session.udfs import register_key_udf
+    from dbt.adapters.zspark.reach.frames.udfs import register_key_udf
 
     # The UDFs' Python workers must run this interpreter (the venv), not `python3` on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

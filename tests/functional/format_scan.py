@@ -31,7 +31,7 @@ def bound_violations(spark: SparkSession, table_format: str, table: str) -> list
     that a file's rows lie outside of, the columns checked]: every column's actual
     min / max per file (Spark reading the rows) against the bounds."""
     from dbt.adapters.zspark.formats import format_table, stats_columns
-    from dbt.adapters.zspark.reach.session.clustering import model_schema
+    from dbt.adapters.zspark.reach.frames.clustering import model_schema
 
     schema = model_schema(spark, f"select * from {table}")
     columns = [name for name, _ in stats_columns(schema, [], list(schema))]
@@ -80,7 +80,7 @@ def sample_of_files(spark: SparkSession, table_format: str, table: str) -> list[
         sampled_files,
     )
     from dbt.adapters.zspark.formats import format_table, stats_columns
-    from dbt.adapters.zspark.reach.session.clustering import model_schema
+    from dbt.adapters.zspark.reach.frames.clustering import model_schema
 
     schema = model_schema(spark, f"select * from {table}")
     paths = sorted(str(r[0]) for r in format_table(table_format).active_files(

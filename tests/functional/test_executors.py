@@ -20,7 +20,8 @@ SCRIPT = textwrap.dedent("""
     import sys
     from pyspark.sql import SparkSession
 
-    from dbt.adapters.zspark.reach.session.clustering import model_schema, prepare_build
+    from dbt.adapters.zspark.reach.frames.clustering import model_schema
+    from dbt.adapters.zspark.reach.session.reach import SessionReach
     from dbt.adapters.zspark.connections import session_defaults
     from dbt.adapters.zspark.reach.session.index_tables import build_index
     from dbt.adapters.zspark.layouts.planning import plan_clustering
@@ -42,8 +43,14 @@ SCRIPT = textwrap.dedent("""
            "timestamp_seconds(id * 86400) as ts from range(600)")
     for layout in ("hilbert_by", "zorder_by", "linear_by"):
         config = {layout: ["city", "ts", "id"], "file_count": 6, "curve_method": "direct"}
-        plan = plan_clustering("m", config, model_schema(spark, sql), "table")
-        prepared = prepare_build(spark, plan, sql)
+        schema = model_schema(spark, sql)
+        plan = plan_clustering("m", config, schema, "table")
+        reach = SessionReach(spark, lambda q: (spark.sql(q).columns, spark.sql(q).collect()),
+                             spark.sql)
+        sampled = reach.sample(plan, sql, schema, None)
+        prepared = reach.keyed(plan, sql, sampled, None,
+                               plan.resolve_file_count(sampled.input_bytes), schema,
+                               False, False)
         spark.sql("drop table if exists built")
         spark.conf.set("spark.sql.files.maxRecordsPerFile", prepared.file_rows or 0)
         spark.sql(f"create table built using parquet as {prepared.select_sql}")

@@ -1,6 +1,6 @@
 """What every way of reaching Spark must do, run against each: the embedded session
-(``SessionReach``), a Spark Thrift Server and a Spark Connect server (``ServerReach``,
-SQL alone; over Connect with the connection's DataFrames too). The services call a
+(``SessionReach``), a Spark Thrift Server (``ServerReach``, SQL alone) and a Spark Connect
+server (``FrameReach``, the connection's DataFrame session). The services call a
 reach without asking which it is (``reach/base.SparkReach``); these tests hold each to
 the same answers.
 
@@ -21,8 +21,10 @@ from dbt.adapters.spark.relation import SparkRelation
 
 from dbt.adapters.zspark.layouts.planning import plan_clustering
 from dbt.adapters.zspark.reach.base import SparkReach
+from dbt.adapters.zspark.reach.frames.reach import FrameReach
 from dbt.adapters.zspark.reach.server.reach import ServerReach
 from dbt.adapters.zspark.reach.session.reach import SessionReach
+from tests.harness.reaches import frames_query
 from tests.harness.servers import connect_client, connect_server, own_metastore, thrift_server
 
 pytestmark = pytest.mark.spark
@@ -62,23 +64,15 @@ def _thrift_query(port: int) -> Callable[[str], tuple[list[str], list[tuple[Any,
     return query
 
 
-def _frames_query(session: Any) -> Callable[[str], tuple[list[str], list[tuple[Any, ...]]]]:
-    def query(sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
-        frame = session.sql(sql)
-        return list(frame.columns), [tuple(row) for row in frame.collect()]
-
-    return query
-
-
 @pytest.fixture(scope="module", params=["session", "thrift", "connect"])
 def reached(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
             ) -> Iterator[Reached]:
     name = str(request.param)
     if name == "session":
         spark = request.getfixturevalue("spark")
-        query = _frames_query(spark)
+        query = frames_query(spark)
         query(f"create schema if not exists {SCHEMA}")
-        yield Reached(name, SessionReach(spark, spark.sql), query)
+        yield Reached(name, SessionReach(spark, query, spark.sql), query)
         return
     home = tmp_path_factory.mktemp(f"contract_{name}")
     if name == "thrift":
@@ -89,9 +83,9 @@ def reached(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         return
     with connect_server(home, own_metastore(home), SPARK_ENV) as port, \
             connect_client(port) as client:
-        query = _frames_query(client)
+        query = frames_query(client)
         query(f"create schema if not exists {SCHEMA}")
-        yield Reached(name, ServerReach(query, query, lambda: 2, lambda: client), query)
+        yield Reached(name, FrameReach(lambda: client, query, query, lambda: 2), query)
 
 
 def _relation(identifier: str) -> Any:
@@ -118,6 +112,25 @@ def test_a_clustered_select_holds_every_input_row_once(reached: Reached) -> None
     prepared = reach.keyed(plan, MODEL_SQL, sampled, None, 4, schema, False, False)
     assert prepared.file_count == 4
     assert prepared.input_rows == 3000
+    assert reached.rows(prepared.select_sql) == reached.rows(MODEL_SQL)
+
+
+def test_a_key_only_python_computes_runs_where_the_reach_runs_python(reached: Reached) -> None:
+    """``curve_method='direct'`` keys by the model's key function, a UDF of the session:
+    the embedded session's and a Connect server's workers run it; a Thrift server runs no
+    Python, and says so (the build refuses such a model before anything runs)."""
+    reach = reached.reach
+    assert reach.runs_python == (reached.name != "thrift")
+    if not reach.runs_python:
+        return
+    schema = reach.schema(MODEL_SQL)
+    plan = plan_clustering("contract_direct", {"zorder_by": ["a", "day"], "file_count": 3,
+                                               "curve_method": "direct"}, schema, "table")
+    assert plan is not None
+    sampled = reach.sample(plan, MODEL_SQL, schema, None)
+    prepared = reach.keyed(plan, MODEL_SQL, sampled, None, 3, schema, False, False)
+    assert "zspark_key_contract_direct" in reached.query(
+        f"explain extended {prepared.select_sql}")[1][0][0]
     assert reached.rows(prepared.select_sql) == reached.rows(MODEL_SQL)
 
 

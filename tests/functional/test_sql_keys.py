@@ -72,7 +72,7 @@ def test_sql_keys_equal_udf_keys(spark: Any, table: tuple[list[str], list[tuple[
     from dbt.adapters.zspark.core import value_ranks
     from dbt.adapters.zspark.layouts import LAYOUTS, ColumnSpec
     from dbt.adapters.zspark.layouts.keyed_plan import key_input_sql, key_input_type
-    from dbt.adapters.zspark.reach.session.udfs import register_key_udf
+    from dbt.adapters.zspark.reach.frames.udfs import register_key_udf
 
     types, rows = table
     names = [f"c{i}" for i in range(len(types))]
@@ -113,11 +113,11 @@ def test_sql_keys_equal_udf_keys(spark: Any, table: tuple[list[str], list[tuple[
 @given(rows=st.lists(st.tuples(st.one_of(st.none(), st.sampled_from(["a", "b", "c"])),
                                st.integers(-50, 50)), min_size=1, max_size=30),
        partitions=st.integers(1, 9), partitioned=st.booleans())
-def test_a_rows_shuffle_partition_is_the_same_in_a_session_and_in_sql(
+def test_a_rows_shuffle_partition_is_the_range_that_holds_it(
         spark: Any, rows: list[tuple[str | None, int]], partitions: int,
         partitioned: bool) -> None:
     """Each row goes to the partition whose range of (table partition, key) holds it, as
-    the session's expression and the SQL one (thrift) find it, NULL partitions first."""
+    every reach's SQL finds it, NULL partitions first."""
     import bisect
 
     from pyspark.sql import functions as sf
@@ -125,18 +125,14 @@ def test_a_rows_shuffle_partition_is_the_same_in_a_session_and_in_sql(
     from dbt.adapters.zspark.core.partitioning import spread_files
     from dbt.adapters.zspark.layouts.keyed_plan import sort_position
     from dbt.adapters.zspark.reach.server.sql_build import owner_sql
-    from dbt.adapters.zspark.reach.session.clustering import _owner
 
     parts = [("p", "string")] if partitioned else []
     positions = [((sort_position(p), k) if partitioned else (k,)) for p, k in rows]
     spread = spread_files(positions, len(rows), partitions, partitions)
     frame = spark.createDataFrame(rows, "p string, k bigint")
-    found = frame.select(
-        _owner(spread, sf.col("k"), parts, "bigint").alias("session"),
-        sf.expr(owner_sql(spread, "k", "bigint", parts)).alias("sql")).collect()
+    found = frame.select(sf.expr(owner_sql(spread, "k", "bigint", parts)).alias("owner"))
     expected = [bisect.bisect_right(list(spread.cuts), position) for position in positions]
-    assert [r.session for r in found] == expected
-    assert [r.sql for r in found] == expected
+    assert [r.owner for r in found.collect()] == expected
 
 
 @settings(max_examples=25, deadline=None, derandomize=True,

@@ -1,6 +1,7 @@
 """The package's layers, read statically from its imports (``tests/harness/imports.py``): ``core/``
 imports nothing above it, the formats and the services reach Spark through no reach's own
-module, and the server's reach does not lean on the session's."""
+module, and each reach leans only on the ones below it: the server's (SQL alone) on no
+other, the DataFrame session's (``reach/frames``) not on the embedded session's."""
 
 from __future__ import annotations
 
@@ -39,8 +40,10 @@ def broken_rules(modules: dict[str, Module]) -> list[str]:
                     and not any(inner == r or inner.startswith(r + ".")
                                 for r in REACH_INTERFACE):
                 rule = f"{source}/ reaches Spark through the reach interface alone"
-            elif source == "reach.server" and target == "reach.session":
+            elif source == "reach.server" and target in ("reach.session", "reach.frames"):
                 rule = "the server's reach does not import the session's"
+            elif source == "reach.frames" and target == "reach.session":
+                rule = "the DataFrame reach runs on any session: it imports no JVM seam"
             if rule:
                 broken.append(f"{name} -> {imported}: {rule}")
     return broken
@@ -55,12 +58,15 @@ def test_the_layer_rules_name_an_import_that_breaks_them() -> None:
         module("formats.delta", "reach.session.jvm", "formats.base"),
         module("services.builds", "reach.base", "reach.session.seeds"),
         module("reach.server.reach", "reach.session.clustering", "reach.base"),
+        module("reach.frames.reach", "reach.session.jvm", "reach.server.reach"),
         module("reach.session.reach", "reach.base", "formats"),
     )}
     assert broken_rules(modules) == [
         f"{PACKAGE}core.planning -> {PACKAGE}layouts: core/ imports nothing above it",
         f"{PACKAGE}formats.delta -> {PACKAGE}reach.session.jvm: formats/ reaches Spark "
         "through the reach interface alone",
+        f"{PACKAGE}reach.frames.reach -> {PACKAGE}reach.session.jvm: the DataFrame reach "
+        "runs on any session: it imports no JVM seam",
         f"{PACKAGE}reach.server.reach -> {PACKAGE}reach.session.clustering: the server's "
         "reach does not import the session's",
         f"{PACKAGE}services.builds -> {PACKAGE}reach.session.seeds: services/ reaches "

@@ -10,7 +10,7 @@ import pytest
 
 from dbt.adapters.zspark.layouts.keyed_plan import SAMPLE_HEADROOM, draw_cutoff, key_inputs
 from dbt.adapters.zspark.layouts.planning import plan_clustering
-from dbt.adapters.zspark.reach.session.clustering import _sample_and_count
+from dbt.adapters.zspark.reach.frames.clustering import _sample_and_count
 
 pyspark = pytest.importorskip("pyspark")
 

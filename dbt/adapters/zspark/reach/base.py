@@ -1,15 +1,22 @@
-"""The two ways the adapter reaches Spark: a Python session in this process, or a server
-reached by SQL alone (thrift, http, odbc), each behind :class:`SparkReach`.
+"""The ways the adapter reaches Spark, each behind :class:`SparkReach`, each built on the
+one before:
 
-A session runs Python inside Spark (the ``direct`` curve method's UDFs, footer reads) and
-reaches the JVM APIs a table format commits through; a server runs SQL only: keys in Spark
-SQL, samples and file bounds fetched as rows. The adapter asks for one per step
-(``reach_of``) and calls it without asking which it is.
+- ``ServerReach`` (``reach/server``): a server reached by SQL alone (thrift, http, odbc):
+  keys in Spark SQL, samples and file bounds fetched as rows;
+- ``FrameReach`` (``reach/frames``): a DataFrame session, a Spark Connect client's: the
+  sample and the count in one job, rows sent to their shuffle partitions by number,
+  Python's keys as UDFs, rows handed over as Arrow;
+- ``SessionReach`` (``reach/session``): the embedded session, a ``FrameReach`` whose JVM
+  is at hand: footers read on the executors through Hadoop, the warehouse's folders, and
+  the JVM APIs a table format commits through.
+
+The adapter asks for one per step (``reach_of``) and calls it without asking which it is.
 
 A Parquet table's ``__zindex`` follows the same line: a session reads the files' footers
-(``index.py``) and holds a staging table's rows in its executors until the swap; a server
-aggregates the files' rows by SQL (``sql_index.py``) into a table of their own. Either
-runs its statements through dbt's connection, so they are logged in the order they run.
+(``index.py``) and holds a staging table's rows in its executors until the swap; over a
+server the files' rows are aggregated by SQL (``sql_index.py``) into a table of their own.
+Each runs its statements through dbt's connection, so they are logged in the order they
+run.
 """
 
 from __future__ import annotations
@@ -63,8 +70,6 @@ class SparkReach(Protocol):
     #: at hand), rather than let Spark's own commit write into the table (or, for a
     #: re-clustering, copy the files that stay into a new version).
     journals_batches: bool
-    #: The SparkSession (None over a server).
-    spark: Any
 
     def schema(self, sql: str) -> dict[str, str]:
         """Output columns of ``sql`` and their Spark types, without running it."""

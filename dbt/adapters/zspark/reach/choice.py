@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dbt.adapters.zspark.reach.base import Execute, Query, SparkReach
+from dbt.adapters.zspark.reach.frames.reach import FrameReach
 from dbt.adapters.zspark.reach.server import connect
 from dbt.adapters.zspark.reach.server.reach import ServerReach
 from dbt.adapters.zspark.reach.session.embedded import active_session
@@ -15,13 +16,12 @@ from dbt.adapters.zspark.reach.session.reach import SessionReach
 def reach_of(method: str, query: Query, execute: Execute, cores: Callable[[], int],
              frames: Callable[[], Any]) -> SparkReach:
     """How a profile's ``method`` reaches Spark: ``session`` is Spark in this process;
-    every other method (thrift, http, odbc, connect) reaches a server by SQL, and a
-    Connect server takes DataFrames too (``frames``: the connection's session)."""
+    ``connect`` a server's DataFrame session (``frames``: the connection's); every other
+    method (thrift, http, odbc) a server reached by SQL alone."""
     from dbt.adapters.spark.connections import SparkConnectionMethod
 
     if method == SparkConnectionMethod.SESSION:
-
-        return SessionReach(active_session(), execute)
-    return ServerReach(query, execute, cores, frames if method == connect.METHOD else None)
-
-
+        return SessionReach(active_session(), query, execute)
+    if method == connect.METHOD:
+        return FrameReach(frames, query, execute, cores)
+    return ServerReach(query, execute, cores)

@@ -2,12 +2,11 @@
 protocol, ``sc://host:port``), through pyspark's Connect client.
 
 The client starts no JVM in the dbt process: statements go over gRPC, rows come back as
-Arrow. A server reached this way is, for zspark, a server like a Thrift server: every
-index and scan is Spark SQL (``reach/server``), so what works over Thrift works here.
-Unlike a Thrift server, a Connect server runs the client's Python functions: keys only
-Python computes (``curve_method='direct'``) go to it as a pandas UDF of the session,
-pickled by value (``reach/executor_code.py``: its workers need numpy, pandas and
-pyarrow, not dbt or zspark).
+Arrow. zspark reaches the connection's session as a DataFrame session
+(``reach/frames/reach.py``): a build's sample job and keyed write are the embedded
+session's own code, and keys only Python computes (``curve_method='direct'``) go to the
+server as the session's pandas UDFs; the index and the files' bounds are Spark SQL, as
+over a Thrift server.
 
 The connection URL carries the profile's ``token`` and ``connect_headers`` as Connect's
 ``;name=value`` parameters (a header each), and ``use_ssl`` as ``;use_ssl=true``.
@@ -22,9 +21,6 @@ from urllib.parse import quote
 
 from dbt.adapters.spark.session import Connection, Cursor, SessionConnectionWrapper
 from dbt_common.exceptions import DbtRuntimeError
-
-from dbt.adapters.zspark.layouts import KeyFunction
-from dbt.adapters.zspark.reach.executor_code import ship_with_jobs
 
 #: The profile's ``method`` for a Spark Connect server.
 METHOD = "connect"
@@ -72,24 +68,6 @@ def _remote_session(url: str) -> Any:
         raise DbtRuntimeError(
             f"method: connect needs Spark Connect's client packages ({missing}); "
             f"install them with `pip install 'dbt-zspark[connect]'`") from missing
-
-
-def register_key_udf(session: Any, name: str, function: KeyFunction, key_type: str) -> None:
-    """Register a model's key function on a Connect ``session`` as a pandas UDF ``name``
-    returning ``key_type`` (a curve key: bigint or binary), for that session's statements.
-
-    Connect's own UDF class, not ``pandas_udf``: pyspark's common function builds a
-    classic UDF (one that needs a JVM in this process) unless the process is remote-only.
-    """
-    from pyspark.sql.connect.udf import UserDefinedFunction
-    from pyspark.sql.types import BinaryType, DataType, LongType
-    from pyspark.util import PythonEvalType
-
-    types: dict[str, DataType] = {"bigint": LongType(), "binary": BinaryType()}
-    ship_with_jobs()
-    session.udf.register(name, UserDefinedFunction(
-        function, returnType=types[key_type], name=name,
-        evalType=PythonEvalType.SQL_SCALAR_PANDAS_UDF))
 
 
 def _reason(error: BaseException) -> str:

@@ -1,5 +1,10 @@
-"""A server reached by SQL (and over Connect by DataFrames) as a
-:class:`~dbt.adapters.zspark.reach.SparkReach`."""
+"""A server reached by SQL alone (thrift, http, odbc) as a
+:class:`~dbt.adapters.zspark.reach.SparkReach`: every step a statement or a query.
+
+It is the first of three reaches, each built on the one before: ``FrameReach``
+(``reach/frames``) adds a DataFrame session's sample job, views and Arrow frames; the
+embedded ``SessionReach`` (``reach/session``) adds the JVM.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +15,8 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.zspark.core.sql_text import sql_string
-from dbt.adapters.zspark.layouts import KeyFunction
 from dbt.adapters.zspark.layouts.layout_state import clustered_writes_property
 from dbt.adapters.zspark.reach.folders import ServerFolders
-from dbt.adapters.zspark.reach.frames.seeds import load_seed
-from dbt.adapters.zspark.reach.server.connect import register_key_udf
 from dbt.adapters.zspark.reach.server.event_logs import server_event_log_scans
 from dbt.adapters.zspark.reach.server.next_version import CopiedVersion
 from dbt.adapters.zspark.reach.server.sql_build import (
@@ -53,22 +55,19 @@ logger = AdapterLogger("zspark")
 
 
 class ServerReach:
-    """A server reached by SQL (every step a statement or a query) and, over Spark
-    Connect, by DataFrames and the client's Python functions too."""
+    """A server reached by SQL: every step a statement or a query."""
 
+    runs_python = False
     reaches_jvm = False
+    loads_frames = False
     journals_batches = False
-    spark = None
 
-    def __init__(self, query: Query, execute: Execute, cores: Callable[[], int],
-                 frames: Callable[[], Any] | None = None) -> None:
+    def __init__(self, query: Query, execute: Execute, cores: Callable[[], int]) -> None:
         self._query, self._execute, self._cores = query, execute, cores
-        #: The connection's DataFrame session (Spark Connect's), where it has one.
-        self._frames = frames
-        self.loads_frames = frames is not None
-        #: A Connect server runs the client's Python functions (its key UDFs); a Thrift
-        #: server runs SQL alone.
-        self.runs_python = frames is not None
+
+    @property
+    def spark(self) -> Any:
+        return None
 
     def fetch(self, sql: str) -> list[tuple[Any, ...]]:
         return self._query(sql)[1]
@@ -86,12 +85,7 @@ class ServerReach:
               pieces: bool, file_per_partition: bool, select: bool = True) -> PreparedBuild:
 
         return keyed_sql_build(self.fetch, plan, sql, sampled, stored, file_count,
-                               self._cores(), schema, pieces, file_per_partition, select,
-                               self._register_key if self.runs_python else None)
-
-    def _register_key(self, name: str, function: KeyFunction, key_type: str) -> None:
-        assert self._frames is not None
-        register_key_udf(self._frames(), name, function, key_type)
+                               self._cores(), schema, pieces, file_per_partition, select)
 
     def event_log_scans(self, folders: Sequence[str],
                         tables: Sequence[str]) -> pd.DataFrame:
@@ -154,7 +148,6 @@ class ServerReach:
         self._execute(f"create table {index} using parquet as select /*+ COALESCE(1) */ * "
                       f"from ({index_sql(str(table), columns)}) zspark_index")
         logger.debug(f"zspark: {table.identifier}: index built by SQL"
-                     + ("" if self.runs_python else " (no Python on the server)")
                      + ": bounds per file, row groups not indexed")
         return self._index_summary(index)
 
@@ -220,9 +213,7 @@ class ServerReach:
 
     def load_seed(self, table: str, names: Sequence[str],
                   texts: Sequence[Any]) -> int | None:
-        if self._frames is None:
-            return None  # dbt-spark's own insert statements load a seed over thrift
-        return load_seed(self._frames(), table, names, texts)
+        return None  # dbt-spark's own insert statements load a seed over thrift
 
     def next_version(self, table: Relation, staging: Relation, index: Relation,
                      in_place: bool) -> NextVersion:

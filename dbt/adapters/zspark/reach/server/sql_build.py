@@ -25,7 +25,6 @@ import pandas as pd
 
 from dbt.adapters.zspark.core.partitioning import FileSpread, owner_search
 from dbt.adapters.zspark.core.sql_text import quote, sql_string
-from dbt.adapters.zspark.layouts import KeyFunction
 from dbt.adapters.zspark.layouts.keyed_plan import (
     DRAW_COLUMN,
     KEY_COLUMN,
@@ -42,16 +41,12 @@ from dbt.adapters.zspark.layouts.keyed_plan import (
     sample_size,
     searched_owner_sql,
     type_of,
-    udf_keyed_sql,
-    udf_name,
 )
 from dbt.adapters.zspark.layouts.layout_state import StoredLayout
 from dbt.adapters.zspark.layouts.planning import ClusteringPlan, normalize_type
 
 #: Runs one query on the server and returns its rows as Python values.
 Fetch = Callable[[str], list[tuple[Any, ...]]]
-#: Registers a model's key function on the server's session: (name, function, key type).
-RegisterKey = Callable[[str, KeyFunction, str], None]
 
 #: Column name of the int whose hash sends a row to its shuffle partition.
 BUCKET_COLUMN = "__zspark_bucket"
@@ -156,7 +151,8 @@ def _literal(value: Any, spark_type: str) -> str:
 def owner_sql(spread: FileSpread, key_sql: str, key_type: str,
               parts: Sequence[tuple[str, str]]) -> str:
     """The shuffle partition of a row in SQL: how many cut points sit at or below its
-    (table partition values, key) in Spark's order (``clustering._owner``)."""
+    (table partition values, key) in Spark's order. Cuts only balance the partitions: any
+    owner keeps every row."""
     if not spread.cuts:
         return "0"
     if spread.key_shift is not None:
@@ -208,14 +204,12 @@ def sample_input_sql(fetch: Fetch, plan: ClusteringPlan, sql: str,
 def keyed_sql_build(fetch: Fetch, plan: ClusteringPlan, sql: str, sampled: InputSample,
                     stored: StoredLayout | None, file_count: int, cores: int,
                     schema: Mapping[str, str], pieces: bool = False,
-                    file_per_partition: bool = False, select: bool = True,
-                    register_key: RegisterKey | None = None) -> PreparedBuild:
+                    file_per_partition: bool = False, select: bool = True) -> PreparedBuild:
     """The clustered SELECT of ``sql`` (already sampled) into ``file_count`` files, keyed
-    in SQL (see ``keyed_plan.plan_keys``), or by the model's key function registered by
-    ``register_key`` where the key is Python's alone (``curve_method='direct'``, on a
-    server that runs Python); ``schema`` are the model's columns in order and their Spark
-    types, ``cores`` the parallelism the shuffle partitions are sized to. Without
-    ``select`` only the sample's keys (``Reach.keyed``)."""
+    in SQL (see ``keyed_plan.plan_keys``; a key Python's alone, ``curve_method='direct'``,
+    was refused before anything ran: ``refuse_keys_in_python``); ``schema`` are the
+    model's columns in order and their Spark types, ``cores`` the parallelism the shuffle
+    partitions are sized to. Without ``select`` only the sample's keys (``Reach.keyed``)."""
     started = time.perf_counter()
     keyed = plan_keys(plan, sampled, stored, file_count, cores, schema, pieces,
                       file_per_partition)
@@ -224,14 +218,9 @@ def keyed_sql_build(fetch: Fetch, plan: ClusteringPlan, sql: str, sampled: Input
     spread = keyed.spread
     key_type = plan.layout.key_type(plan.curve_method)
     buckets = bucket_values(fetch(bucket_probe_sql(spread.partitions)), spread.partitions)
-    if plan.curve_method == "boundary":
-        keyed_rows = plan.layout.keyed_sql(keyed.specs, key_inputs(plan),
-                                           plan.boundary_count, sql, KEY_COLUMN, keyed.tree,
-                                           keyed.weights)
-    else:  # refused before anything ran where no Python runs (refuse_keys_in_python)
-        assert register_key is not None, plan.curve_method
-        register_key(udf_name(plan.model), keyed.function, key_type)
-        keyed_rows = udf_keyed_sql(plan, sql)
+    assert plan.curve_method == "boundary", plan.curve_method
+    keyed_rows = plan.layout.keyed_sql(keyed.specs, key_inputs(plan), plan.boundary_count,
+                                       sql, KEY_COLUMN, keyed.tree, keyed.weights)
     owned = searched_owner_sql(keyed_rows, spread, keyed.parts, key_type)
     if owned is not None:
         keyed_rows, owner = owned, OWNER_COLUMN

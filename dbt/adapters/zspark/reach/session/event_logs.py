@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from dbt.adapters.zspark.advice.event_logs import SCAN_FIELDS, scan_batches
-from dbt.adapters.zspark.reach.session.clustering import as_pandas
+from dbt.adapters.zspark.reach.frames.clustering import as_pandas
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

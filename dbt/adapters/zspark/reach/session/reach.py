@@ -1,21 +1,22 @@
-"""Spark in this process reached as a :class:`~dbt.adapters.zspark.reach.SparkReach`."""
+"""Spark in this process reached as a :class:`~dbt.adapters.zspark.reach.SparkReach`:
+a DataFrame session (``FrameReach``) whose JVM is at hand.
+
+Every method here is the JVM seam, each used where a Connect client has no equivalent
+(docs/architecture.md lists them): Spark's planned size and row bound of a query, the
+session's default parallelism, the Hadoop file systems (footers read by the executors,
+folders, listings), the session's cached listing of a table, and the formats' own APIs.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.zspark.layouts.layout_state import clustered_writes_property
 from dbt.adapters.zspark.reach.folders import SessionFolders
-from dbt.adapters.zspark.reach.frames.seeds import load_seed
-from dbt.adapters.zspark.reach.session.clustering import (
-    as_pandas,
-    keyed_build,
-    model_schema,
-    sample_input,
-)
+from dbt.adapters.zspark.reach.frames.reach import FrameReach
 from dbt.adapters.zspark.reach.session.event_logs import event_log_scans
 from dbt.adapters.zspark.reach.session.hadoop_files import input_files
 from dbt.adapters.zspark.reach.session.index_tables import (
@@ -33,49 +34,34 @@ from dbt.adapters.zspark.versions.rewrite import set_properties_sql
 
 if TYPE_CHECKING:
     import pandas as pd
-    import pyarrow as pa
 
     from dbt.adapters.zspark.formats import FormatTable, TypedColumn
-    from dbt.adapters.zspark.layouts.keyed_plan import InputSample, PreparedBuild
-    from dbt.adapters.zspark.layouts.layout_state import StoredLayout
-    from dbt.adapters.zspark.layouts.planning import ClusteringPlan
     from dbt.adapters.zspark.reach.folders import Folders
     from dbt.adapters.zspark.versions.next_version import NextVersion
 
-from dbt.adapters.zspark.reach.base import Execute, Relation
+from dbt.adapters.zspark.reach.base import Execute, Query, Relation
 
 logger = AdapterLogger("zspark")
 
 
-class SessionReach:
-    """Spark in this process: UDFs and the JVM are at hand. Statements still go through
-    dbt's connection (``execute``), in the order a server's would."""
+class SessionReach(FrameReach):
+    """Spark in this process: a DataFrame session whose JVM is at hand. Statements still
+    go through dbt's connection (``execute``), in the order a server's would."""
 
-    runs_python = True
     reaches_jvm = True
-    loads_frames = True
     journals_batches = True
 
-    def __init__(self, spark: Any, execute: Execute) -> None:
-        self.spark, self._execute = spark, execute
+    def __init__(self, spark: Any, query: Query, execute: Execute) -> None:
+        super().__init__(lambda: spark, query, execute,
+                         lambda: int(spark.sparkContext.defaultParallelism))
 
-    def schema(self, sql: str) -> dict[str, str]:
-        return model_schema(self.spark, sql)
-
-    def sample(self, plan: ClusteringPlan, sql: str, schema: Mapping[str, str],
-               expected_rows: int | None) -> InputSample:
-
-        return sample_input(self.spark, plan, sql, expected_rows)
-
-    def keyed(self, plan: ClusteringPlan, sql: str, sampled: InputSample,
-              stored: StoredLayout | None, file_count: int, schema: Mapping[str, str],
-              pieces: bool, file_per_partition: bool, select: bool = True) -> PreparedBuild:
-
-        return keyed_build(self.spark, plan, sql, sampled, stored, file_count, pieces,
-                           file_per_partition, select)
-
-    def frame(self, sql: str, types: Mapping[str, str]) -> pd.DataFrame:
-        return as_pandas(self.spark.sql(sql))
+    def planned_size(self, frame: Any, sql: str, rows: int) -> tuple[int, bool]:
+        """From the query's plans, with no statement: the optimizer's size estimate, and
+        whether Spark knows it holds at most ``rows`` rows (a range, a small literal)."""
+        execution = frame._jdf.queryExecution()
+        size = int(str(execution.optimizedPlan().stats().sizeInBytes()))
+        known = [plan.maxRows() for plan in (execution.analyzed(), execution.optimizedPlan())]
+        return size, any(k.isDefined() and int(k.get()) <= rows for k in known)
 
     def event_log_scans(self, folders: Sequence[str],
                         tables: Sequence[str]) -> pd.DataFrame:
@@ -108,14 +94,6 @@ class SessionReach:
     def table_files(self, table: Relation) -> set[str]:
         self.refresh(table)
         return {spark_path(f) for f in input_files(self.spark.table(str(table)))}
-
-    def fresh_rows(self, table: Relation, sql: str) -> list[tuple[Any, ...]] | None:
-        if not self.spark.catalog.tableExists(str(table)):
-            return None
-        self.refresh(table)
-        # As Arrow: a table's file rows (tens of thousands) pickled row by row took seconds.
-        found = self.spark.sql(sql).toArrow()
-        return list(zip(*(column.to_pylist() for column in found.columns), strict=True))
 
     def build_index(self, table: Relation, index: Relation, clustering: Sequence[str] | None,
                     configured: Sequence[str] | None) -> IndexSummary:
@@ -165,10 +143,6 @@ class SessionReach:
 
     def jvm(self) -> SessionJvm:
         return SessionJvm(self.spark)
-
-    def load_seed(self, table: str, names: Sequence[str],
-                  texts: Sequence[pa.Array]) -> int | None:
-        return load_seed(self.spark, table, names, texts)
 
     def next_version(self, table: Relation, staging: Relation, index: Relation,
                      in_place: bool) -> NextVersion:

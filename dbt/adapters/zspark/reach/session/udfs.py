@@ -13,13 +13,14 @@ model's sampled boundaries and maps raw column values straight to the key.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from dbt.adapters.zspark.core import curves
 from dbt.adapters.zspark.layouts import KeyFunction
+from dbt.adapters.zspark.reach.frames.udfs import register_key_udf
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -43,18 +44,3 @@ def _ranks_key(curve: str) -> KeyFunction:
 def register_session_udfs(spark: SparkSession) -> None:
     for curve in ("zorder", "hilbert"):
         register_key_udf(spark, f"zspark_{curve}_key", _ranks_key(curve), "bigint")
-
-
-def register_key_udf(spark: SparkSession, name: str, function: KeyFunction,
-                     return_type: str) -> None:
-    """Register a model's key function as a session-scoped SQL function."""
-    from pyspark.sql.functions import pandas_udf
-
-    from dbt.adapters.zspark.reach.executor_code import ship_with_jobs
-
-    ship_with_jobs()
-    # Variadic key functions are beyond pandas_udf's typed overloads; Spark accepts them.
-    make_udf: Any = pandas_udf
-    spark.udf.register(name, make_udf(function, return_type))
-
-

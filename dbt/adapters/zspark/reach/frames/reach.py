@@ -1,0 +1,99 @@
+"""A DataFrame session reached as a :class:`~dbt.adapters.zspark.reach.SparkReach`: a
+Spark Connect client's, and the base of the embedded session's (``reach/session``).
+
+On top of what SQL alone does (``ServerReach``), a session that takes DataFrames
+samples and counts a model's input in one job (its metrics observed), sends each keyed
+row to its shuffle partition by number, keys by Python where only Python computes the key
+(its UDFs), and hands rows over as Arrow: seeds in one write, queries' rows as frames.
+Everything here is the DataFrame and SQL APIs both sessions share; what needs the JVM is
+``SessionReach``'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from dbt.adapters.zspark.reach.base import Execute, Query, Relation
+from dbt.adapters.zspark.reach.frames.clustering import (
+    as_pandas,
+    keyed_build,
+    model_schema,
+    sample_input,
+)
+from dbt.adapters.zspark.reach.frames.seeds import load_seed
+from dbt.adapters.zspark.reach.server.reach import ServerReach
+from dbt.adapters.zspark.reach.server.sql_build import Fetch, input_bytes
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
+
+    from dbt.adapters.zspark.layouts.keyed_plan import InputSample, PreparedBuild
+    from dbt.adapters.zspark.layouts.layout_state import StoredLayout
+    from dbt.adapters.zspark.layouts.planning import ClusteringPlan
+
+
+def limit_dropped(fetch: Fetch, sql: str, rows: int) -> bool:
+    """Whether Spark's optimizer drops a limit of ``rows`` over ``sql``: it knows the
+    query holds no more rows than that (the optimized plan's root is no limit)."""
+    text = "\n".join(str(row[0]) for row in fetch(
+        f"explain extended select * from (\n{sql}\n) zspark_source limit {rows}"))
+    optimized = text.split("== Optimized Logical Plan ==", 1)[-1].lstrip().split("\n", 1)[0]
+    return not optimized.startswith(("GlobalLimit", "Limit", "CollectLimit"))
+
+
+class FrameReach(ServerReach):
+    """A DataFrame session (``session``: the connection's, asked for when a step needs
+    it); statements still go through dbt's connection, in the order they run."""
+
+    runs_python = True
+    loads_frames = True
+
+    def __init__(self, session: Callable[[], Any], query: Query, execute: Execute,
+                 cores: Callable[[], int]) -> None:
+        super().__init__(query, execute, cores)
+        self._session = session
+
+    @property
+    def spark(self) -> Any:
+        return self._session()
+
+    def planned_size(self, frame: Any, sql: str, rows: int) -> tuple[int, bool]:
+        """Spark's size estimate of ``sql``'s output (``EXPLAIN COST``), and whether it
+        knows the output holds at most ``rows`` rows: its optimizer then drops a limit of
+        ``rows`` (the plan a client sees has no row bound of its own)."""
+        return input_bytes(self.fetch, sql), limit_dropped(self.fetch, sql, rows)
+
+    def cores(self) -> int:
+        return self._cores()
+
+    def schema(self, sql: str) -> dict[str, str]:
+        return model_schema(self.spark, sql)
+
+    def sample(self, plan: ClusteringPlan, sql: str, schema: Mapping[str, str],
+               expected_rows: int | None) -> InputSample:
+
+        return sample_input(self.spark, plan, sql, self.planned_size, expected_rows)
+
+    def keyed(self, plan: ClusteringPlan, sql: str, sampled: InputSample,
+              stored: StoredLayout | None, file_count: int, schema: Mapping[str, str],
+              pieces: bool, file_per_partition: bool, select: bool = True) -> PreparedBuild:
+
+        return keyed_build(self.spark, plan, sql, sampled, stored, file_count, self.cores(),
+                           pieces, file_per_partition, select)
+
+    def frame(self, sql: str, types: Mapping[str, str]) -> pd.DataFrame:
+        return as_pandas(self.spark.sql(sql))
+
+    def fresh_rows(self, table: Relation, sql: str) -> list[tuple[Any, ...]] | None:
+        if not self.spark.catalog.tableExists(str(table)):
+            return None
+        self.refresh(table)
+        # As Arrow: a table's file rows (tens of thousands) pickled row by row took seconds.
+        found = self.spark.sql(sql).toArrow()
+        return list(zip(*(column.to_pylist() for column in found.columns), strict=True))
+
+    def load_seed(self, table: str, names: Sequence[str],
+                  texts: Sequence[pa.Array]) -> int | None:
+        return load_seed(self.spark, table, names, texts)
