@@ -148,6 +148,7 @@ class ServerReach:
         self._execute(f"create table {index} using parquet as select /*+ COALESCE(1) */ * "
                       f"from ({index_sql(str(table), columns)}) zspark_index")
         logger.debug(f"zspark: {table.identifier}: index built by SQL"
+                     + ("" if self.runs_python else " (no Python on the server)")
                      + ": bounds per file, row groups not indexed")
         return self._index_summary(index)
 
