@@ -58,9 +58,9 @@ from dbt.adapters.zspark.versions.rewrite import (
 )
 
 logger = AdapterLogger("zspark")
-#: What a format's failed commit says when another writer's commit conflicts with it.
 #: Whether an ``insert overwrite`` replaces the partitions its rows fall in or all.
 OVERWRITE_MODE = "spark.sql.sources.partitionOverwriteMode"
+#: What a format's failed commit says when another writer's commit conflicts with it.
 CONFLICTS = ("io.delta.exceptions.Concurrent", "ValidationException",
              "CommitFailedException", "Cannot fast-forward")
 

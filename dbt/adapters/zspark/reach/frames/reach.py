@@ -65,9 +65,6 @@ class FrameReach(ServerReach):
         ``rows`` (the plan a client sees has no row bound of its own)."""
         return input_bytes(self.fetch, sql), limit_dropped(self.fetch, sql, rows)
 
-    def cores(self) -> int:
-        return self._cores()
-
     def schema(self, sql: str) -> dict[str, str]:
         return model_schema(self.spark, sql)
 
@@ -80,7 +77,7 @@ class FrameReach(ServerReach):
               stored: StoredLayout | None, file_count: int, schema: Mapping[str, str],
               pieces: bool, file_per_partition: bool, select: bool = True) -> PreparedBuild:
 
-        return keyed_build(self.spark, plan, sql, sampled, stored, file_count, self.cores(),
+        return keyed_build(self.spark, plan, sql, sampled, stored, file_count, self._cores(),
                            pieces, file_per_partition, select)
 
     def frame(self, sql: str, types: Mapping[str, str]) -> pd.DataFrame:

@@ -65,10 +65,6 @@ class ServerReach:
     def __init__(self, query: Query, execute: Execute, cores: Callable[[], int]) -> None:
         self._query, self._execute, self._cores = query, execute, cores
 
-    @property
-    def spark(self) -> Any:
-        return None
-
     def fetch(self, sql: str) -> list[tuple[Any, ...]]:
         return self._query(sql)[1]
 

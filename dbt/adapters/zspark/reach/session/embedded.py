@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dbt.adapters.zspark.reach.session.udfs import register_session_udfs
+from dbt.adapters.zspark.reach.frames.udfs import register_key_udf
+from dbt.adapters.zspark.reach.session.udfs import ranks_key
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -92,6 +93,7 @@ def active_session() -> SparkSession:
     with _lock:
         if id(spark) not in _registered:
 
-            register_session_udfs(spark)
+            for curve in ("zorder", "hilbert"):
+                register_key_udf(spark, f"zspark_{curve}_key", ranks_key(curve), "bigint")
             _registered.add(id(spark))
     return spark

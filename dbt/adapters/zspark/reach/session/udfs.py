@@ -1,6 +1,7 @@
 """Vectorised (Arrow / pandas) UDFs that compute curve keys inside Spark.
 
-Documented functions, registered on the session once and callable from any model's SQL:
+Documented functions, registered on the embedded session once (``embedded.py``) and
+callable from any model's SQL:
 
 ``zspark_zorder_key(r1, ..., rn)``
     Z-order key (bigint) of n non-negative integer ranks, each below ``2 ** (63 // n)``.
@@ -13,20 +14,17 @@ model's sampled boundaries and maps raw column values straight to the key.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import pandas as pd
 
 from dbt.adapters.zspark.core import curves
 from dbt.adapters.zspark.layouts import KeyFunction
-from dbt.adapters.zspark.reach.frames.udfs import register_key_udf
-
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
 
 
-def _ranks_key(curve: str) -> KeyFunction:
+def ranks_key(curve: str) -> KeyFunction:
+    """The key function of ``zspark_<curve>_key``. It runs in Spark's Python workers, so
+    this module imports nothing of dbt's but the pure core (``executor_code.py``)."""
+
     def key(*ranks: pd.Series) -> pd.Series:
         bits = curves.MAX_KEY_BITS // len(ranks)
         arrays = [r.fillna(0).to_numpy(dtype=np.int64).astype(np.uint64) for r in ranks]
@@ -39,8 +37,3 @@ def _ranks_key(curve: str) -> KeyFunction:
         return pd.Series(combine(arrays, bits).astype(np.int64))
 
     return key
-
-
-def register_session_udfs(spark: SparkSession) -> None:
-    for curve in ("zorder", "hilbert"):
-        register_key_udf(spark, f"zspark_{curve}_key", _ranks_key(curve), "bigint")
