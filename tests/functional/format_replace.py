@@ -12,8 +12,13 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from dbt.adapters.zspark.connections import with_session_defaults
@@ -92,6 +97,72 @@ def main(table_format: str, session_dir: str) -> dict[str, Any]:
         found["with_properties_and_a_writer"] = type(error).__name__ + ": " + str(error)[:300]
     found["rows_at_end"] = _rows(spark, table)
     found["history_at_end"] = _history(spark, table, table_format)
+    if table_format == "delta":
+        found["by_sql"] = _delta_by_sql(spark, table, Path(session_dir) / "gate")
+    return found
+
+
+def _delta_by_sql(spark: SparkSession, table: str, gate: Path) -> dict[str, Any]:
+    """A Delta table replaced by SQL alone (a server's way): held inside its statement
+    while another engine (delta-rs) appends 5 rows, it fails and commits nothing; then
+    it replaces every file, the new ones handed to ``properties``."""
+    from deltalake import write_deltalake
+
+    gate.mkdir(parents=True, exist_ok=True)
+    location = str(spark.sql(f"describe detail {table}").collect()[0]["location"])
+
+    def held(value: int) -> int:  # on an executor: waits for the other engine's append
+        (gate / "started").touch()
+        while not (gate / "go").exists():
+            time.sleep(0.05)
+        return value
+
+    spark.udf.register("zspark_test_held", held, "bigint")
+
+    def append_meanwhile() -> None:
+        while not (gate / "started").exists():
+            time.sleep(0.05)
+        write_deltalake(location, pa.table({"id": pa.array(range(500, 505), pa.int64()),
+                                            "a": pa.array([9] * 5, pa.int32())}),
+                        mode="append")
+        (gate / "go").touch()
+
+    def execute(sql: str) -> Any:
+        return spark.sql(sql).collect()
+
+    def fetch(sql: str) -> list[tuple[Any, ...]]:
+        return [tuple(row) for row in spark.sql(sql).collect()]
+
+    def overwrite(select: str) -> Callable[[str, str, bool], None]:
+        return lambda target, source, dynamic: execute(
+            f"insert overwrite {target} select {select}, a from {source}")
+
+    found: dict[str, Any] = {}
+    writer = threading.Thread(target=append_meanwhile)
+    writer.start()
+    try:
+        committing_table("delta").replace_by_sql(fetch, execute, table,
+                                                 overwrite("zspark_test_held(id) as id"))
+        found["held"] = "committed"
+    except Exception as error:
+        found["held"] = str(error)[:300]
+    writer.join()
+    found["rows_after_held"] = _rows(spark, table)
+    handed: list[str] = []
+
+    def new_files(paths: list[str]) -> dict[str, str]:
+        handed.extend(paths)
+        return {"zspark.test.by_sql": str(len(paths))}
+
+    found["version"] = committing_table("delta").replace_by_sql(fetch, execute, table,
+                                                                overwrite("id"), new_files)
+    found["rows"] = _rows(spark, table)
+    live = {str(r[0]) for r in spark.sql(f"select _metadata.file_path from {table}").collect()}
+    found["handed_are_live"] = sorted(handed) == sorted(live)
+    found["handed"] = len(handed)
+    found["property"] = _properties(spark, table).get("zspark.test.by_sql")
+    found["last"] = [(str(r[0]), str(r[1])) for r in spark.sql(
+        f"describe history {table} limit 2").select("version", "operation").collect()]
     return found
 
 

@@ -2,9 +2,10 @@
 the format's jars and settings, dbt as a Connect client with no JVM of its own. Builds and
 appends key rows in Spark SQL on the server and write through the format's own
 ``create or replace`` and ``insert``; ``skip_coverage`` reads each file's bounds by SQL.
-A Delta table's re-clustering, a commit made through the format's JVM API, waits for a
-session, as over Thrift (``test_thrift_formats.py``); an Iceberg table is re-clustered
-whole by SQL, here in a run killed before its fast-forward and the next run.
+A whole table is re-clustered by SQL, as over Thrift (``test_thrift_formats.py``): a
+Delta table by one ``insert overwrite`` that keeps another writer's append, then killed
+before its new base is recorded; an Iceberg table killed before its fast-forward; each
+recovered by the next run.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from tests.functional.format_project import SMALL_DATA, FormatProject, release
 from tests.functional.test_connect import SPARK_ENV, _rows, connect_profile
 from tests.functional.test_thrift_formats import (
     check_clustered_format_table,
-    check_iceberg_partitions_reclustered_by_sql,
+    check_delta_reclustering_by_sql,
     check_killed_iceberg_reclustering_by_sql,
+    check_partitions_reclustered_by_sql,
     city_brand_rows,
     format_models,
 )
@@ -103,14 +105,16 @@ def test_clustered_format_models_build_and_append_over_connect(
         tested = _dbt(project, "test")
         assert "PASS=2" in tested, tested[-3000:]
 
-        if file_format == "iceberg":  # re-clustered whole by SQL, killed and recovered
+        def sql(statement: str) -> list[tuple[Any, ...]]:
+            client.sql(f"refresh table {table}").collect()  # its cached snapshot
+            return [tuple(row) for row in client.sql(statement).collect()]
 
-            def sql(statement: str) -> list[tuple[Any, ...]]:
-                client.sql(f"refresh table {table}").collect()  # its cached snapshot
-                return [tuple(row) for row in client.sql(statement).collect()]
-
+        # Re-clustered whole by SQL, killed and recovered.
+        if file_format == "delta":
+            check_delta_reclustering_by_sql(project, sql, table)
+        else:  # Delta's partitions: over thrift (slow)
             check_killed_iceberg_reclustering_by_sql(project, sql, table)
             table = f"{SCHEMA}.fmt_parts"  # refreshed by sql() from here on
-            check_iceberg_partitions_reclustered_by_sql(project, sql, SCHEMA)
+            check_partitions_reclustered_by_sql(project, sql, SCHEMA)
     finally:
         release(tmp_path)  # its dbt process ends its Connect session while the server runs

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -318,9 +319,25 @@ def test_a_replacement_commit_keeps_a_concurrent_writer_and_the_history(
     assert found["rows_at_end"] == [[320, 320, sum(range(310)) + sum(range(400, 410))]]
     if file_format == "delta":
         assert "ConcurrentAppendException" in found["with_properties_and_a_writer"]
+        check_delta_replaced_by_sql(found["by_sql"], found["rows_at_end"][0])
         assert ended[-2:] == ["OPTIMIZE", "WRITE"]
     else:
         assert found["with_properties_and_a_writer"] == "committed"
         assert ended[-2:] == ["append", "replace"]
 
 
+def check_delta_replaced_by_sql(found: dict[str, Any], rows: list[int]) -> None:
+    """A Delta table replaced by SQL alone (``DeltaTable.replace_by_sql``): another
+    engine's append while its statement runs fails it (a conflict the run defers on),
+    the append kept; then it replaces every file in one overwrite, every row once, the
+    new files handed over are the live ones and their property set after."""
+    count, _, total = rows
+    assert "ConcurrentAppendException" in found["held"], found
+    appended = [count + 5, count + 5, total + sum(range(500, 505))]
+    assert found["rows_after_held"] == [appended]
+    assert found["rows"] == [appended]
+    assert found["handed_are_live"]
+    assert found["property"] == str(found["handed"])
+    # The overwrite's version (returned), then the property's commit of its own.
+    (_, latest), (version, overwrite) = found["last"]
+    assert (latest, overwrite, version) == ("SET TBLPROPERTIES", "WRITE", found["version"])

@@ -137,12 +137,14 @@ def test_a_clustered_incremental_model_appends_merges_and_reclusters_in_commits(
     assert commits == INCREMENT_COMMITS
 
 
-def _auto_relayout(project: FormatProject, file_format: str, schema: str = SCHEMA) -> None:
+def _auto_relayout(project: FormatProject, file_format: str, schema: str = SCHEMA,
+                   before_commit: str = "format:rewritten") -> None:
     """``cluster_by='auto'`` on a Delta or Iceberg incremental model (in ``schema``, the
     project's): built for a workload on `a`; once the workload moves to `s` and the saving
     pays for the rewrite, an append commits its rows by the table's layout, then
-    re-clusters the whole table by the new one in a commit that changes no data, once;
-    every row kept."""
+    re-clusters the whole table by the new one in a commit of its own, once; every row
+    kept. ``before_commit``: the stop point before that commit (Delta's by SQL:
+    ``format:keyed``, its statement writes and commits)."""
     project.write("macros/query.sql", QUERY_MACRO)
     project.write("models/auto_grows.sql", f"""
         {{{{ config(materialized='incremental', file_format='{file_format}',
@@ -178,7 +180,7 @@ def _auto_relayout(project: FormatProject, file_format: str, schema: str = SCHEM
     # The change of layout killed once its files are written, before their commit: the
     # append's rows are committed by the old layout, which the table keeps.
     killed = project.dbt("run", "-s", "auto_grows", "--vars",
-                         f"{{{on_s}, lo: 400, hi: 460}}", stop_at="format:rewritten")
+                         f"{{{on_s}, lo: 400, hi: 460}}", stop_at=before_commit)
     assert killed.returncode == -signal.SIGKILL, killed.stdout[-5000:]
     assert "re-clustering the table by it" in " ".join(killed.stdout.split())
     assert count() == [[460, 460]]

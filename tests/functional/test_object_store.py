@@ -33,8 +33,8 @@ from tests.functional.test_thrift import SPARK_ENV
 from tests.functional.test_thrift import _dbt as thrift_dbt
 from tests.functional.test_thrift import _sql as thrift_sql
 from tests.functional.test_thrift_formats import (
-    check_iceberg_partitions_reclustered_by_sql,
     check_killed_iceberg_reclustering_by_sql,
+    check_partitions_reclustered_by_sql,
     format_models,
 )
 from tests.harness.servers import (
@@ -456,7 +456,7 @@ class TestConnectIceberg:
                 _ok(project, "run", "--select", "fmt_inc", "--vars",
                     json.dumps({"start": 4000, "stop": 4500}))
                 check_killed_iceberg_reclustering_by_sql(project, sql, table, files)
-                check_iceberg_partitions_reclustered_by_sql(project, sql, "zci3", files)
+                check_partitions_reclustered_by_sql(project, sql, "zci3", files)
                 for model in ("fmt_inc", "fmt_parts"):
                     paths = [str(r[0]) for r in sql(f"select file_path from zci3.{model}.files")]
                     assert paths, model

@@ -1,11 +1,10 @@
 """Clustered Delta and Iceberg models over dbt-spark's `thrift` method: a Spark Thrift
 Server with the format's jars and settings, no Python on it. Builds and appends key rows
 in Spark SQL and write through the format's own `create or replace` and `insert`; the
-layout figures and `skip_coverage` read each file's bounds by SQL. A Delta re-clustering,
-a commit of the format made through its JVM API, waits for a session: the policy defers
-it, and `zspark_recluster` is refused by name. An Iceberg table is re-clustered whole by
-SQL (written on a branch, main fast-forwarded to it), also when the run doing it was
-killed before: a re-clustering of some of its files is refused by name.
+layout figures and `skip_coverage` read each file's bounds by SQL. A whole table is
+re-clustered by SQL, also when the run doing it was killed before: a Delta table by one
+`insert overwrite`, an Iceberg one written on a branch and main fast-forwarded to it. A
+re-clustering of some of a table's files is refused by name.
 """
 
 from __future__ import annotations
@@ -131,17 +130,16 @@ def test_clustered_format_models_build_and_append_over_thrift(
     appended = " ".join(_dbt(project, "run", "-s", "fmt_inc", "--vars",
                              json.dumps({"start": 4000, "stop": 4500})).split())
     assert "keyed with the table's stored layout" in appended
-    # One larger than the table: the policy re-clusters it in full. Delta's waits for a
-    # session; Iceberg's is made by SQL.
+    # One larger than the table: the policy re-clusters it in full, by SQL.
     table = f"{SCHEMA}.fmt_inc"
-    total = 12000 if file_format == "delta" else 12110  # Iceberg's: two writes more
+    total = 12100 if file_format == "delta" else 12110  # Iceberg's: two writes more
+    kept = FormatProject(project, project)
     if file_format == "delta":
-        grown = " ".join(_dbt(project, "run", "-s", "fmt_inc", "--vars",
-                              json.dumps({"start": 4500, "stop": 12000})).split())
-        assert f"deferred: a {file_format} re-clustering needs `method: session`" in grown
-        assert sorted(_sql(port, f"select * from {table}")) == _expected(port, 0, 12000)
+        check_delta_reclustering_by_sql(kept, partial(_sql, port), table)
+        check_partitions_reclustered_by_sql(kept, partial(_sql, port), SCHEMA,
+                                            file_format=file_format)
+        _auto_relayout(kept, file_format, SCHEMA, before_commit="format:keyed")
     else:
-        kept = FormatProject(project, project)
         check_killed_iceberg_reclustering_by_sql(kept, partial(_sql, port), table)
         check_iceberg_reclustering_by_sql_keeps_another_writer(kept, partial(_sql, port),
                                                                table)
@@ -150,8 +148,7 @@ def test_clustered_format_models_build_and_append_over_thrift(
 
     refused = " ".join(_dbt(project, "run-operation", "zspark_recluster", "--args",
                             json.dumps({"relation": table}), expect_pass=False).split())
-    some = "some files of " if file_format == "iceberg" else ""
-    assert f"zspark_recluster: {table}: re-clustering {some}a {file_format} table needs " \
+    assert f"zspark_recluster: {table}: re-clustering some files of a {file_format} table needs " \
            f"`method: session`" in refused
     assert "--full-refresh --select fmt_inc" in refused
     assert sorted(_sql(port, f"select * from {table}")) == _expected(port, 0, total)
@@ -217,6 +214,58 @@ def check_killed_iceberg_reclustering_by_sql(project: FormatProject, sql: Sql,
     check_whole_iceberg_table(sql, table, 12100, store)
 
 
+def check_delta_reclustering_by_sql(project: FormatProject, sql: Sql, table: str) -> None:
+    """Rows 4500-12000 appended to the Delta model of 0-4500, the policy re-clustering the
+    whole table by one ``insert overwrite``: another writer's append committed after
+    the run keyed its rows and before its statement is read by that statement and kept.
+    Another writer's 5 rows more, and ``zspark_recluster`` with ``full``, killed once its
+    overwrite committed and before the new base is recorded, leaves every row once; the
+    next run (90 rows more) finds
+    the table unrecorded and re-clusters it again: every file sorted by the new base's
+    key and recorded as the base, 12,100 rows."""
+    gate = project.root / "gate_delta"
+    run = project.paused("format:keyed", gate, "run", "-s", "fmt_inc", "--vars",
+                         json.dumps({"start": 4500, "stop": 12000}))
+    try:
+        sql(f"insert into {table} {city_brand_rows(12000, 12005)}")
+    finally:
+        (gate / "resume").touch()
+        output, _ = run.communicate(timeout=600)
+    grown = " ".join(output.split())
+    assert run.returncode == 0, grown[-5000:]
+    assert "appended; the whole table re-clustered" in grown, grown[-3000:]
+    assert "deferred" not in grown, grown[-3000:]
+    check_whole_delta_table(sql, table, 12005)
+
+    sql(f"insert into {table} {city_brand_rows(12005, 12010)}")  # rows to re-cluster
+    killed = project.dbt("run-operation", "zspark_recluster", "--args",
+                         json.dumps({"relation": table, "full": True}),
+                         stop_at="format:overwritten")
+    assert killed.returncode == -signal.SIGKILL, killed.stdout[-3000:]
+    assert sorted(sql(f"select * from {table}")) == sorted(sql(city_brand_rows(0, 12010)))
+    history = sql(f"describe history {table} limit 1")
+    assert "Overwrite" in str(history[0]), history
+
+    again = project.dbt("run", "-s", "fmt_inc", "--vars",
+                        json.dumps({"start": 12010, "stop": 12100}))
+    log = " ".join(again.stdout.split())
+    assert again.returncode == 0, log[-3000:]
+    assert "appended; the whole table re-clustered" in log, log[-3000:]
+    check_whole_delta_table(sql, table, 12100)
+
+
+def check_whole_delta_table(sql: Sql, table: str, rows: int) -> None:
+    """Every row once, and every live file recorded as the clustered base and sorted by
+    its key."""
+    assert sorted(sql(f"select * from {table}")) == sorted(sql(city_brand_rows(0, rows)))
+    properties = {str(k): str(v) for k, v in sql(f"show tblproperties {table}")}
+    files = sorted({str(r[0]) for r in sql(f"select _metadata.file_path from {table}")})
+    assert set(clustered_writes(properties)) == {write_id(path) for path in files}
+    for path in files:
+        keys = _file_keys(properties, path)
+        assert keys == sorted(keys), path
+
+
 def check_iceberg_reclustering_by_sql_keeps_another_writer(project: FormatProject, sql: Sql,
                                                            table: str) -> None:
     """``zspark_recluster`` with ``full`` over the model of 12,100 rows: deferred by
@@ -252,20 +301,23 @@ def partitioned_rows(rows: str) -> str:
     return f"select *, cast(least(id div 1000, 2) as int) as part from ({rows}) zspark_rows"
 
 
-PARTITIONED = ("{{ config(materialized='incremental', incremental_strategy='append', "
-               "zorder_by=['city', 'brand'], file_count=3, file_format='iceberg', "
-               "partition_by=['part']) }}\n" + partitioned_rows(CITY_BRAND_ROWS))
+def partitioned_model(file_format: str) -> str:
+    """A partitioned clustered incremental model of ``file_format``."""
+    return ("{{ config(materialized='incremental', incremental_strategy='append', "
+            f"zorder_by=['city', 'brand'], file_count=3, file_format='{file_format}', "
+            "partition_by=['part']) }}\n" + partitioned_rows(CITY_BRAND_ROWS))
 
 
-def check_iceberg_partitions_reclustered_by_sql(project: FormatProject, sql: Sql,
-                                                schema: str, store: Any = None) -> None:
-    """A partitioned Iceberg model over a server, built with ids 0-3000: an append of 600
-    rows, all in partition 2 (its base 1000 rows), re-clusters that partition alone by
-    SQL (a dynamic overwrite on a branch): partitions 0 and 1 keep their files, every
+def check_partitions_reclustered_by_sql(project: FormatProject, sql: Sql, schema: str,
+                                        store: Any = None, file_format: str = "iceberg",
+                                        ) -> None:
+    """A partitioned model over a server, built with ids 0-3000: an append of 600 rows,
+    all in partition 2 (its base 1000 rows), re-clusters that partition alone by SQL (a
+    dynamic overwrite; Iceberg's on a branch): partitions 0 and 1 keep their files, every
     row is there once, partition 2's files are new, each sorted by the key, and every
     live file is recorded as the clustered base."""
     table = f"{schema}.fmt_parts"
-    project.write("models/fmt_parts.sql", PARTITIONED)
+    project.write("models/fmt_parts.sql", partitioned_model(file_format))
 
     def run(start: int, stop: int) -> str:
         done = project.dbt("run", "-s", "fmt_parts", "--vars",
@@ -273,9 +325,12 @@ def check_iceberg_partitions_reclustered_by_sql(project: FormatProject, sql: Sql
         assert done.returncode == 0, done.stdout[-3000:]
         return " ".join(done.stdout.split())
 
+    listed = (f"select file_path from {table}.files" if file_format == "iceberg"
+              else f"select distinct _metadata.file_path from {table}")
+
     def files() -> dict[str, set[str]]:
         found: dict[str, set[str]] = {}
-        for (path,) in sql(f"select file_path from {table}.files"):
+        for (path,) in sql(listed):
             found.setdefault(str(path).rsplit("/", 2)[-2], set()).add(str(path))
         return found
 
@@ -291,7 +346,8 @@ def check_iceberg_partitions_reclustered_by_sql(project: FormatProject, sql: Sql
     expected = [*sql(partitioned_rows(city_brand_rows(0, 3000))),
                 *sql(partitioned_rows(city_brand_rows(10000, 10600)))]
     assert sorted(sql(f"select * from {table}")) == sorted(expected)
-    assert branches(sql, table) == ["main"]
+    if file_format == "iceberg":
+        assert branches(sql, table) == ["main"]
     properties = {str(k): str(v) for k, v in sql(f"show tblproperties {table}")}
     live = set().union(*after.values())
     assert set(clustered_writes(properties)) == {write_id(path) for path in live}

@@ -160,17 +160,15 @@ class CommittingTable(FormatTable, Protocol):
         is gone. Returns the new version's id."""
         ...
 
-    #: Whether :meth:`replace_by_sql` can replace a whole table, or whole partitions of
-    #: it, by SQL alone (a server, where no JVM API is at hand).
-    replaces_by_sql: bool
-
     def replace_by_sql(self, fetch: Callable[[str], list[tuple[Any, ...]]],
                        execute: Callable[[str], Any], table: str,
                        overwrite: Callable[[str, str, bool], None],
                        properties: Callable[[list[str]], dict[str, str]] | None = None,
-                       partitions_of: Sequence[str] | None = None) -> str:
+                       partitions_of: Sequence[str] | None = None,
+                       partition_by: Sequence[str] = ()) -> str:
         """Replace live files of ``table`` by statements alone: all of them, or the files
-        ``partitions_of`` (every file of the table partitions they lie in).
+        ``partitions_of`` (every file of the table partitions, by ``partition_by``, they
+        lie in).
         ``overwrite(target, source, dynamic)`` writes into ``target``, by ``insert
         overwrite`` (``dynamic``: of the partitions its rows fall in), the rows it makes
         of ``source`` (the replaced rows at the version read). The new rows become the

@@ -11,10 +11,11 @@ longer a bound a value provably lies under, and timestamps are kept to the milli
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from dbt.adapters.zspark.core.sql_text import quote, sql_string
+from dbt.adapters.zspark.core.sql_text import property_list, quote, sql_string
 from dbt.adapters.zspark.core.stop_points import stop_point
 from dbt.adapters.zspark.formats.base import COMMIT_STRATEGIES, Jvm, TypedColumn, require_live
 from dbt.adapters.zspark.skipping.pruning import stat_column
@@ -31,6 +32,10 @@ STRING_STATS_PROPERTY = "zspark.string_stats_length"
 DEFAULT_STRING_PREFIX = 32
 _TIMESTAMPS = ("timestamp", "timestamp_ntz")
 DELTA_LOG = "org.apache.spark.sql.delta.DeltaLog"
+#: The setting whose value Delta records in its commit's history (``userMetadata``), and
+#: the prefix of a re-clustering's by SQL.
+USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+COMMIT_TAG = "zspark_recluster_"
 #: ``AddFile``'s fields (delta-spark 4.4), and where ``dataChange`` is among them.
 ADD_FILE_FIELDS, ADD_FILE_DATA_CHANGE = 13, 4
 #: ``Metadata``'s fields, and where the table properties (``configuration``) are.
@@ -46,10 +51,6 @@ class DeltaTable:
     incremental_strategies: tuple[str, ...] = COMMIT_STRATEGIES
     relation_flag = "is_delta"
     replaced_by_v2_writer = False
-    #: Delta has no branch to write on, and no statement that replaces a table's files
-    #: only if nobody committed since the version read: its commit that changes no data
-    #: is its JVM transaction API, a session's.
-    replaces_by_sql = False
 
     def stats_properties(self, columns: Sequence[TypedColumn],
                          string_length: int) -> dict[str, str]:
@@ -95,9 +96,38 @@ class DeltaTable:
                        execute: Callable[[str], Any], table: str,
                        overwrite: Callable[[str, str, bool], None],
                        properties: Callable[[list[str]], dict[str, str]] | None = None,
-                       partitions_of: Sequence[str] | None = None) -> str:
-        raise NotImplementedError(f"{table}: a Delta table's files are replaced through "
-                                  f"its JVM API (a session's)")
+                       partitions_of: Sequence[str] | None = None,
+                       partition_by: Sequence[str] = ()) -> str:
+        # One statement: Delta's overwrite reads ``table`` at the snapshot its transaction
+        # replaces (the rows of an append committed before it starts are read and kept),
+        # and an append committed while it runs fails it with nothing of it visible. Its
+        # commit is tagged, to find the files it added in its own log entry. A partition's
+        # rows are those of the partitions the files lie in, as that snapshot holds them
+        # (a dynamic overwrite replaces exactly those).
+        source = table
+        if partitions_of is not None:
+            columns = ", ".join(map(quote, partition_by))
+            listed = ", ".join(map(sql_string, dict.fromkeys(partitions_of)))
+            source = (f"(select * from {table} where ({columns}) in (select {columns} "
+                      f"from {table} where _metadata.file_path in ({listed}))) zspark_replaced")
+        tag = f"{COMMIT_TAG}{uuid.uuid4().hex}"
+        execute(f"set {USER_METADATA}={tag}")
+        try:
+            overwrite(table, source, partitions_of is not None)
+        finally:
+            execute(f"reset {USER_METADATA}")
+        stop_point("format:overwritten")  # the rows replaced, the new base not recorded
+        version = next(int(row[0]) for row in fetch(f"describe history {table}")
+                       if tag in (str(value) for value in row))
+        location = next(str(row[1]) for row in fetch(f"describe table extended {table}")
+                        if str(row[0]) == "Location").rstrip("/")
+        log = f"{location}/_delta_log/{version:020d}.json".replace("`", "``")
+        new_files = [f"{location}/{path}" for (path,) in fetch(
+            f"select add.path from json.`{log}` where add is not null")]
+        changed = properties(new_files) if properties else {}
+        if changed:
+            execute(f"alter table {table} set tblproperties {property_list(changed)}")
+        return str(version)
 
     def replace_files(self, jvm: Jvm, table: str, rewritten: Sequence[str],
                       rewrite: Callable[[DataFrame], DataFrame],
@@ -205,3 +235,4 @@ def delta_commits_sql(location: str) -> str:
             "concat('delta-commit-', regexp_extract(input_file_name(), '([0-9]+)[.]json$', 1)) "
             f"as commit from json.`{log}` where add is not null and "
             "input_file_name() rlike '/[0-9]+[.]json$'")
+

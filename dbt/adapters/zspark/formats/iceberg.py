@@ -36,7 +36,6 @@ class IcebergTable:
     incremental_strategies: tuple[str, ...] = COMMIT_STRATEGIES
     relation_flag = "is_iceberg"
     replaced_by_v2_writer = True
-    replaces_by_sql = True
 
     def stats_properties(self, columns: Sequence[TypedColumn],
                          string_length: int) -> dict[str, str]:
@@ -121,7 +120,8 @@ class IcebergTable:
                        execute: Callable[[str], Any], table: str,
                        overwrite: Callable[[str, str, bool], None],
                        properties: Callable[[list[str]], dict[str, str]] | None = None,
-                       partitions_of: Sequence[str] | None = None) -> str:
+                       partitions_of: Sequence[str] | None = None,
+                       partition_by: Sequence[str] = ()) -> str:
         # The new rows are written on a branch of the snapshot read, and main is
         # fast-forwarded to it: Iceberg refuses that unless main is still the branch's
         # ancestor, so a writer committing meanwhile is kept and this changes nothing.

@@ -14,7 +14,7 @@ rows; the next run's policy finds them pending and merges them.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from typing import Any
@@ -210,17 +210,14 @@ class FormatIncrements:
         ``full``, the whole table re-clustered) in one commit that changes no data."""
 
         reach = self.ctx.reach()
-        if not self.writes.commits_reclustering(file_format, full):
-            by_sql = committing_table(file_format).replaces_by_sql
-            whole = (" Over this one, `full=true` re-clusters the whole table."
-                     if by_sql else "")
+        if not self.writes.commits_reclustering(full):
             raise DbtRuntimeError(
-                f"zspark_recluster: {relation}: re-clustering "
-                f"{'some files of ' if by_sql else ''}a {file_format} table needs "
-                f"`method: session`: its commit that changes no data is made through the "
-                f"format's JVM API, which `method: {self.ctx.method}` cannot "
+                f"zspark_recluster: {relation}: re-clustering some files of a {file_format} "
+                f"table needs `method: session`: its commit that changes no data is made "
+                f"through the format's JVM API, which `method: {self.ctx.method}` cannot "
                 f"reach. Run it with a session profile, or rebuild the table with `dbt run "
-                f"--full-refresh --select {model}` over this one.{whole}")
+                f"--full-refresh --select {model}` over this one. Over this one, "
+                f"`full=true` re-clusters the whole table.")
         stored = self.tables.stored_layout(model, relation, properties)
         files = self.tables.format_file_list(relation, file_format, properties)
         decision = plan_on_demand(table_runs(files, clustered_writes(properties),
@@ -288,7 +285,8 @@ class FormatIncrements:
                 return {"action": "deferred", "rewritten_rows": 0}
             else:
                 version = self._replace_by_sql(written_as, str(relation), view, keyed_write,
-                                               base, rewritten if kept else None)
+                                               base, rewritten if kept else None,
+                                               planned.plan.partition_by)
         except Exception as error:
             if not any(mark in str(error) for mark in CONFLICTS):
                 raise
@@ -328,7 +326,8 @@ class FormatIncrements:
     def _replace_by_sql(self, written_as: CommittingTable, table: str, view: str,
                         keyed_write: Callable[[], KeyedWrite],
                         base: Callable[[list[str]], dict[str, str]] | None,
-                        partitions_of: tuple[str, ...] | None) -> str:
+                        partitions_of: tuple[str, ...] | None,
+                        partition_by: Sequence[str]) -> str:
         """The whole table, or the whole partitions of the files ``partitions_of``,
         replaced by statements alone (a server): the format's ``replace_by_sql``, the
         replaced rows read through ``view``."""
@@ -337,13 +336,14 @@ class FormatIncrements:
             self.ctx.execute(f"create or replace temporary view {view} as "
                              f"select * from {source}")
             write = keyed_write()
+            stop_point("format:keyed")  # sampled and keyed, the rows not yet replaced
             mode = {OVERWRITE_MODE: "dynamic" if dynamic else "static"}
             self.ctx.execute_with({**write.statement_settings(), **mode},
                                   f"insert overwrite {target} {write.sql}")
 
         try:
             return written_as.replace_by_sql(self.ctx.fetch, self.ctx.execute, table,
-                                             overwrite, base, partitions_of)
+                                             overwrite, base, partitions_of, partition_by)
         finally:
             self.ctx.execute(f"drop view if exists {view}")
 

@@ -260,13 +260,11 @@ class IncrementPlanner:
         schema = reach.schema(sql)
         # cluster_by='auto' chose a new layout: an append re-clusters the whole table by
         # it (a Delta or Iceberg one in the commit after the new rows', through the
-        # format's JVM API, or an Iceberg one by SQL); any other run keeps the stored one.
-        relayout = bool(config.get(RELAYOUT_KEY)) and strategy == "append" and (
-            table_format is None or self.writes.commits_reclustering(table_format, full=True))
+        # format's JVM API, or by SQL over a server); any other run keeps the stored one.
+        relayout = bool(config.get(RELAYOUT_KEY)) and strategy == "append"
         if config.get(RELAYOUT_KEY) and not relayout:
             logger.info(f"zspark: {model}: the new layout waits for an append "
-                        + ("" if table_format is None else "in a session ")
-                        + "or a full refresh; rows added by the table's")
+                        "or a full refresh; rows added by the table's")
         new_plan = replace(self._plan_of(model, config, schema), file_count=None) \
             if relayout else None
         if config.get(RELAYOUT_KEY):

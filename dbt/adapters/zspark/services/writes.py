@@ -12,7 +12,6 @@ from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.zspark.core.sql_text import quote
 from dbt.adapters.zspark.formats import (
-    committing_table,
     format_table,
 )
 from dbt.adapters.zspark.layouts.layout_state import (
@@ -151,23 +150,18 @@ class KeyedWrites:
                      f"{len(decision.rewritten_paths)} files into the table's next version")
         return write, rewrite
 
-    def commits_reclustering(self, file_format: str, full: bool) -> bool:
-        """Whether this reach commits a re-clustering of a ``file_format`` table: any
-        through the format's JVM API (a session's); over a server only a ``full`` one of
-        a format that replaces whole tables or partitions by SQL (Iceberg)."""
-        return self.ctx.reach().reaches_jvm or (
-            full and committing_table(file_format).replaces_by_sql)
+    def commits_reclustering(self, full: bool) -> bool:
+        """Whether this reach commits a re-clustering of a Delta or Iceberg table: any
+        through the format's JVM API (a session's); over a server only a ``full`` one,
+        whose whole tables or partitions the formats replace by SQL."""
+        return self.ctx.reach().reaches_jvm or full
 
     def session_reclusters(self, decision: Any, file_format: str) -> Any:
         """The policy's ``decision``, its re-clustering deferred where this reach cannot
         commit it (:meth:`commits_reclustering`)."""
 
-        if self.commits_reclustering(file_format, decision.action == FULL):
+        if self.commits_reclustering(decision.action == FULL):
             return decision
-        if not committing_table(file_format).replaces_by_sql:
-            return deferred(decision, f"a {file_format} re-clustering needs `method: session` "
-                                      f"(run zspark_recluster there, or `dbt run "
-                                      f"--full-refresh`)")
         return deferred(decision, f"a {file_format} re-clustering of some of its files needs "
                                   f"`method: session`; over `method: {self.ctx.method}` it "
                                   f"re-clusters the whole table (zspark_recluster with "
