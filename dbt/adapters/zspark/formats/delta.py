@@ -36,6 +36,7 @@ DELTA_LOG = "org.apache.spark.sql.delta.DeltaLog"
 #: the prefix of a re-clustering's by SQL.
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 COMMIT_TAG = "zspark_recluster_"
+HISTORY_READ = 100
 #: ``AddFile``'s fields (delta-spark 4.4), and where ``dataChange`` is among them.
 ADD_FILE_FIELDS, ADD_FILE_DATA_CHANGE = 13, 4
 #: ``Metadata``'s fields, and where the table properties (``configuration``) are.
@@ -117,8 +118,15 @@ class DeltaTable:
         finally:
             execute(f"reset {USER_METADATA}")
         stop_point("format:overwritten")  # the rows replaced, the new base not recorded
-        version = next(int(row[0]) for row in fetch(f"describe history {table}")
-                       if tag in (str(value) for value in row))
+        # The latest commits alone (each one a read of the log): this one is among them
+        # unless a hundred writers committed since.
+        found = [int(row[0]) for row in fetch(f"describe history {table} limit {HISTORY_READ}")
+                 if tag in (str(value) for value in row)]
+        if not found:
+            raise RuntimeError(f"{table}: the re-clustering's commit ({tag}) is not among "
+                               f"its latest {HISTORY_READ}; its files stay unrecorded and "
+                               f"the next run re-clusters them")
+        version = found[0]
         location = next(str(row[1]) for row in fetch(f"describe table extended {table}")
                         if str(row[0]) == "Location").rstrip("/")
         log = f"{location}/_delta_log/{version:020d}.json".replace("`", "``")
