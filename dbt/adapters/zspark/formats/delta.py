@@ -107,10 +107,15 @@ class DeltaTable:
         # (a dynamic overwrite replaces exactly those).
         source = table
         if partitions_of is not None:
+            # A semi join on the partition values, null-safe: a null partition is one too.
             columns = ", ".join(map(quote, partition_by))
             listed = ", ".join(map(sql_string, dict.fromkeys(partitions_of)))
-            source = (f"(select * from {table} where ({columns}) in (select {columns} "
-                      f"from {table} where _metadata.file_path in ({listed}))) zspark_replaced")
+            same = " and ".join(f"zspark_rows.{quote(c)} <=> zspark_parts.{quote(c)}"
+                                for c in partition_by)
+            source = (f"(select zspark_rows.* from {table} zspark_rows left semi join "
+                      f"(select distinct {columns} from {table} "
+                      f"where _metadata.file_path in ({listed})) zspark_parts on {same}"
+                      f") zspark_replaced")
         tag = f"{COMMIT_TAG}{uuid.uuid4().hex}"
         execute(f"set {USER_METADATA}={tag}")
         try:
