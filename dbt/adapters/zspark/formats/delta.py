@@ -248,4 +248,3 @@ def delta_commits_sql(location: str) -> str:
             "concat('delta-commit-', regexp_extract(input_file_name(), '([0-9]+)[.]json$', 1)) "
             f"as commit from json.`{log}` where add is not null and "
             "input_file_name() rlike '/[0-9]+[.]json$'")
-

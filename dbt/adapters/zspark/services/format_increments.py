@@ -215,9 +215,9 @@ class FormatIncrements:
                 f"zspark_recluster: {relation}: re-clustering some files of a {file_format} "
                 f"table needs `method: session`: its commit that changes no data is made "
                 f"through the format's JVM API, which `method: {self.ctx.method}` cannot "
-                f"reach. Run it with a session profile, or rebuild the table with `dbt run "
-                f"--full-refresh --select {model}` over this one. Over this one, "
-                f"`full=true` re-clusters the whole table.")
+                f"reach. Run it with a session profile; over this one, run it with "
+                f"`full=true` (the whole table, by SQL) or rebuild the table with `dbt run "
+                f"--full-refresh --select {model}`.")
         stored = self.tables.stored_layout(model, relation, properties)
         files = self.tables.format_file_list(relation, file_format, properties)
         decision = plan_on_demand(table_runs(files, clustered_writes(properties),
