@@ -142,7 +142,8 @@ def _delta_by_sql(spark: SparkSession, table: str, gate: Path) -> dict[str, Any]
     writer.start()
     try:
         committing_table("delta").replace_by_sql(fetch, execute, table,
-                                                 overwrite("zspark_test_held(id) as id"))
+                                                 overwrite("zspark_test_held(id) as id"),
+                                                 location=lambda: location)
         found["held"] = "committed"
     except Exception as error:
         found["held"] = str(error)[:300]
@@ -154,8 +155,8 @@ def _delta_by_sql(spark: SparkSession, table: str, gate: Path) -> dict[str, Any]
         handed.extend(paths)
         return {"zspark.test.by_sql": str(len(paths))}
 
-    found["version"] = committing_table("delta").replace_by_sql(fetch, execute, table,
-                                                                overwrite("id"), new_files)
+    found["version"] = committing_table("delta").replace_by_sql(
+        fetch, execute, table, overwrite("id"), new_files, location=lambda: location)
     found["rows"] = _rows(spark, table)
     live = {str(r[0]) for r in spark.sql(f"select _metadata.file_path from {table}").collect()}
     found["handed_are_live"] = sorted(handed) == sorted(live)

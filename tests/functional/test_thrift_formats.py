@@ -258,11 +258,17 @@ def check_whole_delta_table(sql: Sql, table: str, rows: int) -> None:
     """Every row once, and every live file recorded as the clustered base and sorted by
     its key."""
     assert sorted(sql(f"select * from {table}")) == sorted(sql(city_brand_rows(0, rows)))
+    check_recorded_and_sorted(sql, table, f"select distinct _metadata.file_path from {table}")
+
+
+def check_recorded_and_sorted(sql: Sql, table: str, listed: str, store: Any = None) -> None:
+    """Every file the ``listed`` query gives recorded as the clustered base and sorted by
+    its key."""
     properties = {str(k): str(v) for k, v in sql(f"show tblproperties {table}")}
-    files = sorted({str(r[0]) for r in sql(f"select _metadata.file_path from {table}")})
+    files = [str(r[0]) for r in sql(listed)]
     assert set(clustered_writes(properties)) == {write_id(path) for path in files}
     for path in files:
-        keys = _file_keys(properties, path)
+        keys = _file_keys(properties, path, store)
         assert keys == sorted(keys), path
 
 
@@ -364,12 +370,7 @@ def check_whole_iceberg_table(sql: Sql, table: str, rows: int, store: Any = None
     assert branches(sql, table) == ["main"]
     operations = sql(f"select operation from {table}.snapshots order by committed_at")
     assert str(operations[-1][0]) == "overwrite", operations
-    properties = {str(k): str(v) for k, v in sql(f"show tblproperties {table}")}
-    files = [str(r[0]) for r in sql(f"select file_path from {table}.files")]
-    assert set(clustered_writes(properties)) == {write_id(path) for path in files}
-    for path in files:
-        keys = _file_keys(properties, path, store)
-        assert keys == sorted(keys), path
+    check_recorded_and_sorted(sql, table, f"select file_path from {table}.files", store)
 
 
 def test_format_models_merge_overwrite_partitions_and_run_batches_over_thrift(

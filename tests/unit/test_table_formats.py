@@ -233,7 +233,8 @@ def test_an_iceberg_rewrite_by_sql_that_lost_rows_never_reaches_main() -> None:
 
     with pytest.raises(RuntimeError, match="wrote 99 rows of the 100 it read; nothing of it"):
         IcebergTable().replace_by_sql(fetch, statements.append, "db.t", overwrite,
-                                          lambda paths: {"layout": ",".join(paths)})
+                                          lambda paths: {"layout": ",".join(paths)},
+                                          location=lambda: "file:/unread")
     assert statements[1] == f"alter table spark_catalog.db.t drop branch if exists `{BRANCH}old`"
     created = next(s for s in statements if "create branch" in s)
     branch = created.split("create branch ")[1].split()[0]

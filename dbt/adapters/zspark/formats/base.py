@@ -165,10 +165,11 @@ class CommittingTable(FormatTable, Protocol):
                        overwrite: Callable[[str, str, bool], None],
                        properties: Callable[[list[str]], dict[str, str]] | None = None,
                        partitions_of: Sequence[str] | None = None,
-                       partition_by: Sequence[str] = ()) -> str:
+                       partition_by: Sequence[str] = (), *,
+                       location: Callable[[], str]) -> str:
         """Replace live files of ``table`` by statements alone: all of them, or the files
         ``partitions_of`` (every file of the table partitions, by ``partition_by``, they
-        lie in).
+        lie in; ``location``: the table's folder, asked only where a format reads its log).
         ``overwrite(target, source, dynamic)`` writes into ``target``, by ``insert
         overwrite`` (``dynamic``: of the partitions its rows fall in), the rows it makes
         of ``source`` (the replaced rows at the version read). The new rows become the

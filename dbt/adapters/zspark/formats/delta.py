@@ -98,7 +98,8 @@ class DeltaTable:
                        overwrite: Callable[[str, str, bool], None],
                        properties: Callable[[list[str]], dict[str, str]] | None = None,
                        partitions_of: Sequence[str] | None = None,
-                       partition_by: Sequence[str] = ()) -> str:
+                       partition_by: Sequence[str] = (), *,
+                       location: Callable[[], str]) -> str:
         # One statement: Delta's overwrite reads ``table`` at the snapshot its transaction
         # replaces (the rows of an append committed before it starts are read and kept),
         # and an append committed while it runs fails it with nothing of it visible. Its
@@ -132,10 +133,9 @@ class DeltaTable:
                                f"its latest {HISTORY_READ}; its files stay unrecorded and "
                                f"the next run re-clusters them")
         version = found[0]
-        location = next(str(row[1]) for row in fetch(f"describe table extended {table}")
-                        if str(row[0]) == "Location").rstrip("/")
-        log = f"{location}/_delta_log/{version:020d}.json".replace("`", "``")
-        new_files = [f"{location}/{path}" for (path,) in fetch(
+        folder = location().rstrip("/")
+        log = f"{folder}/_delta_log/{version:020d}.json".replace("`", "``")
+        new_files = [f"{folder}/{path}" for (path,) in fetch(
             f"select add.path from json.`{log}` where add is not null")]
         changed = properties(new_files) if properties else {}
         if changed:

@@ -121,7 +121,8 @@ class IcebergTable:
                        overwrite: Callable[[str, str, bool], None],
                        properties: Callable[[list[str]], dict[str, str]] | None = None,
                        partitions_of: Sequence[str] | None = None,
-                       partition_by: Sequence[str] = ()) -> str:
+                       partition_by: Sequence[str] = (), *,
+                       location: Callable[[], str]) -> str:
         # The new rows are written on a branch of the snapshot read, and main is
         # fast-forwarded to it: Iceberg refuses that unless main is still the branch's
         # ancestor, so a writer committing meanwhile is kept and this changes nothing.

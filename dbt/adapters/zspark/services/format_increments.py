@@ -284,7 +284,7 @@ class FormatIncrements:
                                             just_built=False)
                 return {"action": "deferred", "rewritten_rows": 0}
             else:
-                version = self._replace_by_sql(written_as, str(relation), view, keyed_write,
+                version = self._replace_by_sql(written_as, relation, view, keyed_write,
                                                base, rewritten if kept else None,
                                                planned.plan.partition_by)
         except Exception as error:
@@ -323,7 +323,7 @@ class FormatIncrements:
             settings.callback(spark.catalog.dropTempView, view)
             return written_as.replace_files(jvm, table, rewritten, keyed, base)
 
-    def _replace_by_sql(self, written_as: CommittingTable, table: str, view: str,
+    def _replace_by_sql(self, written_as: CommittingTable, relation: Any, view: str,
                         keyed_write: Callable[[], KeyedWrite],
                         base: Callable[[list[str]], dict[str, str]] | None,
                         partitions_of: tuple[str, ...] | None,
@@ -342,8 +342,9 @@ class FormatIncrements:
                                   f"insert overwrite {target} {write.sql}")
 
         try:
-            return written_as.replace_by_sql(self.ctx.fetch, self.ctx.execute, table,
-                                             overwrite, base, partitions_of, partition_by)
+            return written_as.replace_by_sql(
+                self.ctx.fetch, self.ctx.execute, str(relation), overwrite, base, partitions_of,
+                partition_by, location=lambda: self.ctx.reach().location(relation))
         finally:
             self.ctx.execute(f"drop view if exists {view}")
 
