@@ -33,6 +33,7 @@ from tests.functional.test_thrift import SPARK_ENV
 from tests.functional.test_thrift import _dbt as thrift_dbt
 from tests.functional.test_thrift import _sql as thrift_sql
 from tests.functional.test_thrift_formats import (
+    check_delta_reclustering_by_sql,
     check_killed_iceberg_reclustering_by_sql,
     check_partitions_reclustered_by_sql,
     format_models,
@@ -415,16 +416,20 @@ class TestConnect:
                 release(tmp_path / "project")  # its dbt process's Connect session
 
 
-class TestConnectIceberg:
-    # Slow: a Connect server of its own with Iceberg's jars; the suite runs the same
+class TestConnectFormats:
+    # Slow: a Connect server of its own with the format's jars; the suite runs the same
     # re-clusterings by SQL on local disk (test_connect_formats.py).
     @pytest.mark.slow
-    def test_iceberg_reclusterings_by_sql_over_connect_with_the_warehouse_on_s3(
-            self, tmp_path: Path, store: tuple[str, Path]) -> None:
-        """An Iceberg table re-clustered by SQL over a Connect server whose warehouse is
-        on S3: a run killed before main's fast-forward and one killed after it, the next
-        re-clustering the whole table, then a partitioned model's one partition, every
-        row once and every data file in the store (``test_thrift_formats.py``'s checks)."""
+    @pytest.mark.parametrize("file_format", ["iceberg", "delta"])
+    def test_reclusterings_by_sql_over_connect_with_the_warehouse_on_s3(
+            self, tmp_path: Path, store: tuple[str, Path], file_format: str) -> None:
+        """A table re-clustered by SQL over a Connect server whose warehouse is on S3,
+        every row once and every data file in the store (``test_thrift_formats.py``'s
+        checks). Iceberg: a run killed before main's fast-forward and one killed after
+        it, the next re-clustering the whole table. Delta: a run held between keying and
+        its overwrite while another writer appends, a full one killed before its base is
+        recorded, the next re-clustering the whole table. Then a partitioned model's one
+        partition."""
         from pyarrow.fs import S3FileSystem
 
         endpoint, _ = store
@@ -433,14 +438,15 @@ class TestConnectIceberg:
                              endpoint_override=endpoint, region="us-east-1")
         home = tmp_path / "server"
         home.mkdir()
-        iceberg = table_format("iceberg")
-        conf = _server_conf(home, endpoint, "connect_iceberg")
-        conf.update({**iceberg.settings, "spark.driver.extraClassPath": os.pathsep.join(
-            map(str, [*s3a_jars(), *iceberg.jar_files()]))})
+        wanted = table_format(file_format)
+        folder = f"connect_{file_format}"
+        conf = _server_conf(home, endpoint, folder)
+        conf.update({**wanted.settings, "spark.driver.extraClassPath": os.pathsep.join(
+            map(str, [*s3a_jars(), *wanted.jar_files()]))})
         root = tmp_path / "project"
         with connect_server(home, conf, SPARK_ENV) as port, connect_client(port) as client:
             client.sql("create schema if not exists zci3").collect()
-            write_project(root, "zspark_connect_iceberg_s3", format_models("iceberg"),
+            write_project(root, f"zspark_connect_{file_format}_s3", format_models(file_format),
                           connect_profile(port, "zci3"))
             project = FormatProject(root, root)
             table = "zci3.fmt_inc"
@@ -455,12 +461,18 @@ class TestConnectIceberg:
                 _ok(project, "run", "--select", "fmt_inc")
                 _ok(project, "run", "--select", "fmt_inc", "--vars",
                     json.dumps({"start": 4000, "stop": 4500}))
-                check_killed_iceberg_reclustering_by_sql(project, sql, table, files)
-                check_partitions_reclustered_by_sql(project, sql, "zci3", files)
+                if file_format == "delta":
+                    check_delta_reclustering_by_sql(project, sql, table, files)
+                else:
+                    check_killed_iceberg_reclustering_by_sql(project, sql, table, files)
+                check_partitions_reclustered_by_sql(project, sql, "zci3", files, file_format)
                 for model in ("fmt_inc", "fmt_parts"):
-                    paths = [str(r[0]) for r in sql(f"select file_path from zci3.{model}.files")]
+                    listed = (f"select file_path from zci3.{model}.files" if file_format ==
+                              "iceberg" else f"select distinct _metadata.file_path from "
+                              f"zci3.{model}")
+                    paths = [str(r[0]) for r in sql(listed)]
                     assert paths, model
-                    assert all(p.startswith(f"s3a://{BUCKET}/connect_iceberg/") for p in paths), \
+                    assert all(p.startswith(f"s3a://{BUCKET}/{folder}/") for p in paths), \
                         paths[:3]
             finally:
                 release(root)  # its dbt process's Connect session

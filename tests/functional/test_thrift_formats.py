@@ -214,7 +214,8 @@ def check_killed_iceberg_reclustering_by_sql(project: FormatProject, sql: Sql,
     check_whole_iceberg_table(sql, table, 12100, store)
 
 
-def check_delta_reclustering_by_sql(project: FormatProject, sql: Sql, table: str) -> None:
+def check_delta_reclustering_by_sql(project: FormatProject, sql: Sql, table: str,
+                                    store: Any = None) -> None:
     """Rows 4500-12000 appended to the Delta model of 0-4500, the policy re-clustering the
     whole table by one ``insert overwrite``: another writer's append committed after
     the run keyed its rows and before its statement is read by that statement and kept.
@@ -235,7 +236,7 @@ def check_delta_reclustering_by_sql(project: FormatProject, sql: Sql, table: str
     assert run.returncode == 0, grown[-5000:]
     assert "appended; the whole table re-clustered" in grown, grown[-3000:]
     assert "deferred" not in grown, grown[-3000:]
-    check_whole_delta_table(sql, table, 12005)
+    check_whole_delta_table(sql, table, 12005, store)
 
     sql(f"insert into {table} {city_brand_rows(12005, 12010)}")  # rows to re-cluster
     killed = project.dbt("run-operation", "zspark_recluster", "--args",
@@ -251,14 +252,15 @@ def check_delta_reclustering_by_sql(project: FormatProject, sql: Sql, table: str
     log = " ".join(again.stdout.split())
     assert again.returncode == 0, log[-3000:]
     assert "appended; the whole table re-clustered" in log, log[-3000:]
-    check_whole_delta_table(sql, table, 12100)
+    check_whole_delta_table(sql, table, 12100, store)
 
 
-def check_whole_delta_table(sql: Sql, table: str, rows: int) -> None:
+def check_whole_delta_table(sql: Sql, table: str, rows: int, store: Any = None) -> None:
     """Every row once, and every live file recorded as the clustered base and sorted by
     its key."""
     assert sorted(sql(f"select * from {table}")) == sorted(sql(city_brand_rows(0, rows)))
-    check_recorded_and_sorted(sql, table, f"select distinct _metadata.file_path from {table}")
+    check_recorded_and_sorted(sql, table, f"select distinct _metadata.file_path from {table}",
+                              store)
 
 
 def check_recorded_and_sorted(sql: Sql, table: str, listed: str, store: Any = None) -> None:
