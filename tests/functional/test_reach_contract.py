@@ -24,6 +24,7 @@ from dbt.adapters.zspark.reach.base import SparkReach
 from dbt.adapters.zspark.reach.frames.reach import FrameReach
 from dbt.adapters.zspark.reach.server.reach import ServerReach
 from dbt.adapters.zspark.reach.session.reach import SessionReach
+from dbt.adapters.zspark.skipping.stats import spark_path
 from tests.harness.reaches import frames_query
 from tests.harness.servers import connect_client, connect_server, own_metastore, thrift_server
 
@@ -152,6 +153,52 @@ def test_a_tables_files_and_its_index_agree(reached: Reached) -> None:
     indexed = {str(row[0]) for row in reached.query(
         f"select file_path from {index} where row_group is null")[1]}
     assert indexed == files
+
+
+def test_a_tables_files_agree_with_its_index_when_a_file_is_empty_and_files_are_known(
+        reached: Reached, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty insert leaves a file of no row. Told which files hold rows (the index's),
+    a reach lists the same files as without, and the index it builds lists them too; a
+    reach that lists files (Connect's) opens only the files it was not told of."""
+    table, index = _relation("files_e"), _relation("files_e__zindex")
+    reached.query(f"drop table if exists {table}")
+    reached.query(f"drop table if exists {index}")
+    reached.query(f"create table {table} using parquet as "
+                  f"select /*+ REPARTITION(3) */ * from ({MODEL_SQL})")
+    reached.query(f"insert into {table} select * from ({MODEL_SQL}) where id < 0")
+    holding = {str(row[0]) for row in reached.query(
+        f"select distinct _metadata.file_path from {table}")[1]}
+    assert len(holding) == 3
+    reach = reached.reach
+    assert isinstance(reach, ServerReach)  # each reach's statements go through fetch
+    empty: set[str] = set()
+    if isinstance(reach, FrameReach):
+        empty = {spark_path(f) for f in reach.spark.table(str(table)).inputFiles()} - holding
+        assert len(empty) == 1, "the empty insert's file is listed"
+    listed = reach.table_files(table)
+    statements: list[str] = []
+    fetch = reach.fetch
+
+    def recorded(sql: str) -> list[tuple[Any, ...]]:
+        statements.append(sql)
+        return fetch(sql)
+
+    monkeypatch.setattr(reach, "fetch", recorded)
+    assert reach.table_files(table, known=holding) == listed
+    assert holding <= listed
+    if reached.name == "connect":
+        # One statement, opening the one file not known: the empty one, which it drops.
+        assert listed == holding
+        assert len(statements) == 1
+        assert empty.pop() in statements[0]
+        assert not any(path in statements[0] for path in holding)
+    monkeypatch.undo()
+    summary = reach.build_index(table, index, ["a"], None)
+    indexed = {str(row[0]) for row in reached.query(
+        f"select file_path from {index} where row_group is null")[1]}
+    assert indexed == listed
+    assert summary.files == len(listed)
+    assert summary.rows == 3000
 
 
 def test_a_seed_loads_in_one_write_exactly_where_the_reach_takes_dataframes(

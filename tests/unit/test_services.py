@@ -75,7 +75,7 @@ class FakeReach:
         self.files = files
         self.updates: list[tuple[list[str], list[str]]] = []
 
-    def table_files(self, relation: Any) -> set[str]:
+    def table_files(self, relation: Any, known: Any = ()) -> set[str]:
         return set(self.files)
 
     def update_index(self, relation: Any, index: Any, added: list[str], removed: list[str],

@@ -21,7 +21,7 @@ run.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dbt.adapters.events.logging import AdapterLogger
@@ -120,8 +120,10 @@ class SparkReach(Protocol):
         lists them afresh."""
         ...
 
-    def table_files(self, table: Relation) -> set[str]:
-        """A table's data files (holding rows), named as the index names them."""
+    def table_files(self, table: Relation, known: Collection[str] = ()) -> set[str]:
+        """A table's data files (holding rows), named as the index names them. ``known``:
+        files known to hold rows (the index's), which a reach that lists a table's files
+        need not open to tell."""
         ...
 
     def fresh_rows(self, table: Relation, sql: str) -> list[tuple[Any, ...]] | None:

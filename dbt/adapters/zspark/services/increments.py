@@ -480,7 +480,7 @@ class ParquetIncrements:
             added, removed = sorted(published), []
             after = before | set(added)
         else:
-            after = self.ctx.reach().table_files(relation)
+            after = self.ctx.reach().table_files(relation, known=before)
             added, removed = sorted(after - before), sorted(before - after)
         if step.clustered_insert:
             # Whole partitions (an overwrite, or a partition's first rows) written sorted

@@ -69,7 +69,7 @@ class FileIndex:
             if listed is None:
                 listed = {str(r[0]) for r in reach.fresh_rows(
                     index, f"select file_path from {index} where row_group is null") or []}
-            if listed == reach.table_files(relation):
+            if listed == reach.table_files(relation, known=listed):
                 return False
         configured = indexed_columns(list(self.ctx.described(f"describe table {index}"))) \
             if has_index else None

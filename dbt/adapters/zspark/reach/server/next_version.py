@@ -54,7 +54,7 @@ class CopiedVersion:
             reach.execute_with(FILE_PER_TASK, copy_files_sql(
                 str(self._table), str(self._staging), columns, paths, partition_by))
             # Copies get names of their own: a clustered run's copies are recorded anew.
-            copies = reach.table_files(self._staging) - present
+            copies = reach.table_files(self._staging, known=present) - present
             present |= copies
             if run.clustered:
                 now_clustered |= {write_id(p) for p in copies}

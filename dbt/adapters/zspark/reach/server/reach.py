@@ -8,7 +8,7 @@ embedded ``SessionReach`` (``reach/session``) adds the JVM.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dbt.adapters.events.logging import AdapterLogger
@@ -123,7 +123,8 @@ class ServerReach:
     def refresh(self, table: Relation) -> None:
         """Nothing: every query lists the files as the server sees them."""
 
-    def table_files(self, table: Relation) -> set[str]:
+    def table_files(self, table: Relation, known: Collection[str] = ()) -> set[str]:
+        """Every row's file: SQL lists no files, so every file is opened."""
         return {str(r[0]) for r in self.fetch(
             f"select distinct _metadata.file_path from {table}")}
 

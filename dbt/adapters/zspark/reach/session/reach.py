@@ -9,7 +9,7 @@ folders, listings), the session's cached listing of a table, and the formats' ow
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dbt.adapters.events.logging import AdapterLogger
@@ -91,7 +91,7 @@ class SessionReach(FrameReach):
             table.identifier, jvm.scala.Option.apply(table.schema))
         session.sessionState().catalog().invalidateCachedTable(identifier)
 
-    def table_files(self, table: Relation) -> set[str]:
+    def table_files(self, table: Relation, known: Collection[str] = ()) -> set[str]:
         self.refresh(table)
         return {spark_path(f) for f in input_files(self.spark.table(str(table)))}
 
