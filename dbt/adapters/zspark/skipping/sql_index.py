@@ -57,10 +57,19 @@ def index_sql(table: str, columns: Sequence[ColumnRef],
                           "nulls": f"count_if({value} is null)",
                           "nans": f"count_if(isnan({value}))"}[stat]
             picked.append(f"{expression} as {quote(stat_column(name, stat))}")
-    where = "" if paths is None else \
-        f"where {FILE_SQL[0]} in ({', '.join(map(sql_string, paths))}) "
-    return (f"select {', '.join(picked)} from {table} {where}"
+    return (f"select {', '.join(picked)} from {table} {_of_paths(paths)}"
             f"group by {', '.join(FILE_SQL)}")
+
+
+def files_sql(table: str, paths: Sequence[str] | None = None) -> str:
+    """The data files of ``table`` holding a row (of the files named in ``paths`` only,
+    when given: Spark opens no other)."""
+    return f"select distinct {FILE_SQL[0]} from {table} {_of_paths(paths)}".rstrip()
+
+
+def _of_paths(paths: Sequence[str] | None) -> str:
+    """A filter on the file's path (none: every file)."""
+    return "" if paths is None else f"where {FILE_SQL[0]} in ({', '.join(map(sql_string, paths))}) "
 
 
 def relocated_sql(staged_index: str, columns: Sequence[str], staged_at: str,

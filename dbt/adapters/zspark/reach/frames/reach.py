@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from dbt.adapters.zspark.core.sql_text import sql_string
 from dbt.adapters.zspark.reach.base import Execute, Query, Relation
 from dbt.adapters.zspark.reach.frames.clustering import (
     as_pandas,
@@ -25,7 +24,7 @@ from dbt.adapters.zspark.reach.frames.clustering import (
 from dbt.adapters.zspark.reach.frames.seeds import load_seed
 from dbt.adapters.zspark.reach.server.reach import ServerReach
 from dbt.adapters.zspark.reach.server.sql_build import Fetch, input_bytes
-from dbt.adapters.zspark.skipping.sql_index import FILE_SQL
+from dbt.adapters.zspark.skipping.sql_index import files_sql
 from dbt.adapters.zspark.skipping.stats import spark_path
 
 if TYPE_CHECKING:
@@ -102,10 +101,7 @@ class FrameReach(ServerReach):
         holding = listed & set(known)
         unknown = sorted(listed - holding)
         if unknown:
-            # A filter on the file's path: Spark opens only those files.
-            holding |= {str(r[0]) for r in self.fetch(
-                f"select distinct {FILE_SQL[0]} from {table} where {FILE_SQL[0]} in "
-                f"({', '.join(map(sql_string, unknown))})")}
+            holding |= {str(r[0]) for r in self.fetch(files_sql(str(table), unknown))}
         return holding
 
     def fresh_rows(self, table: Relation, sql: str) -> list[tuple[Any, ...]] | None:

@@ -32,6 +32,7 @@ from dbt.adapters.zspark.skipping.index import (
 from dbt.adapters.zspark.skipping.pruning import indexed_columns
 from dbt.adapters.zspark.skipping.sql_index import (
     described_columns,
+    files_sql,
     index_sql,
     relocated_sql,
     unmatched_files_sql,
@@ -125,8 +126,7 @@ class ServerReach:
 
     def table_files(self, table: Relation, known: Collection[str] = ()) -> set[str]:
         """Every row's file: SQL lists no files, so every file is opened."""
-        return {str(r[0]) for r in self.fetch(
-            f"select distinct _metadata.file_path from {table}")}
+        return {str(r[0]) for r in self.fetch(files_sql(str(table)))}
 
     def fresh_rows(self, table: Relation, sql: str) -> list[tuple[Any, ...]] | None:
         if not self._has_table(table):
