@@ -19,8 +19,14 @@ import pyarrow as pa
 import pytest
 from dbt.adapters.spark.relation import SparkRelation
 
+from dbt.adapters.zspark.core.generated_code import (
+    HOTSPOT_HUGE_METHOD_BYTES,
+    HUGE_METHOD_LIMIT,
+    JVM_SETTINGS,
+    keyed_code_settings,
+)
 from dbt.adapters.zspark.layouts.planning import plan_clustering
-from dbt.adapters.zspark.reach.base import SparkReach
+from dbt.adapters.zspark.reach.base import SparkReach, execute_with
 from dbt.adapters.zspark.reach.frames.reach import FrameReach
 from dbt.adapters.zspark.reach.server.reach import ServerReach
 from dbt.adapters.zspark.reach.session.reach import SessionReach
@@ -114,6 +120,32 @@ def test_a_clustered_select_holds_every_input_row_once(reached: Reached) -> None
     assert prepared.file_count == 4
     assert prepared.input_rows == 3000
     assert reached.rows(prepared.select_sql) == reached.rows(MODEL_SQL)
+
+
+def test_keyed_writes_keep_their_generated_code_compiled_where_the_jvm_would_not(
+        reached: Reached) -> None:
+    """The embedded session's JVM compiles methods of any size; the test's servers run
+    with JVM options of their own, without it: there a keyed write's statement gets
+    Spark's limit on whole-stage code (``core/generated_code.py``), and its rows are the
+    model's under it."""
+    answers = {key: str(rows[0][1]) if rows else ""
+               for key in JVM_SETTINGS for rows in [reached.query(f"set {key}")[1]]}
+    settings = keyed_code_settings(*(answers[key] for key in JVM_SETTINGS))
+    assert settings == ({} if reached.name == "session" else {HUGE_METHOD_LIMIT: "8000"})
+    reach = reached.reach
+    schema = reach.schema(MODEL_SQL)
+    plan = plan_clustering("contract_code", {"hilbert_by": ["a", "b", "day"], "file_count": 3},
+                           schema, "table")
+    assert plan is not None
+    prepared = reach.keyed(plan, MODEL_SQL, reach.sample(plan, MODEL_SQL, schema, None), None,
+                           3, schema, False, False)
+    def rows(sql: str) -> list[tuple[Any, ...]]:
+        return reached.query(sql)[1]
+
+    keyed = execute_with(rows, rows, {HUGE_METHOD_LIMIT: str(HOTSPOT_HUGE_METHOD_BYTES)},
+                         prepared.select_sql)
+    assert sorted(keyed, key=repr) == reached.rows(MODEL_SQL)
+    assert answers[HUGE_METHOD_LIMIT] == rows(f"set {HUGE_METHOD_LIMIT}")[0][1]  # restored
 
 
 def test_a_key_only_python_computes_runs_where_the_reach_runs_python(reached: Reached) -> None:

@@ -30,6 +30,7 @@ from dbt.adapters.spark.connections import (
 )
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.zspark.core.generated_code import COMPILE_HUGE_METHODS
 from dbt.adapters.zspark.formats.settings import (
     DELTA_SNAPSHOT_PARTITIONS,
     JARS,
@@ -50,8 +51,6 @@ DEFAULT_SESSION_DIR = ".zspark"
 EXECUTOR_PYTHON = "spark.pyspark.python"
 
 
-#: HotSpot leaves methods of more than 8000 bytes of bytecode to its interpreter.
-COMPILE_HUGE_METHODS = "-XX:-DontCompileHugeMethods"
 #: Hadoop's local file system, minus checksum files and the `chmod` process per file
 #: (``dbt/include/zspark/jvm``; ``jvm_jar.py`` compiles it with a JDK).
 LOCAL_FS_CLASS = "dbt.zspark.NioLocalFileSystem"

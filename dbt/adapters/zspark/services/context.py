@@ -12,14 +12,23 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
+from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.zspark.core.generated_code import (
+    COMPILE_HUGE_METHODS,
+    HOTSPOT_HUGE_METHOD_BYTES,
+    JVM_SETTINGS,
+    keyed_code_settings,
+)
 from dbt.adapters.zspark.core.partitioning import PARTITIONS_PER_CORE
 from dbt.adapters.zspark.core.sql_text import sql_string
 from dbt.adapters.zspark.reach.base import described, execute_with
 from dbt.adapters.zspark.reach.choice import reach_of
 from dbt.adapters.zspark.skipping.index import INDEX_SUFFIX
 from dbt.adapters.zspark.versions.table_versions import TableVersions, version_names
+
+logger = AdapterLogger("zspark")
 
 if TYPE_CHECKING:
     from dbt.adapters.spark.impl import SparkAdapter
@@ -48,6 +57,8 @@ class RunContext:
         self.run = RunState()
         # The parallelism of a thrift server, asked on its first clustered write.
         self._cores: int | None = None
+        # The settings of a keyed write's statement, asked on the first one.
+        self._keyed_code: dict[str, str] | None = None
 
     @property
     def config(self) -> Any:
@@ -107,10 +118,7 @@ class RunContext:
         return self._cores
 
     def _ask_server_cores(self) -> int:
-        def setting(key: str) -> str:
-            rows = self.fetch(f"set {key}")
-            return str(rows[0][1]) if rows else ""
-
+        setting = self.setting
         local = re.fullmatch(r"local\[(\d+)(,\d+)?\]", setting("spark.master"))
         for value, share in ((setting("spark.default.parallelism"), 1),
                              (local.group(1) if local else "", 1),
@@ -118,6 +126,25 @@ class RunContext:
             if value.isdigit():
                 return max(1, int(value) // share)
         return 1
+
+    def setting(self, key: str) -> str:
+        """A Spark setting's value as ``SET`` answers it (``<undefined>`` when unset)."""
+        rows = self.fetch(f"set {key}")
+        return str(rows[0][1]) if rows else ""
+
+    def keyed_code_settings(self) -> dict[str, str]:
+        """The settings a keyed write's statement runs with so that the JVMs computing
+        its keys compile its generated code (``core/generated_code.py``; asked once per
+        dbt invocation)."""
+        if self._keyed_code is None:
+            self._keyed_code = keyed_code_settings(*(self.setting(key)
+                                                     for key in JVM_SETTINGS))
+            if self._keyed_code:
+                logger.debug(f"zspark: this Spark's JVMs leave methods past "
+                             f"{HOTSPOT_HUGE_METHOD_BYTES} bytes to their interpreter (no "
+                             f"{COMPILE_HUGE_METHODS}): keyed writes run with "
+                             f"{', '.join(f'{k}={v}' for k, v in self._keyed_code.items())}")
+        return dict(self._keyed_code)
 
     def reach(self) -> SparkReach:
         """How this profile reaches Spark."""

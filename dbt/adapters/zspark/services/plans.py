@@ -44,12 +44,15 @@ class KeyedWrite:
     settings: dict[str, str] = field(default_factory=dict)
     #: What the run did, opening its log line ("appended as a run of its own").
     action: str = ""
+    #: Settings that keep the keyed rows' generated code compiled (a server's JVMs may
+    #: leave it to their interpreter: ``core/generated_code.py``).
+    code_settings: dict[str, str] = field(default_factory=dict)
 
     def statement_settings(self) -> dict[str, str]:
         """The session settings the write's statement runs with, restored after: rows
         per file is one, not a writer option of the table, which would override it in
         every later write (pieces, merges)."""
-        settings = dict(self.settings)
+        settings = {**self.code_settings, **self.settings}
         if self.file_rows:
             settings[FILE_ROWS_SETTING] = str(int(self.file_rows))
         return settings

@@ -56,7 +56,7 @@ class KeyedWrites:
             LayoutSample(plan.columns, plan.column_types, prepared.sample,
                          prepared.sample_keys, prepared.sample_partitions),
             {"sample": prepared.sample_seconds, "since": time.perf_counter()},
-            dict(settings or {}))
+            dict(settings or {}), code_settings=self.ctx.keyed_code_settings())
         spread = prepared.spread
         how = (f"{spread.partitions} sorted partitions cut every {spread.rows_per_file} rows"
                if spread is not None and spread.rows_per_file else "one file per partition")
