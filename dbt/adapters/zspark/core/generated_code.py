@@ -22,6 +22,8 @@ JVM with the option.
 >>> keyed_code_settings("local[2]", "-XX:-DontCompileHugeMethods -XX:+DontCompileHugeMethods",
 ...                     "", "65535")  # the last option wins
 {'spark.sql.codegen.hugeMethodLimit': '8000'}
+>>> keyed_code_settings("local-cluster[2,1,1024]", "-XX:-DontCompileHugeMethods", "", "65535")
+{'spark.sql.codegen.hugeMethodLimit': '8000'}
 >>> keyed_code_settings("local[2]", "", "", "20000")  # the server's own choice stands
 {}
 """
@@ -46,7 +48,8 @@ def keyed_code_settings(master: str, driver_options: str, executor_options: str,
     """The session settings a keyed write's statement runs with, from the values of
     :data:`JVM_SETTINGS` (``<undefined>`` or empty where unset). The rows are keyed by the
     executors: in a ``local`` master the driver's JVM, else the executors' own."""
-    options = driver_options if master.startswith("local") else executor_options
+    in_driver = master == "local" or master.startswith("local[")  # not local-cluster
+    options = driver_options if in_driver else executor_options
     if compiles_huge_methods(options):
         return {}
     limit = huge_method_limit.strip()
