@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup demo test test-slow test-thin-client test-bench bench bench-object-store bench-formats bench-formats-bar bench-keys bench-scale bench-sort-series bench-auto bench-advice-sample bench-driver-scale bench-bar bench-pipeline bench-thrift bench-balanced bench-kills bench-seeds bench-pip-user bench-jvm-start bench-quick bench-report lint
+.PHONY: setup demo test test-slow test-thin-client test-bench bench bench-object-store bench-formats bench-formats-bar bench-keys bench-scale bench-sort-series bench-auto bench-advice-sample bench-driver-scale bench-bar bench-pipeline bench-thrift bench-server-code bench-balanced bench-kills bench-seeds bench-pip-user bench-jvm-start bench-quick bench-report lint
 
 # Scale of `make bench` (seed 002: 1000 files).
 ROWS ?= 2000000
@@ -89,6 +89,9 @@ bench-pipeline: setup
 bench-thrift: setup
 	$(PY) -m bench.thrift
 	$(PY) -m bench.report
+
+bench-server-code: setup
+	$(PY) -m bench.server_code
 
 # zspark's Delta and Iceberg tables beside the formats' own clustering (about 20 minutes),
 # then the pipeline (a base, ten appends) on each format beside OPTIMIZE after every run.

@@ -42,6 +42,7 @@ from bench.plots import (
     skip_chart,
 )
 from bench.scale import scale_section
+from bench.server_code import server_code_section
 from bench.sort_series import series_section
 from bench.thrift import thrift_section
 
@@ -273,6 +274,9 @@ def render(results: dict[str, Any], out: Path, img_dir: Path, results_dir: Path)
     thrift_json = results_dir / "thrift.json"
     if thrift_json.exists():
         lines += thrift_section(json.loads(thrift_json.read_text()))
+    server_code_json = results_dir / "server-code.json"
+    if server_code_json.exists():
+        lines += server_code_section(json.loads(server_code_json.read_text()))
     connect_json = results_dir / "connect.json"
     if connect_json.exists():
         lines += thrift_section(json.loads(connect_json.read_text()),
