@@ -80,7 +80,7 @@ class FrameReach(ServerReach):
               pieces: bool, file_per_partition: bool, select: bool = True) -> PreparedBuild:
 
         return keyed_build(self.spark, plan, sql, sampled, stored, file_count, self._cores(),
-                           pieces, file_per_partition, select)
+                           schema, pieces, file_per_partition, select)
 
     def frame(self, sql: str, types: Mapping[str, str]) -> pd.DataFrame:
         return as_pandas(self.spark.sql(sql))
