@@ -26,7 +26,7 @@ from dbt.adapters.zspark.core.generated_code import (
     keyed_code_settings,
 )
 from dbt.adapters.zspark.layouts.planning import plan_clustering
-from dbt.adapters.zspark.reach.base import SparkReach, execute_with
+from dbt.adapters.zspark.reach.base import SparkReach, execute_with, setting_value
 from dbt.adapters.zspark.reach.frames.reach import FrameReach
 from dbt.adapters.zspark.reach.server.reach import ServerReach
 from dbt.adapters.zspark.reach.session.reach import SessionReach
@@ -128,8 +128,10 @@ def test_keyed_writes_keep_their_generated_code_compiled_where_the_jvm_would_not
     with JVM options of their own, without it: there a keyed write's statement gets
     Spark's limit on whole-stage code (``core/generated_code.py``), and its rows are the
     model's under it."""
-    answers = {key: str(rows[0][1]) if rows else ""
-               for key in JVM_SETTINGS for rows in [reached.query(f"set {key}")[1]]}
+    def rows(sql: str) -> list[tuple[Any, ...]]:
+        return reached.query(sql)[1]
+
+    answers = {key: setting_value(rows, key) or "" for key in JVM_SETTINGS}
     settings = keyed_code_settings(*(answers[key] for key in JVM_SETTINGS))
     assert settings == ({} if reached.name == "session" else {HUGE_METHOD_LIMIT: "8000"})
     reach = reached.reach
@@ -139,13 +141,10 @@ def test_keyed_writes_keep_their_generated_code_compiled_where_the_jvm_would_not
     assert plan is not None
     prepared = reach.keyed(plan, MODEL_SQL, reach.sample(plan, MODEL_SQL, schema, None), None,
                            3, schema, False, False)
-    def rows(sql: str) -> list[tuple[Any, ...]]:
-        return reached.query(sql)[1]
-
     keyed = execute_with(rows, rows, {HUGE_METHOD_LIMIT: str(HOTSPOT_HUGE_METHOD_BYTES)},
                          prepared.select_sql)
     assert sorted(keyed, key=repr) == reached.rows(MODEL_SQL)
-    assert answers[HUGE_METHOD_LIMIT] == rows(f"set {HUGE_METHOD_LIMIT}")[0][1]  # restored
+    assert answers[HUGE_METHOD_LIMIT] == setting_value(rows, HUGE_METHOD_LIMIT)  # restored
 
 
 def test_a_key_only_python_computes_runs_where_the_reach_runs_python(reached: Reached) -> None:

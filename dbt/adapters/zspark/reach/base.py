@@ -181,14 +181,18 @@ class SparkReach(Protocol):
 
 
 
+def setting_value(fetch: Callable[[str], list[tuple[Any, ...]]], key: str) -> str | None:
+    """A Spark setting's value as ``SET`` answers it (``<undefined>`` when unset; None
+    when the answer holds no value)."""
+    rows = fetch(f"set {key}")
+    return str(rows[0][1]) if rows and rows[0][1] is not None else None
+
+
 def execute_with(fetch: Callable[[str], list[tuple[Any, ...]]], execute: Execute,
                  settings: Mapping[str, str], sql: str) -> Any:
     """Run ``sql`` with session ``settings``, restored afterwards (on a server too: its
     session keeps them between statements)."""
-    previous: dict[str, str | None] = {}
-    for key in settings:
-        rows = fetch(f"set {key}")
-        previous[key] = str(rows[0][1]) if rows else None
+    previous = {key: setting_value(fetch, key) for key in settings}
     for key, value in settings.items():
         execute(f"set {key} = {value}")
     try:

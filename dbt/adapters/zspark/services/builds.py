@@ -129,8 +129,7 @@ class TableBuilds:
 
         if file_format.lower() in TABLE_FORMATS:  # Parquet and the rest need no extension
             # Spark answers SET for a static setting too, in a session and over thrift.
-            value = next((str(row[1]) for row in self.ctx.fetch("set spark.sql.extensions")
-                          if row[1] is not None), "")
+            value = self.ctx.setting("spark.sql.extensions")
             problem = unwritable_format_error(
                 model, file_format, None if value.startswith("<undefined") else value)
             if problem is not None:

@@ -23,7 +23,7 @@ from dbt.adapters.zspark.core.generated_code import (
 )
 from dbt.adapters.zspark.core.partitioning import PARTITIONS_PER_CORE
 from dbt.adapters.zspark.core.sql_text import sql_string
-from dbt.adapters.zspark.reach.base import described, execute_with
+from dbt.adapters.zspark.reach.base import described, execute_with, setting_value
 from dbt.adapters.zspark.reach.choice import reach_of
 from dbt.adapters.zspark.skipping.index import INDEX_SUFFIX
 from dbt.adapters.zspark.versions.table_versions import TableVersions, version_names
@@ -129,8 +129,7 @@ class RunContext:
 
     def setting(self, key: str) -> str:
         """A Spark setting's value as ``SET`` answers it (``<undefined>`` when unset)."""
-        rows = self.fetch(f"set {key}")
-        return str(rows[0][1]) if rows else ""
+        return setting_value(self.fetch, key) or ""
 
     def keyed_code_settings(self) -> dict[str, str]:
         """The settings a keyed write's statement runs with so that the JVMs computing
