@@ -168,6 +168,7 @@ class CurveLayout(Layout):
         sql = with_columns(sql, [
             f"cast(shiftleft({rank}, {bits}) div {len(boundaries_of(column)) + 2} "
             f"as bigint) as {name}"
-            for rank, column, name in zip(ranks, columns, grid, strict=True)], "zspark_grid")
+            for rank, column, name in zip(ranks, columns, grid, strict=True)], "zspark_grid",
+            ranks)
         sql, key = self.curve_sql(sql, grid, bits, weights)
-        return with_columns(sql, [f"{key} as {quote(key_column)}"], "zspark_keyed")
+        return with_columns(sql, [f"{key} as {quote(key_column)}"], "zspark_keyed", grid)

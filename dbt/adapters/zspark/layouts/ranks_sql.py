@@ -5,8 +5,11 @@ The same ranks as ``value_ranks.rank_values`` in the key UDFs, bit for bit (a pr
 holds the keys equal): nulls 0, NaN the top rank, else 1 + the boundaries strictly below
 the value. The query is a chain of projections over the model's SQL, each adding columns
 the next one reads (SQL has no variables, and one expression per step keeps each small):
-a rank is a binary search unrolled into one step per bit, the step of size ``s`` asking
-whether the boundary ``s`` past the position found so far is below the value.
+a rank is a search unrolled into one step per ``STEP_BITS`` bits of the position, each
+step a ``case`` tree over the boundaries that step may compare with. Each projection
+passes on every column it keeps, and Spark ships the whole chain with every task of a
+write whose sort sits above it (the sort's code refers to its plan), so the chain is
+kept short and each step drops the columns it replaces.
 
 No step uses a lambda (Spark interprets those) and no step grows with the boundaries but
 the constant arrays, so the whole chain compiles into the stage's generated code. Steps
@@ -40,9 +43,13 @@ if TYPE_CHECKING:
 NAN_IS_NULL = ("tinyint", "smallint", "int", "bigint", "float", "double")
 
 
-def with_columns(sql: str, columns: Sequence[str], alias: str) -> str:
-    """``sql``'s rows with ``columns`` (SQL ``expression as name``) added."""
-    return f"select *, {', '.join(columns)} from (\n{sql}\n) {alias}"
+def with_columns(sql: str, columns: Sequence[str], alias: str,
+                 drop: Sequence[str] = ()) -> str:
+    """``sql``'s rows with ``columns`` (SQL ``expression as name``) added and the helper
+    columns ``drop`` (read by ``columns``, not after them) left out: every projection
+    passes on each column it keeps, and each column it passes on travels with every task."""
+    kept = f"* except ({', '.join(drop)})" if drop else "*"
+    return f"select {kept}, {', '.join(columns)} from (\n{sql}\n) {alias}"
 
 
 def boundaries_of(column: ColumnSpec) -> np.ndarray:
@@ -50,39 +57,66 @@ def boundaries_of(column: ColumnSpec) -> np.ndarray:
     return column.boundaries if column.boundaries is not None else np.array([])
 
 
+#: Bits of a position one search step finds: it compares the value with up to
+#: ``2**STEP_BITS - 1`` probes, ``STEP_BITS`` of them for any one row (a ``case`` tree).
+#: A search of n entries takes ``ceil(log2(n + 1) / STEP_BITS)`` projections.
+STEP_BITS = 2
+_RADIX = 1 << STEP_BITS
+
+
 @dataclass(frozen=True)
 class _Search:
-    """One column's unrolled binary search: ``probes[k]`` are the boundaries step ``k``
-    (of size ``2**(steps - 1 - k)``) may compare with, as SQL literals. The boundaries are
-    padded to ``2**steps`` with copies of the last (a count of those below the value,
-    capped at the real count, is unchanged), so every step is the same few operations."""
+    """An unrolled search of a sorted list: how many of its entries are below the value
+    (``at_or_below``: at or below it). Step ``k`` finds the next ``STEP_BITS`` bits of
+    that count, the position: positions so far are multiples of ``radix * size``
+    (``size = radix**(depth - 1 - k)``), and its probes for digit ``d`` are the entries at
+    1-based positions ``d * size``, ``d * size + radix * size``, ... Past the list's end a
+    probe reads null (``get``), which counts as above every value, so the count never
+    passes the list's length and the list needs no padding."""
 
     value: str
     family: str
     count: int
-    probes: tuple[tuple[object, ...], ...]
+    #: Per step, per digit 1 .. radix - 1, its probes as values of ``family``.
+    probes: tuple[tuple[tuple[object, ...], ...], ...]
+    at_or_below: bool = False
 
     @classmethod
-    def of(cls, value: str, column: ColumnSpec) -> _Search:
-        family = normalize_type(column.spark_type)
-        boundaries = list(boundaries_of(column))
-        steps = len(boundaries).bit_length()  # 2**steps > count: the last step can add 1
-        padded = boundaries + boundaries[-1:] * ((1 << steps) - len(boundaries))
-        # Step k, size s = 2**(steps-1-k): positions so far are multiples of 2s, so it
-        # compares with the boundaries at 1-based positions s, 3s, 5s, ...
-        probes = tuple(tuple(padded[size - 1::2 * size])
-                       for size in (1 << (steps - 1 - k) for k in range(steps)))
-        return cls(_comparable_sql(value, family), family, len(boundaries), probes)
+    def of(cls, value: str, family: str, entries: Sequence[object],
+           at_or_below: bool = False) -> _Search:
+        depth = -(-len(entries).bit_length() // STEP_BITS)  # radix**depth > len(entries)
+        probes = tuple(
+            tuple(tuple(entries[digit * size - 1::_RADIX * size]) for digit in range(1, _RADIX))
+            for size in (_RADIX ** (depth - 1 - k) for k in range(depth)))
+        return cls(value, family, len(entries), probes, at_or_below)
 
     def step(self, k: int, position: str) -> str:
-        """The position after step ``k``: boundaries below the value among those seen."""
-        size = 1 << (len(self.probes) - 1 - k)
-        probes = self.probes[k]
-        # Positions so far are multiples of 2s = 2**size.bit_length(): their ordinal.
-        probe = literal(probes[0], self.family) if len(probes) == 1 else (
-            f"get({constant_array(probes, self.family)}, "
-            f"shiftright({position}, {size.bit_length()}))")
-        return f"{position} | case when {probe} < {self.value} then {size} else 0 end"
+        """The position after step ``k``: entries below the value among those seen."""
+        size = _RADIX ** (len(self.probes) - 1 - k)
+        # The ordinal of the position so far among multiples of radix * size.
+        ordinal = f"shiftright({position}, {STEP_BITS * (len(self.probes) - k)})"
+        below = "<=" if self.at_or_below else "<"
+
+        def probe(digit: int) -> str | None:
+            probes = self.probes[k][digit - 1]
+            if not probes:
+                return None
+            if k == 0:  # the first step starts at position 0: one probe per digit
+                return literal(probes[0], self.family)
+            return f"get({constant_array(probes, self.family)}, {ordinal})"
+
+        def digit(low: int, high: int) -> str:
+            """The step's digit (times its size), known to be in ``low .. high``."""
+            if low == high:
+                return str(low * size)
+            middle = (low + high + 1) // 2
+            test = probe(middle)
+            if test is None:
+                return digit(low, middle - 1)
+            return (f"case when {test} {below} {self.value} then {digit(middle, high)} "
+                    f"else {digit(low, middle - 1)} end")
+
+        return f"{position} | {digit(0, _RADIX - 1)}"
 
     def rank(self, position: str) -> str:
         """``value_ranks.rank_values``: 1 + the boundaries strictly below the value, 0 for
@@ -92,63 +126,64 @@ class _Search:
             missing = f"when {self.value} is null or isnan({self.value}) then {self.count + 1}L"
         else:
             missing = f"when {self.value} is null then 0L"
-        found = f"1L + least({position}, {self.count})" if self.count else "1L"
-        return f"(case {missing} else {found} end)"
+        return f"(case {missing} else 1L + {position} end)"
+
+
+def searched_sql(sql: str, searches: Sequence[_Search], names: Sequence[str],
+                 prefix: str) -> tuple[str, list[str]]:
+    """``sql``'s rows with each search's position (``_Search``) as a column, and those
+    columns' names: all searches step together, one projection per step, the shorter
+    searches joining the later steps; each step drops the positions it replaces."""
+    depth = max((len(s.probes) for s in searches), default=0)
+    positions = ["0"] * len(searches)
+    for k in range(depth):
+        steps, replaced = [], []
+        for i, search in enumerate(searches):
+            own = k - (depth - len(search.probes))
+            if own < 0:
+                continue
+            name = f"{names[i]}_{k}"
+            steps.append(f"{search.step(own, positions[i])} as {name}")
+            replaced += [positions[i]] if positions[i] != "0" else []
+            positions[i] = name
+        sql = with_columns(sql, steps, f"{prefix}_{k}", replaced)
+    return sql, positions
 
 
 def ranked_sql(values: Sequence[str], columns: Sequence[ColumnSpec],
                source_sql: str) -> tuple[str, list[str]]:
     """``source_sql``'s rows with each column's rank (``value_ranks.rank_values``) as a column,
-    and those columns' names. All columns search together, one projection per step, the
-    shorter searches joining the later steps."""
-    searches = [_Search.of(v, c) for v, c in zip(values, columns, strict=True)]
-    inputs = [f"__zspark_value_{i}" for i in range(len(searches))]
+    and those columns' names."""
+    inputs = [f"__zspark_value_{i}" for i in range(len(columns))]
+    families = [normalize_type(c.spark_type) for c in columns]
     sql = with_columns(f"select * from (\n{source_sql}\n) zspark_source",
-                [f"{s.value} as {name}" for s, name in zip(searches, inputs, strict=True)],
-                "zspark_values")
-    searches = [_Search(name, s.family, s.count, s.probes)
-                for s, name in zip(searches, inputs, strict=True)]
-    depth = max(len(s.probes) for s in searches)
-    positions = ["0"] * len(searches)
-    for k in range(depth):
-        steps = []
-        for i, search in enumerate(searches):
-            own = k - (depth - len(search.probes))
-            if own < 0:
-                continue
-            name = f"__zspark_position_{i}_{k}"
-            steps.append(f"{search.step(own, positions[i])} as {name}")
-            positions[i] = name
-        sql = with_columns(sql, steps, f"zspark_search_{k}")
+                       [f"{_comparable_sql(v, f)} as {name}"
+                        for v, f, name in zip(values, families, inputs, strict=True)],
+                       "zspark_values")
+    searches = [_Search.of(name, family, list(boundaries_of(column)))
+                for name, family, column in zip(inputs, families, columns, strict=True)]
+    sql, positions = searched_sql(sql, searches,
+                                  [f"__zspark_position_{i}" for i in range(len(columns))],
+                                  "zspark_search")
     ranks = [f"__zspark_rank_{i}" for i in range(len(searches))]
     return with_columns(sql, [f"{s.rank(p)} as {r}" for s, p, r
-                       in zip(searches, positions, ranks, strict=True)], "zspark_ranked"), ranks
+                              in zip(searches, positions, ranks, strict=True)], "zspark_ranked",
+                        [*inputs, *(p for p in positions if p != "0")]), ranks
 
 
 def cuts_at_or_below_sql(key: str, cuts: Sequence[int], source_sql: str,
                          name: str) -> str:
     """``source_sql``'s rows with ``name``: how many of the ascending bigint ``cuts`` sit at
     or below the row's non-null bigint ``key`` (its shuffle partition), by the ranks'
-    unrolled binary search, one projection per step. A ``case`` tree over a thousand cuts
+    unrolled search, one projection per step. A ``case`` tree over a thousand cuts
     (a write of a file per partition) is one expression of thousands of nodes, whose
     generated code ran an Iceberg write of 5 M rows into 1,000 files 8 s slower than
     Spark's own range partitioning."""
-    steps = len(cuts).bit_length()
-    padded = [int(c) for c in cuts] + [int(cuts[-1])] * ((1 << steps) - len(cuts))
-    sql = f"select * from (\n{source_sql}\n) zspark_unowned"
-    position = "0"
-    for k in range(steps):
-        size = 1 << (steps - 1 - k)
-        probes = padded[size - 1::2 * size]
-        probe = f"{probes[0]}L" if len(probes) == 1 else (
-            f"get({constant_array(probes, 'bigint')}, shiftright({position}, "
-            f"{size.bit_length()}))")
-        step = f"__zspark_cut_{k}"
-        sql = with_columns(sql, [f"{position} | case when {probe} <= {key} then {size} "
-                                 f"else 0 end as {step}"], f"zspark_cuts_{k}")
-        position = step
-    return with_columns(sql, [f"cast(least({position}, {len(cuts)}) as int) as {name}"],
-                        "zspark_owned")
+    search = _Search.of(key, "bigint", [int(c) for c in cuts], at_or_below=True)
+    sql, (position,) = searched_sql(f"select * from (\n{source_sql}\n) zspark_unowned",
+                                    [search], ["__zspark_cut"], "zspark_cuts")
+    return with_columns(sql, [f"cast({position} as int) as {name}"], "zspark_owned",
+                        [position] if position != "0" else [])
 
 
 def _comparable_sql(value: str, family: str) -> str:
