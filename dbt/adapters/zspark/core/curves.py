@@ -293,25 +293,29 @@ def _build_automaton(dims: int, bits: int) -> HilbertAutomaton | None:
         raise ValueError(f"{dims} dims x {bits} bits must be within 1..{MAX_KEY_BITS} bits")
     radix = 1 << dims
 
-    def visit_order(prefix: tuple[int, ...]) -> tuple[int, ...]:
-        """The index's digit at level ``len(prefix)`` for each next digit."""
-        shift = _U64(dims * (bits - 1 - len(prefix)))
-        # The cells whose Z-order digits are the prefix, then each next digit, then zeros.
+    def visit_orders(prefix: tuple[int, ...], children: bool) -> list[tuple[int, ...]]:
+        """The index's digits at the level below ``prefix`` for each next digit; with
+        ``children`` the same for each of the prefix's children instead, from one call of
+        ``hilbert_index`` (one call per prefix took a fresh process 0.14 s)."""
+        level = len(prefix) + children
+        shift = _U64(dims * (bits - 1 - level))
+        cells = radix ** (1 + children)
+        # The cells whose Z-order digits are the prefix, then each next digit(s), then zeros.
         start = 0
         for digit in prefix:
             start = start * radix + digit
-        cells = deinterleave_bits((np.arange(radix, dtype=np.uint64) + _U64(start * radix))
-                                  << shift, dims, bits)
-        return tuple(int(v) for v in (hilbert_index(cells, bits) >> shift) % _U64(radix))
+        points = deinterleave_bits((np.arange(cells, dtype=np.uint64) + _U64(start * cells))
+                                   << shift, dims, bits)
+        digits = ((hilbert_index(points, bits) >> shift) % _U64(radix)).reshape(-1, radix)
+        return [tuple(int(v) for v in row) for row in digits]
 
-    orders = {visit_order(()): 0}
+    orders = {visit_orders((), children=False)[0]: 0}
     prefixes: list[tuple[int, ...]] = [()]
     following: dict[tuple[int, int], int] = {}
     for state, prefix in enumerate(prefixes):  # grows while it is walked
         if len(prefix) == bits - 1:
             continue  # first met at the last level: it has no next level
-        for digit in range(radix):
-            order = visit_order((*prefix, digit))
+        for digit, order in enumerate(visit_orders(prefix, children=True)):
             if order not in orders:
                 if (len(orders) + 1) * radix > MAX_AUTOMATON_ENTRIES:
                     return None
