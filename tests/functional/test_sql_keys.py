@@ -100,8 +100,13 @@ def test_sql_keys_equal_udf_keys(spark: Any, table: tuple[list[str], list[tuple[
                              "sql_key", tree, weights)
     spark.conf.set("spark.sql.ansi.enabled", "true")  # as a Thrift server runs by default
     try:
-        keys = spark.sql(f"select zspark_key_sql_keys_test({', '.join(inputs)}) as udf, "
-                         f"sql_key as sql from ({keyed})").collect()
+        keyed_rows = spark.sql(keyed)
+        # Each search step drops the columns it replaces: every column the keyed rows pass on
+        # travels with each task of the write.
+        assert not [c for c in keyed_rows.columns
+                    if c.startswith(("__zspark_position", "__zspark_value"))], keyed_rows.columns
+        keys = keyed_rows.selectExpr(f"zspark_key_sql_keys_test({', '.join(inputs)}) as udf",
+                                     "sql_key as sql").collect()
     finally:
         spark.conf.set("spark.sql.ansi.enabled", "false")
     assert [k.sql for k in keys] == [k.udf for k in keys]
@@ -152,8 +157,9 @@ def test_the_searched_shuffle_partition_counts_the_cuts_at_or_below_the_key(
     cuts = sorted(cuts + cuts[:repeats])
     keys = [*keys, *cuts[:: max(1, len(cuts) // 5)], -(2 ** 63), 2 ** 63 - 1]
     spark.createDataFrame([(k,) for k in keys], "k bigint").createOrReplaceTempView("keys")
-    found = spark.sql(cuts_at_or_below_sql("k", cuts, "select k from keys", "owner")) \
-        .select("k", "owner").collect()
+    searched = spark.sql(cuts_at_or_below_sql("k", cuts, "select k from keys", "owner"))
+    assert searched.columns == ["k", "owner"]  # the search's steps are dropped as it goes
+    found = searched.collect()
     assert [(r.k, r.owner) for r in found] == [(k, bisect.bisect_right(cuts, k)) for k in keys]
 
 

@@ -95,7 +95,7 @@ class BalancedLayout(Layout):
         group, _ = _group_sql(fitted.root, 0, 0, [ranks[i] for i in fitted.order])
         key = (f"shiftleft(cast({group} as bigint), {group_shift(boundary_count)}) | "
                f"{ranks[fitted.by_rows]}")
-        return with_columns(sql, [f"{key} as {quote(key_column)}"], "zspark_keyed")
+        return with_columns(sql, [f"{key} as {quote(key_column)}"], "zspark_keyed", ranks)
 
 
 def _fitted(tree: balanced.Tree | None) -> balanced.Tree:
