@@ -95,6 +95,20 @@ def reached(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         yield Reached(name, FrameReach(lambda: client, query, query, lambda: 2), query)
 
 
+def _recorded_statements(reach: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The statements ``reach`` fetches from now on (until ``monkeypatch.undo()``), each
+    still run."""
+    statements: list[str] = []
+    fetch = reach.fetch
+
+    def recorded(sql: str) -> list[tuple[Any, ...]]:
+        statements.append(sql)
+        return fetch(sql)
+
+    monkeypatch.setattr(reach, "fetch", recorded)
+    return statements
+
+
 def _relation(identifier: str) -> Any:
     return SparkRelation.create(schema=SCHEMA, identifier=identifier, type="table")
 
@@ -180,14 +194,7 @@ def test_a_tables_files_and_its_index_agree(reached: Reached,
     files = {str(row[0]) for row in reached.query(
         f"select distinct _metadata.file_path from {table}")[1]}
     assert len(files) == 3
-    statements: list[str] = []
-    fetch = reached.reach.fetch
-
-    def recorded(sql: str) -> list[tuple[Any, ...]]:
-        statements.append(sql)
-        return fetch(sql)
-
-    monkeypatch.setattr(reached.reach, "fetch", recorded)
+    statements = _recorded_statements(reached.reach, monkeypatch)
     assert reached.reach.table_files(table) == files
     monkeypatch.undo()
     if reached.name == "connect":
@@ -225,14 +232,7 @@ def test_a_tables_files_agree_with_its_index_when_a_file_is_empty_and_files_are_
         empty = {spark_path(f) for f in reach.spark.table(str(table)).inputFiles()} - holding
         assert len(empty) == 1, "the empty insert's file is listed"
     listed = reach.table_files(table)
-    statements: list[str] = []
-    fetch = reach.fetch
-
-    def recorded(sql: str) -> list[tuple[Any, ...]]:
-        statements.append(sql)
-        return fetch(sql)
-
-    monkeypatch.setattr(reach, "fetch", recorded)
+    statements = _recorded_statements(reach, monkeypatch)
     assert reach.table_files(table, known=holding) == listed
     assert holding <= listed
     if reached.name == "connect":
