@@ -25,6 +25,7 @@ from dbt.adapters.zspark.core.generated_code import (
     JVM_SETTINGS,
     keyed_code_settings,
 )
+from dbt.adapters.zspark.layouts.keyed_plan import key_inputs, udf_name
 from dbt.adapters.zspark.layouts.planning import plan_clustering
 from dbt.adapters.zspark.reach.base import SparkReach, execute_with, setting_value
 from dbt.adapters.zspark.reach.frames.reach import FrameReach
@@ -136,6 +137,32 @@ def test_a_clustered_select_holds_every_input_row_once(reached: Reached) -> None
     assert reached.rows(prepared.select_sql) == reached.rows(MODEL_SQL)
 
 
+def test_a_keyed_writes_tasks_read_the_shuffle_not_the_plan_that_keyed_it(
+        reached: Reached, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the embedded session the keyed SELECT reads its rows as a scan of their shuffle
+    (the keys' constants then stay out of the write's tasks); its rows are the model's,
+    and the code settings it was keyed under are restored. A server plans both stages."""
+    import dbt.adapters.zspark.reach.session.reach as session_reach
+
+    # The setting a cluster's keyed write runs with, asked for as a cluster would.
+    monkeypatch.setattr(session_reach, "keyed_code_settings",
+                        lambda *answers: {HUGE_METHOD_LIMIT: "8000"})
+    before = setting_value(reached.reach.fetch, HUGE_METHOD_LIMIT)
+    reach = reached.reach
+    schema = reach.schema(MODEL_SQL)
+    plan = plan_clustering("contract_shuffle", {"hilbert_by": ["a", "b"], "file_count": 4},
+                           schema, "table")
+    assert plan is not None
+    prepared = reach.keyed(plan, MODEL_SQL, reach.sample(plan, MODEL_SQL, schema, None),
+                           None, 4, schema, False, False)
+    plan_text = "\n".join(str(r[0]) for r in reached.query(
+        f"explain {prepared.select_sql}")[1])
+    assert ("Scan ExistingRDD" in plan_text) == (reached.name == "session"), plan_text
+    assert ("Exchange" in plan_text) == (reached.name != "session"), plan_text
+    assert setting_value(reached.reach.fetch, HUGE_METHOD_LIMIT) == before
+    assert reached.rows(prepared.select_sql) == reached.rows(MODEL_SQL)
+
+
 def test_keyed_writes_keep_their_generated_code_compiled_where_the_jvm_would_not(
         reached: Reached) -> None:
     """The embedded session's JVM compiles methods of any size; the test's servers run
@@ -175,8 +202,13 @@ def test_a_key_only_python_computes_runs_where_the_reach_runs_python(reached: Re
     assert plan is not None
     sampled = reach.sample(plan, MODEL_SQL, schema, None)
     prepared = reach.keyed(plan, MODEL_SQL, sampled, None, 3, schema, False, False)
-    assert "zspark_key_contract_direct" in reached.query(
-        f"explain extended {prepared.select_sql}")[1][0][0]
+    # The rows come out in the order of the UDF's keys (partitions own ascending ranges
+    # of it): the session keyed them before its write's stage, which shows no UDF.
+    keys = [row[0] for row in reached.query(
+        f"select {udf_name(plan.model)}({', '.join(key_inputs(plan))}) "
+        f"from ({prepared.select_sql})")[1]]
+    assert keys == sorted(keys)
+    assert len(set(keys)) > 3
     assert reached.rows(prepared.select_sql) == reached.rows(MODEL_SQL)
 
 

@@ -74,6 +74,9 @@ class PreparedBuild:
     sample: pd.DataFrame = field(repr=False)
     spread: FileSpread | None = None
     sample_seconds: float = 0.0
+    #: Seconds the keyed rows' shuffle ran while they were prepared (the embedded
+    #: session's, ``SessionReach.shuffled``): the write's time, not the sample's.
+    shuffle_seconds: float = 0.0
     #: The layout the rows were keyed with, as stored with the table.
     layout: StoredLayout | None = None
     #: The sample rows' keys, and the sample's columns of the table partition values.
@@ -198,11 +201,12 @@ class KeyedPlan:
     note: str = ""
 
     def prepared(self, select_sql: str, sampled: InputSample, file_count: int,
-                 started: float) -> PreparedBuild:
+                 started: float, shuffle_seconds: float = 0.0) -> PreparedBuild:
         return PreparedBuild(select_sql=select_sql, file_count=file_count,
                              input_rows=sampled.rows, sample=sampled.sample,
                              spread=self.spread,
-                             sample_seconds=sampled.seconds + time.perf_counter() - started,
+                             sample_seconds=sampled.seconds + time.perf_counter() - started
+                             - shuffle_seconds, shuffle_seconds=shuffle_seconds,
                              layout=self.layout, sample_keys=self.sample_keys,
                              note=self.note,
                              sample_partitions=[part_column(i) for i in range(len(self.parts))])

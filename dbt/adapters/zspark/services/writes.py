@@ -55,7 +55,8 @@ class KeyedWrites:
             str(prepared.select_sql), prepared.file_rows,
             LayoutSample(plan.columns, plan.column_types, prepared.sample,
                          prepared.sample_keys, prepared.sample_partitions),
-            {"sample": prepared.sample_seconds, "since": time.perf_counter()},
+            {"sample": prepared.sample_seconds, "write": prepared.shuffle_seconds,
+             "since": time.perf_counter()},
             dict(settings or {}), code_settings=self.ctx.keyed_code_settings())
         spread = prepared.spread
         how = (f"{spread.partitions} sorted partitions cut every {spread.rows_per_file} rows"

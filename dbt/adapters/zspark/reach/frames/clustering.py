@@ -112,7 +112,8 @@ def sample_input(spark: Any, plan: ClusteringPlan, sql: str, planned: PlannedSiz
 def keyed_build(spark: Any, plan: ClusteringPlan, sql: str, sampled: InputSample,
                 stored: StoredLayout | None, file_count: int, cores: int,
                 schema: Mapping[str, str], pieces: bool = False,
-                file_per_partition: bool = False, select: bool = True) -> PreparedBuild:
+                file_per_partition: bool = False, select: bool = True,
+                shuffled: Callable[[Any], Any] = lambda rows: rows) -> PreparedBuild:
     """The clustered SELECT of ``sql`` (already sampled; ``schema``: its columns, as the
     caller read them: analyzing the model's SQL again took 0.4 s of a fresh JVM's build)
     into ``file_count`` files, keyed in SQL (the layout's ``keyed_sql``; the direct curve
@@ -120,7 +121,10 @@ def keyed_build(spark: Any, plan: ClusteringPlan, sql: str, sampled: InputSample
     sized to ``cores``. The write
     cuts files every ``PreparedBuild.file_rows`` rows (a session setting around the
     INSERT). Without ``select`` only the sample's keys (``Reach.keyed``): planning the
-    keyed SELECT of a three-column Hilbert key takes about 0.7 s of a fresh JVM's time."""
+    keyed SELECT of a three-column Hilbert key takes about 0.7 s of a fresh JVM's time.
+    ``shuffled``: the rows sent to their shuffle partitions as the write's tasks should
+    read them (the embedded session's detach the plan that keyed them,
+    ``SessionReach.shuffled``)."""
     started = time.perf_counter()
     keyed = plan_keys(plan, sampled, stored, file_count, cores, schema, pieces,
                       file_per_partition)
@@ -145,9 +149,11 @@ def keyed_build(spark: Any, plan: ClusteringPlan, sql: str, sampled: InputSample
     expr = api_of(spark).functions.expr
     view = f"zspark_build_{udf_name(plan.model).removeprefix('zspark_key_')}"
     # Each row goes to the shuffle partition its owner names, by number.
-    (spark.sql(keyed_rows)
-     .repartitionById(keyed.spread.partitions, expr(owner))
-     .sortWithinPartitions(*(expr(o) for o in keyed.order))
+    shuffle_started = time.perf_counter()
+    rows = shuffled(spark.sql(keyed_rows).repartitionById(keyed.spread.partitions, expr(owner)))
+    shuffle_seconds = time.perf_counter() - shuffle_started
+    (rows.sortWithinPartitions(*(expr(o) for o in keyed.order))
      .select(*(expr(quote(c)) for c in schema))
      .createOrReplaceTempView(view))
-    return keyed.prepared(f"select * from {view}", sampled, file_count, started)
+    return keyed.prepared(f"select * from {view}", sampled, file_count, started,
+                          shuffle_seconds)

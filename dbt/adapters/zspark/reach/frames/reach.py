@@ -80,7 +80,12 @@ class FrameReach(ServerReach):
               pieces: bool, file_per_partition: bool, select: bool = True) -> PreparedBuild:
 
         return keyed_build(self.spark, plan, sql, sampled, stored, file_count, self._cores(),
-                           schema, pieces, file_per_partition, select)
+                           schema, pieces, file_per_partition, select, self.shuffled)
+
+    def shuffled(self, rows: Any) -> Any:
+        """``rows`` (keyed, sent to their shuffle partitions) as a keyed write reads them:
+        here as they are, the server planning both stages."""
+        return rows
 
     def frame(self, sql: str, types: Mapping[str, str]) -> pd.DataFrame:
         return as_pandas(self.spark.sql(sql))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from dbt.adapters.events.logging import AdapterLogger
 
+from dbt.adapters.zspark.core.generated_code import JVM_SETTINGS, keyed_code_settings
 from dbt.adapters.zspark.layouts.layout_state import clustered_writes_property
 from dbt.adapters.zspark.reach.folders import SessionFolders
 from dbt.adapters.zspark.reach.frames.reach import FrameReach
@@ -62,6 +63,30 @@ class SessionReach(FrameReach):
         size = int(str(execution.optimizedPlan().stats().sizeInBytes()))
         known = [plan.maxRows() for plan in (execution.analyzed(), execution.optimizedPlan())]
         return size, any(k.isDefined() and int(k.get()) <= rows for k in known)
+
+    def shuffled(self, rows: Any) -> Any:
+        """``rows`` as a scan of their shuffle's output, the plan that keyed them run now
+        (its map stage) and left out of the write's tasks. Each task of a stage carries the
+        plan of every stage before it: a Hilbert key's boundaries, tables and cut points
+        are ten thousand boxed constants, 5 ms to deserialize per task, 5 s of a write
+        into 1,000 files (Iceberg's: a task per file). The keys' generated code is
+        compiled here, so under the keyed write's code settings."""
+        conf = self.spark.conf
+        settings = keyed_code_settings(*(conf.get(key, None) or "" for key in JVM_SETTINGS))
+        saved = {key: conf.get(key, None) for key in settings}
+        for key, value in settings.items():
+            conf.set(key, value)
+        try:
+            dataset = self.jvm().dataset(rows)
+            shuffle = dataset.queryExecution().toRdd()
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    conf.unset(key)
+                else:
+                    conf.set(key, value)
+        return self.jvm().dataframe(self.jvm().session.internalCreateDataFrame(
+            shuffle, dataset.schema(), False))
 
     def event_log_scans(self, folders: Sequence[str],
                         tables: Sequence[str]) -> pd.DataFrame:
