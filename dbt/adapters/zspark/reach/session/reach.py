@@ -3,8 +3,9 @@ a DataFrame session (``FrameReach``) whose JVM is at hand.
 
 Every method here is the JVM seam, each used where a Connect client has no equivalent
 (docs/architecture.md lists them): Spark's planned size and row bound of a query, the
-session's default parallelism, the Hadoop file systems (footers read by the executors,
-folders, listings), the session's cached listing of a table, and the formats' own APIs.
+session's default parallelism, the keyed rows' shuffle scanned by the write, the Hadoop
+file systems (footers read by the executors, folders, listings), the session's cached
+listing of a table, and the formats' own APIs.
 """
 
 from __future__ import annotations
