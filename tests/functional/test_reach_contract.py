@@ -147,6 +147,15 @@ def test_a_keyed_writes_tasks_read_the_shuffle_not_the_plan_that_keyed_it(
     # The setting a cluster's keyed write runs with, asked for as a cluster would.
     monkeypatch.setattr(session_reach, "keyed_code_settings",
                         lambda *answers: {HUGE_METHOD_LIMIT: "8000"})
+    # The setting in force when the session hands the keyed rows to Spark to plan.
+    in_force: list[str] = []
+    keyed_rows = session_reach.SessionJvm.dataset
+
+    def recorded(frame: Any) -> Any:
+        in_force.append(frame.sparkSession.conf.get(HUGE_METHOD_LIMIT))
+        return keyed_rows(frame)
+
+    monkeypatch.setattr(session_reach.SessionJvm, "dataset", staticmethod(recorded))
     before = setting_value(reached.reach.fetch, HUGE_METHOD_LIMIT)
     reach = reached.reach
     schema = reach.schema(MODEL_SQL)
@@ -159,6 +168,7 @@ def test_a_keyed_writes_tasks_read_the_shuffle_not_the_plan_that_keyed_it(
         f"explain {prepared.select_sql}")[1])
     assert ("Scan ExistingRDD" in plan_text) == (reached.name == "session"), plan_text
     assert ("Exchange" in plan_text) == (reached.name != "session"), plan_text
+    assert in_force == (["8000"] if reached.name == "session" else [])
     assert setting_value(reached.reach.fetch, HUGE_METHOD_LIMIT) == before
     assert reached.rows(prepared.select_sql) == reached.rows(MODEL_SQL)
 
