@@ -21,7 +21,8 @@ run.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dbt.adapters.events.logging import AdapterLogger
@@ -201,6 +202,23 @@ def execute_with(fetch: Callable[[str], list[tuple[Any, ...]]], execute: Execute
         for key, before in previous.items():
             execute(f"set {key} = {before}" if before not in (None, "<undefined>")
                     else f"reset {key}")
+
+
+@contextmanager
+def session_settings(spark: Any, settings: Mapping[str, str]) -> Iterator[None]:
+    """A DataFrame session's ``settings`` for the work inside, restored after (as
+    :func:`execute_with` does by statements)."""
+    previous = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in previous.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 def described(rows: Sequence[tuple[Any, ...]]) -> dict[str, str]:

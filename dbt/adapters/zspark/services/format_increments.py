@@ -14,8 +14,8 @@ rows; the next run's policy finds them pending and merges them.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import replace
 from typing import Any
 
@@ -30,6 +30,7 @@ from dbt.adapters.zspark.layouts.layout_state import (
     clustered_writes_property,
     write_id,
 )
+from dbt.adapters.zspark.reach.base import session_settings
 from dbt.adapters.zspark.services.context import RunContext
 from dbt.adapters.zspark.services.increments import (
     IncrementPlanner,
@@ -316,7 +317,7 @@ class FormatIncrements:
         def keyed(rows: Any) -> Any:
             rows.createOrReplaceTempView(view)
             write = keyed_write()
-            settings.enter_context(_session_settings(spark, write.statement_settings()))
+            settings.enter_context(session_settings(spark, write.statement_settings()))
             return spark.sql(write.sql)
 
         with ExitStack() as settings:
@@ -347,22 +348,6 @@ class FormatIncrements:
                 partition_by, location=lambda: self.ctx.reach().location(relation))
         finally:
             self.ctx.execute(f"drop view if exists {view}")
-
-
-@contextmanager
-def _session_settings(spark: Any, settings: dict[str, str]) -> Iterator[None]:
-    """Session ``settings`` for the statements inside, restored after."""
-    previous = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, value in previous.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
 
 
 def merge_rewrote(before: set[str], files: list[tuple[str, int, int]],

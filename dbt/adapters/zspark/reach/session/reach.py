@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from dbt.adapters.zspark.reach.folders import Folders
     from dbt.adapters.zspark.versions.next_version import NextVersion
 
-from dbt.adapters.zspark.reach.base import Execute, Query, Relation
+from dbt.adapters.zspark.reach.base import Execute, Query, Relation, session_settings
 
 logger = AdapterLogger("zspark")
 
@@ -74,20 +74,12 @@ class SessionReach(FrameReach):
         compiled here, so under the keyed write's code settings."""
         conf = self.spark.conf
         settings = keyed_code_settings(*(conf.get(key, None) or "" for key in JVM_SETTINGS))
-        saved = {key: conf.get(key, None) for key in settings}
-        for key, value in settings.items():
-            conf.set(key, value)
-        try:
-            dataset = self.jvm().dataset(rows)
+        jvm = self.jvm()
+        with session_settings(self.spark, settings):
+            dataset = jvm.dataset(rows)
             shuffle = dataset.queryExecution().toRdd()
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    conf.unset(key)
-                else:
-                    conf.set(key, value)
-        return self.jvm().dataframe(self.jvm().session.internalCreateDataFrame(
-            shuffle, dataset.schema(), False))
+        return jvm.dataframe(jvm.session.internalCreateDataFrame(shuffle, dataset.schema(),
+                                                                 False))
 
     def event_log_scans(self, folders: Sequence[str],
                         tables: Sequence[str]) -> pd.DataFrame:
