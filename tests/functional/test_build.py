@@ -466,3 +466,47 @@ def test_staged_index_moves_with_the_table_or_is_refused(project: DbtProject) ->
     assert spark.sql(f"select {columns} from {table}__zindex {ordered}").collect() == \
         spark.sql(f"select {columns} from {table}__fresh {ordered}").collect()
     assert fresh.files == moved.files
+
+
+def test_staged_index_of_a_table_that_kept_its_folder_is_written_without_listing_it(
+        project: DbtProject, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build's table keeps its version folder through the swap's rename: its staged
+    index is written as read, with the counts of the files read at staging, and the
+    table's files are not listed or looked up again. The index equals one read anew."""
+    from dbt.adapters.zspark.reach.session import index_tables
+    from dbt.adapters.zspark.reach.session.index_tables import (
+        build_index,
+        read_index,
+        relocate_index,
+        table_location,
+    )
+
+    spark = project.spark
+    staging, table = project.table("kept_new"), project.table("kept")
+    spark.sql(f"create database if not exists {table.split('.')[0]}")
+    spark.sql(f"drop table if exists {table}")
+    spark.sql(f"create table {staging} using parquet location '{tmp_path / 'version'}' as "
+              f"select /*+ REPARTITION(3) */ id, id % 7 as k from range(300)")
+    staged_location = table_location(spark, staging)
+    rows = read_index(spark, staging, clustering=["k"])
+    files = [(str(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in rows.where(
+        "row_group is null").select("file_path", "file_size", "file_mtime", "row_count").collect()]
+    spark.sql(f"alter table {staging} rename to {table}")
+    assert table_location(spark, table) == staged_location
+
+    def not_listed(*args: object) -> None:
+        raise AssertionError("the table's files were listed again")
+
+    monkeypatch.setattr(index_tables, "input_files", not_listed)
+    monkeypatch.setattr(index_tables.HadoopFiles, "identities", not_listed)
+    written = relocate_index(spark, rows, f"{table}__zindex", table, staged_location, files)
+    monkeypatch.undo()
+
+    assert written is not None
+    assert (written.files, written.rows) == (3, 300)
+    fresh = build_index(spark, table, f"{table}__fresh", clustering=["k"])
+    columns = "file_path, file_size, file_mtime, row_group, row_count, k__min, k__max"
+    ordered = "order by file_path, row_group nulls first"
+    assert spark.sql(f"select {columns} from {table}__zindex {ordered}").collect() == \
+        spark.sql(f"select {columns} from {table}__fresh {ordered}").collect()
+    assert (fresh.files, fresh.rows) == (written.files, written.rows)

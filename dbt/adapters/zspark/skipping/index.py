@@ -85,7 +85,10 @@ class StagedIndex:
     """The index of a build's staging table, read before the swap renames it into the
     model's table: the staging table's ``location`` (its files' paths' prefix until then)
     and where the ``rows`` wait (a session: a DataFrame its executors hold; a server: the
-    relation they were written to, as a thrift session holds nothing between calls)."""
+    relation they were written to, as a thrift session holds nothing between calls).
+    ``files``: the staged files' rows (path, size, modification time, rows), where the
+    reach read them when it staged the rows."""
 
     location: str
     rows: Any
+    files: list[tuple[str, int, int, int]] | None = None

@@ -215,27 +215,39 @@ def table_location(spark: SparkSession, table: str) -> str:
 
 
 def relocate_index(spark: SparkSession, staged: DataFrame, index_table: str, table: str,
-                   staged_location: str) -> IndexSummary | None:
-    """Write the index of a renamed table from the rows read before the rename.
+                   staged_location: str,
+                   staged_files: Sequence[tuple[str, int, int, int]] | None = None,
+                   ) -> IndexSummary | None:
+    """Write the index of a renamed table from the rows read before the rename
+    (``staged_files``: their files' path, size, modification time and rows, when read
+    with them).
 
     Renaming a managed table moves its folder and keeps every file's name, size and
     modification time, so only the paths' prefix changes. Returns None (and writes nothing)
-    unless the moved paths are exactly the table's files.
+    unless the moved paths are exactly the table's files. A table whose location the
+    rename kept (a build's version folder) keeps its files where they were read: they are
+    not listed again (on an object store, a listing per thousand files).
     """
     from pyspark.sql import functions
 
     location = table_location(spark, table)
     suffix = functions.substring("file_path", len(staged_location) + 1, 1 << 30)
     rows = staged.withColumn("file_path", functions.concat(functions.lit(location), suffix))
-    file_rows = rows.where("row_group is null").select(*FILE_COLUMNS, "row_count").collect()
-    moved = {tuple(r[:len(FILE_COLUMNS)]) for r in file_rows}
-    spark.catalog.refreshTable(table)
-    files = [spark_path(f) for f in input_files(spark.table(table))]
-    present = {(i.path, i.size, i.mtime) for i in HadoopFiles(spark).identities(files).values()}
-    if moved != present:  # e.g. an object store whose rename copies and re-dates files
-        return None
+    if staged_files is None:
+        staged_files = [(str(r[0]), int(r[1]), int(r[2] or 0), int(r[3])) for r in staged.where(
+            "row_group is null").select(*FILE_COLUMNS, "row_count").collect()]
+    moved = {(location + path[len(staged_location):], size, mtime)
+             for path, size, mtime, _ in staged_files}
+    if location != staged_location:
+        spark.catalog.refreshTable(table)
+        files = [spark_path(f) for f in input_files(spark.table(table))]
+        present = {(i.path, i.size, i.mtime)
+                   for i in HadoopFiles(spark).identities(files).values()}
+        if moved != present:  # e.g. an object store whose rename copies and re-dates files
+            return None
     _save(rows.select(*[quote(c) for c in staged.columns]), index_table)
     # Told from the rows just written: reading the new table back only to count them was
     # a Spark job of its own.
-    return IndexSummary(index_table, len(file_rows), sum(int(r["row_count"]) for r in file_rows),
+    return IndexSummary(index_table, len(staged_files),
+                        sum(count for *_, count in staged_files),
                         indexed_columns(staged.columns))

@@ -30,7 +30,7 @@ from dbt.adapters.zspark.reach.session.index_tables import (
 )
 from dbt.adapters.zspark.reach.session.jvm import SessionJvm
 from dbt.adapters.zspark.reach.session.next_version import SessionVersion
-from dbt.adapters.zspark.skipping.index import IndexSummary, StagedIndex
+from dbt.adapters.zspark.skipping.index import FILE_COLUMNS, IndexSummary, StagedIndex
 from dbt.adapters.zspark.skipping.stats import spark_path
 from dbt.adapters.zspark.versions.rewrite import set_properties_sql
 
@@ -131,11 +131,13 @@ class SessionReach(FrameReach):
         model's table and its index as they were)."""
 
         rows = read_index(self.spark, str(table), clustering or (), configured)
-        staged = StagedIndex(self.location(table), rows)
+        # One job for the files' rows: the properties below and the publish read them.
+        files = [(str(r[0]), int(r[1]), int(r[2] or 0), int(r[3])) for r in rows.where(
+            "row_group is null").select(*FILE_COLUMNS, "row_count").collect()]
+        staged = StagedIndex(self.location(table), rows, files)
         if clustering:
-            files = [str(r[0]) for r in rows.where("row_group is null")
-                     .select("file_path").collect()]
-            self._execute(set_properties_sql(str(table), clustered_writes_property(files)))
+            self._execute(set_properties_sql(str(table), clustered_writes_property(
+                [path for path, *_ in files])))
         return staged
 
     def publish_index(self, staged: StagedIndex, table: Relation, index: Relation,
@@ -145,7 +147,7 @@ class SessionReach(FrameReach):
         summary = None
         try:
             summary = relocate_index(self.spark, staged.rows, str(index), str(table),
-                                     staged.location)
+                                     staged.location, staged.files)
         except Exception as error:  # e.g. an executor holding staged rows was lost
             logger.warning(f"zspark: {table.identifier}: staged index rows unusable "
                            f"({type(error).__name__}); reading footers again")
