@@ -26,7 +26,9 @@ COMMANDS = {
                                    "--one-process", "--img-dir", "{dir}/img"]),
     "keys": ("keys.json", ["bench.keys", "--rows", "5000", "--repeat", "1"]),
     "sort_series": ("sort-series.json", ["bench.sort_series", "--sizes", "20000:4",
-                                         "--formats", "parquet", "delta"]),
+                                         "--formats", "parquet"]),
+    "sort_series_one_process": ("sort-series.json", [
+        "bench.sort_series", "--sizes", "20000:4", "--formats", "delta", "--one-process"]),
 }
 
 

@@ -149,21 +149,25 @@ def test_the_balanced_benchmark_reports_expected_and_measured_reads_per_declared
 
 def test_the_sort_series_builds_every_model_beside_spark_s_own_writes(
         bench_runs: dict[str, BenchRun]) -> None:
-    """bench.sort_series on a small table, Parquet and Delta: every model built with dbt in
-    each format, the clustered ones with their step split and their ratio to Spark's
-    sorted write, and the report's section drawn from it."""
+    """bench.sort_series on a small table: every model built with dbt, each in a process
+    of its own (Parquet) or all in one run after the source (Delta, ``--one-process``),
+    the clustered ones with their step split and their ratio to Spark's sorted write, and
+    the report's section drawn from it."""
     from bench.sort_series import MODELS, series_section
 
-    raw = json.loads(bench_runs["sort_series"].wait().read_text())
-    assert [(p["rows"], p["format"]) for p in raw["points"]] == [(20000, "parquet"),
-                                                                  (20000, "delta")]
-    for point in raw["points"]:
-        assert set(point["builds"]) == set(MODELS)
-        for model in ("bar_hilbert", "bar_zorder", "bar_balanced"):
-            build = point["builds"][model]
-            assert set(build["steps"]) == {"sample", "write", "index", "log"}, model
-            assert build["over_sorted"] == pytest.approx(
-                build["seconds"] / point["builds"]["bar_sorted"]["seconds"])
-    section = "\n".join(series_section(raw))
-    assert "## Clustering at the cost of a sort" in section
-    assert section.count("| delta | 20,000 |") == len(MODELS)
+    for name, table_format in (("sort_series", "parquet"),
+                               ("sort_series_one_process", "delta")):
+        raw = json.loads(bench_runs[name].wait().read_text())
+        assert [(p["rows"], p["format"]) for p in raw["points"]] == [(20000, table_format)]
+        assert raw["one_process"] == (name == "sort_series_one_process")
+        for point in raw["points"]:
+            assert set(point["builds"]) == set(MODELS)
+            for model in ("bar_hilbert", "bar_zorder", "bar_balanced"):
+                build = point["builds"][model]
+                assert set(build["steps"]) == {"sample", "write", "index", "log"}, model
+                assert build["over_sorted"] == pytest.approx(
+                    build["seconds"] / point["builds"]["bar_sorted"]["seconds"])
+        section = "\n".join(series_section(raw))
+        assert "## Clustering at the cost of a sort" in section
+        assert ("in a run that has started Spark" in section) == raw["one_process"]
+        assert section.count(f"| {table_format} | 20,000 |") == len(MODELS)
