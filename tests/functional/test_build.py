@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -434,74 +435,31 @@ def test_a_partitioned_build_runs_twice_and_cuts_each_partition_into_full_files(
         f"select id as a, cast(pmod(hash(id), 97) as int) as b from range({rows})")
 
 
-def test_staged_index_moves_with_the_table_or_is_refused(project: DbtProject) -> None:
-    """Index rows read before a rename are written for the renamed table only when their
-    moved paths are exactly its files; otherwise nothing is written."""
-    from dbt.adapters.zspark.reach.session.index_tables import (
-        build_index,
-        read_index,
-        relocate_index,
-        table_location,
-    )
+def _staged_then_renamed(project: DbtProject, name: str,
+                         location: Path | None = None) -> tuple[str, str, Any]:
+    """A 300-row table of 3 files (in ``location``, else managed) named ``<name>_new``, its
+    index rows read, then renamed to ``name``: the table, the staged location, the rows."""
+    from dbt.adapters.zspark.reach.session.index_tables import read_index, table_location
 
     spark = project.spark
-    staging, table = project.table("relocate_new"), project.table("relocate")
+    staging, table = project.table(f"{name}_new"), project.table(name)
     spark.sql(f"create database if not exists {table.split('.')[0]}")
     spark.sql(f"drop table if exists {table}")
-    spark.sql(f"create table {staging} using parquet as "
+    placed = f"location '{location}' " if location else ""
+    spark.sql(f"create table {staging} using parquet {placed}as "
               f"select /*+ REPARTITION(3) */ id, id % 7 as k from range(300)")
     staged_location = table_location(spark, staging)
     rows = read_index(spark, staging, clustering=["k"])
     spark.sql(f"alter table {staging} rename to {table}")
-
-    assert relocate_index(spark, rows, f"{table}__bad", table, staged_location + "x") is None
-    assert not spark.catalog.tableExists(f"{table}__bad")
-
-    moved = relocate_index(spark, rows, f"{table}__zindex", table, staged_location)
-    assert moved is not None
-    assert (moved.files, moved.rows) == (3, 300)
-    fresh = build_index(spark, table, f"{table}__fresh", clustering=["k"])
-    columns = "file_path, file_size, file_mtime, row_group, row_count, k__min, k__max"
-    ordered = "order by file_path, row_group nulls first"
-    assert spark.sql(f"select {columns} from {table}__zindex {ordered}").collect() == \
-        spark.sql(f"select {columns} from {table}__fresh {ordered}").collect()
-    assert fresh.files == moved.files
+    return table, staged_location, rows
 
 
-def test_staged_index_of_a_table_that_kept_its_folder_is_written_without_listing_it(
-        project: DbtProject, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A build's table keeps its version folder through the swap's rename: its staged
-    index is written as read, with the counts of the files read at staging, and the
-    table's files are not listed or looked up again. The index equals one read anew."""
-    from dbt.adapters.zspark.reach.session import index_tables
-    from dbt.adapters.zspark.reach.session.index_tables import (
-        build_index,
-        read_index,
-        relocate_index,
-        table_location,
-    )
+def _assert_index_read_anew_is(project: DbtProject, table: str, written: Any) -> None:
+    """``<table>__zindex`` (``written``: its summary) holds what reading every footer of
+    ``table`` again writes, row for row."""
+    from dbt.adapters.zspark.reach.session.index_tables import build_index
 
     spark = project.spark
-    staging, table = project.table("kept_new"), project.table("kept")
-    spark.sql(f"create database if not exists {table.split('.')[0]}")
-    spark.sql(f"drop table if exists {table}")
-    spark.sql(f"create table {staging} using parquet location '{tmp_path / 'version'}' as "
-              f"select /*+ REPARTITION(3) */ id, id % 7 as k from range(300)")
-    staged_location = table_location(spark, staging)
-    rows = read_index(spark, staging, clustering=["k"])
-    files = [(str(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in rows.where(
-        "row_group is null").select("file_path", "file_size", "file_mtime", "row_count").collect()]
-    spark.sql(f"alter table {staging} rename to {table}")
-    assert table_location(spark, table) == staged_location
-
-    def not_listed(*args: object) -> None:
-        raise AssertionError("the table's files were listed again")
-
-    monkeypatch.setattr(index_tables, "input_files", not_listed)
-    monkeypatch.setattr(index_tables.HadoopFiles, "identities", not_listed)
-    written = relocate_index(spark, rows, f"{table}__zindex", table, staged_location, files)
-    monkeypatch.undo()
-
     assert written is not None
     assert (written.files, written.rows) == (3, 300)
     fresh = build_index(spark, table, f"{table}__fresh", clustering=["k"])
@@ -510,3 +468,42 @@ def test_staged_index_of_a_table_that_kept_its_folder_is_written_without_listing
     assert spark.sql(f"select {columns} from {table}__zindex {ordered}").collect() == \
         spark.sql(f"select {columns} from {table}__fresh {ordered}").collect()
     assert (fresh.files, fresh.rows) == (written.files, written.rows)
+
+
+def test_staged_index_moves_with_the_table_or_is_refused(project: DbtProject) -> None:
+    """Index rows read before a rename are written for the renamed table only when their
+    moved paths are exactly its files; otherwise nothing is written."""
+    from dbt.adapters.zspark.reach.session.index_tables import relocate_index
+
+    spark = project.spark
+    table, staged_location, rows = _staged_then_renamed(project, "relocate")
+
+    assert relocate_index(spark, rows, f"{table}__bad", table, staged_location + "x") is None
+    assert not spark.catalog.tableExists(f"{table}__bad")
+
+    moved = relocate_index(spark, rows, f"{table}__zindex", table, staged_location)
+    _assert_index_read_anew_is(project, table, moved)
+
+
+def test_staged_index_of_a_table_that_kept_its_folder_is_written_without_listing_it(
+        project: DbtProject, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build's table keeps its version folder through the swap's rename: its staged
+    index is written as read, with the counts of the files read at staging, and the
+    table's files are not listed or looked up again. The index equals one read anew."""
+    from dbt.adapters.zspark.reach.session import index_tables
+
+    spark = project.spark
+    table, staged_location, rows = _staged_then_renamed(project, "kept", tmp_path / "version")
+    assert index_tables.table_location(spark, table) == staged_location
+    files = [(str(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in rows.where(
+        "row_group is null").select("file_path", "file_size", "file_mtime", "row_count").collect()]
+
+    def not_listed(*args: object) -> None:
+        raise AssertionError("the table's files were listed again")
+
+    monkeypatch.setattr(index_tables, "input_files", not_listed)
+    monkeypatch.setattr(index_tables.HadoopFiles, "identities", not_listed)
+    written = index_tables.relocate_index(spark, rows, f"{table}__zindex", table,
+                                          staged_location, files)
+    monkeypatch.undo()
+    _assert_index_read_anew_is(project, table, written)
