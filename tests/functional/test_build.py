@@ -495,8 +495,7 @@ def test_staged_index_of_a_table_that_kept_its_folder_is_written_without_listing
     spark = project.spark
     table, staged_location, rows = _staged_then_renamed(project, "kept", tmp_path / "version")
     assert index_tables.table_location(spark, table) == staged_location
-    files = [(str(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in rows.where(
-        "row_group is null").select("file_path", "file_size", "file_mtime", "row_count").collect()]
+    files = index_tables.file_rows(rows)
 
     def not_listed(*args: object) -> None:
         raise AssertionError("the table's files were listed again")

@@ -214,6 +214,12 @@ def table_location(spark: SparkSession, table: str) -> str:
     return spark_path(str(location)).rstrip("/")
 
 
+def file_rows(rows: DataFrame) -> list[tuple[str, int, int, int]]:
+    """The file rows of index ``rows`` (path, size, modification time, rows), in one job."""
+    return [(str(r[0]), int(r[1]), int(r[2] or 0), int(r[3])) for r in rows.where(
+        "row_group is null").select(*FILE_COLUMNS, "row_count").collect()]
+
+
 def relocate_index(spark: SparkSession, staged: DataFrame, index_table: str, table: str,
                    staged_location: str,
                    staged_files: Sequence[tuple[str, int, int, int]] | None = None,
@@ -234,8 +240,7 @@ def relocate_index(spark: SparkSession, staged: DataFrame, index_table: str, tab
     suffix = functions.substring("file_path", len(staged_location) + 1, 1 << 30)
     rows = staged.withColumn("file_path", functions.concat(functions.lit(location), suffix))
     if staged_files is None:
-        staged_files = [(str(r[0]), int(r[1]), int(r[2] or 0), int(r[3])) for r in staged.where(
-            "row_group is null").select(*FILE_COLUMNS, "row_count").collect()]
+        staged_files = file_rows(staged)
     moved = {(location + path[len(staged_location):], size, mtime)
              for path, size, mtime, _ in staged_files}
     if location != staged_location:

@@ -23,6 +23,7 @@ from dbt.adapters.zspark.reach.session.event_logs import event_log_scans
 from dbt.adapters.zspark.reach.session.hadoop_files import input_files
 from dbt.adapters.zspark.reach.session.index_tables import (
     build_index,
+    file_rows,
     read_index,
     relocate_index,
     table_location,
@@ -30,7 +31,7 @@ from dbt.adapters.zspark.reach.session.index_tables import (
 )
 from dbt.adapters.zspark.reach.session.jvm import SessionJvm
 from dbt.adapters.zspark.reach.session.next_version import SessionVersion
-from dbt.adapters.zspark.skipping.index import FILE_COLUMNS, IndexSummary, StagedIndex
+from dbt.adapters.zspark.skipping.index import IndexSummary, StagedIndex
 from dbt.adapters.zspark.skipping.stats import spark_path
 from dbt.adapters.zspark.versions.rewrite import set_properties_sql
 
@@ -132,8 +133,7 @@ class SessionReach(FrameReach):
 
         rows = read_index(self.spark, str(table), clustering or (), configured)
         # One job for the files' rows: the properties below and the publish read them.
-        files = [(str(r[0]), int(r[1]), int(r[2] or 0), int(r[3])) for r in rows.where(
-            "row_group is null").select(*FILE_COLUMNS, "row_count").collect()]
+        files = file_rows(rows)
         staged = StagedIndex(self.location(table), rows, files)
         if clustering:
             self._execute(set_properties_sql(str(table), clustered_writes_property(
