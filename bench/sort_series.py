@@ -43,14 +43,21 @@ BOUND = 1.2
 SMALL_ROWS, SMALL_SECONDS = 1_000_000, 3.0
 
 
-def run_point(rows: int, files: int, table_format: str, models: tuple[str, ...],
-              session_dir: Path, log: Progress) -> dict[str, Any]:
-    """Every model of one size and format, each in its own dbt process."""
+def _dbt_args(rows: int, files: int, table_format: str
+              ) -> tuple[dict[str, Any], dict[str, str], list[str]]:
+    """The dbt variables, environment and target of one size and format."""
     variables: dict[str, Any] = {"bar": True, "bar_rows": rows, "bar_files": files,
                                  "bar_source_rows": rows, "bar_format": table_format}
     # A schema per format: a session of one format cannot drop the other's tables.
     env = {"ZSPARK_SCHEMA": f"zspark_series_{table_format}"}
     target = [] if table_format == "parquet" else ["--target", table_format]
+    return variables, env, target
+
+
+def run_point(rows: int, files: int, table_format: str, models: tuple[str, ...],
+              session_dir: Path, log: Progress) -> dict[str, Any]:
+    """Every model of one size and format, each in its own dbt process."""
+    variables, env, target = _dbt_args(rows, files, table_format)
     source = session_dir / f"series-source-{table_format}.json"
     if not source.exists() or json.loads(source.read_text()) != rows:
         log(f"writing the source: {rows:,} rows")
@@ -70,10 +77,7 @@ def run_point_in_one_process(rows: int, files: int, table_format: str,
     """Every model of one size and format in one ``dbt run``: the source first (dbt runs
     it before the models that read it), which starts Spark, then the models in dbt's
     order (by name)."""
-    variables: dict[str, Any] = {"bar": True, "bar_rows": rows, "bar_files": files,
-                                 "bar_source_rows": rows, "bar_format": table_format}
-    env = {"ZSPARK_SCHEMA": f"zspark_series_{table_format}"}
-    target = [] if table_format == "parquet" else ["--target", table_format]
+    variables, env, target = _dbt_args(rows, files, table_format)
     output: list[str] = []
     run_dbt(["run", "-s", "bar_source", *models, *target], session_dir, log, variables,
             lines=output, env=env)
