@@ -19,7 +19,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from dbt.adapters.zspark.connections import with_class_archive
+from dbt.adapters.zspark.connections import CLASS_PATH, with_class_archive
+from dbt.adapters.zspark.reach.session.class_archive import archive_dir, archive_key
 
 BIN = Path(sys.executable).parent
 REPO = Path(__file__).resolve().parents[2]
@@ -96,8 +97,7 @@ def _server(home: Path, main_class: str, conf: Mapping[str, str], env: Mapping[s
     """A Spark server process of ``main_class``, up once its log says ``started``."""
     home.mkdir(parents=True, exist_ok=True)
     log_path = home / "server.log"
-    # Its JVM maps the class archive of its class path too (a start in half the time).
-    own = with_class_archive({"spark.ui.enabled": "false", **conf})
+    own = _mapping_recorded_classes({"spark.ui.enabled": "false", **conf})
     settings = [part for key, value in own.items() for part in ("--conf", f"{key}={value}")]
     with log_path.open("w") as log:
         server = subprocess.Popen(
@@ -115,6 +115,17 @@ def _server(home: Path, main_class: str, conf: Mapping[str, str], env: Mapping[s
         yield
     finally:
         _stop(server)
+
+
+def _mapping_recorded_classes(conf: dict[str, str]) -> dict[str, str]:
+    """A server's settings, its JVM mapping the class archive of its class path when one
+    was recorded (a start in half the time), else recording none: a server of a format's
+    jars starts once a suite run, and a JVM that records writes its 200 MB archive as it
+    exits, which outlasted the 30 s a stop waits (the server killed amid it, its recording
+    lost) and counted against the suite's limit of archives kept, deleting ones its
+    sessions map."""
+    recorded = archive_dir() / f"{archive_key(str(conf.get(CLASS_PATH, '')))}.jsa"
+    return with_class_archive(conf) if recorded.is_file() else conf
 
 
 def _stop(server: subprocess.Popen[bytes]) -> None:
