@@ -20,7 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from dbt.adapters.zspark.connections import CLASS_PATH, with_class_archive
-from dbt.adapters.zspark.reach.session.class_archive import archive_dir, archive_key
+from dbt.adapters.zspark.reach.session.class_archive import (
+    archive_dir,
+    archive_key,
+    promote_recordings,
+)
 
 BIN = Path(sys.executable).parent
 REPO = Path(__file__).resolve().parents[2]
@@ -124,8 +128,9 @@ def _mapping_recorded_classes(conf: dict[str, str]) -> dict[str, str]:
     exits, which outlasted the 30 s a stop waits (the server killed amid it, its recording
     lost) and counted against the suite's limit of archives kept, deleting ones its
     sessions map."""
-    recorded = archive_dir() / f"{archive_key(str(conf.get(CLASS_PATH, '')))}.jsa"
-    return with_class_archive(conf) if recorded.is_file() else conf
+    key = archive_key(str(conf.get(CLASS_PATH, "")))
+    promote_recordings(key)  # the suite's recording of it, finished, is its archive now
+    return with_class_archive(conf) if (archive_dir() / f"{key}.jsa").is_file() else conf
 
 
 def _stop(server: subprocess.Popen[bytes]) -> None:
