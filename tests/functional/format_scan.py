@@ -4,7 +4,8 @@ files Spark opened, from its scan metrics. Run as
 ``python -m tests.functional.format_scan <format> <session_dir> <queries as JSON>``;
 prints per query [rows, files opened, the first row's values], or for
 ``bounds of <table>`` the check of :func:`bound_violations`, for ``snapshots of <table>``
-the rows of each Iceberg snapshot (:func:`snapshot_rows`)."""
+the rows of each Iceberg snapshot (:func:`snapshot_rows`), for ``replay of <table>`` a
+Delta log replayed by SQL against the snapshot (:func:`replayed_logs`)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from dbt.adapters.zspark.reach.session.jvm import SessionJvm
 from tests.harness.scan_metrics import files_opened
 
 #: "Queries" that ask for the checks below rather than rows.
-BOUNDS, SNAPSHOTS, SAMPLE = "bounds of ", "snapshots of ", "sample of "
+BOUNDS, SNAPSHOTS, SAMPLE, REPLAY = "bounds of ", "snapshots of ", "sample of ", "replay of "
 #: Files an advice's sample reads in :func:`sample_of_files` (the adapter's bound is
 #: 1,024; a test's tables hold a few dozen).
 SAMPLED_FILES = 4
@@ -99,6 +100,60 @@ def sample_of_files(spark: SparkSession, table_format: str, table: str) -> list[
     return [len(paths), files_opened(counted), rows, through_table]
 
 
+def replayed_logs(spark: SparkSession, table: str) -> list[list[Any]]:
+    """A Delta table's live files as its log replayed by SQL gives them (what a reach
+    without the JVM reads) against the session's snapshot of it: for ``table``, then for
+    each step of a table of its own in the same schema (commits alone, a checkpoint in
+    parts, OPTIMIZE, a delete, a partition overwritten, deletion vectors): [step, live
+    files, how the SQL read them ('log' or 'rows'), whether its rows equal the
+    snapshot's (read from the rows: its files)]."""
+    from dbt.adapters.zspark.formats import stats_columns
+    from dbt.adapters.zspark.formats.delta import DeltaTable
+    from dbt.adapters.zspark.reach.frames.clustering import model_schema
+
+    def fetch(sql: str) -> list[tuple[Any, ...]]:
+        return [tuple(row) for row in spark.sql(sql).collect()]
+
+    def compared(step: str, name: str) -> list[Any]:
+        schema = model_schema(spark, f"select * from {name}")
+        columns = stats_columns(schema, [], list(schema))
+        sql = DeltaTable().active_files_sql(name, columns, fetch)
+        live = DeltaTable().active_files(SessionJvm(spark), name, columns).collect()
+        replayed = spark.sql(sql).collect()
+        read = "log" if "_delta_log" in sql else "rows"
+        if read == "rows":  # exact bounds from the rows: the same files, other figures
+            live, replayed = ([row["file_path"] for row in rows] for rows in (live, replayed))
+        # repr: a NaN bound equals itself
+        return [step, len(live), read, sorted(map(repr, live)) == sorted(map(repr, replayed))]
+
+    found = [compared("model", table)]
+    own = f"{table.rsplit('.', 1)[0]}.zspark_replayed"
+    spark.sql(f"drop table if exists {own}")
+    spark.sql(f"create table {own} (id bigint, s string, t timestamp, p int) using delta "
+              f"partitioned by (p)")
+    rows = ("select id, repeat(cast(id as string), 9), timestamp_millis(id * 1000003), "
+            "cast(id % 3 as int) from range({}, {})")
+    for lo in (0, 100, 200):
+        spark.sql(f"insert into {own} {rows.format(lo, lo + 100)}")
+    found.append(compared("commits", own))
+    spark.conf.set("spark.databricks.delta.checkpoint.partSize", "4")
+    spark.sql(f"alter table {own} set tblproperties ('delta.checkpointInterval' = '2')")
+    spark.sql(f"insert into {own} {rows.format(300, 400)}")
+    found.append(compared("checkpoint in parts", own))
+    spark.conf.unset("spark.databricks.delta.checkpoint.partSize")
+    spark.sql(f"optimize {own}")
+    found.append(compared("optimize", own))
+    spark.sql(f"delete from {own} where id % 7 = 0")
+    spark.sql(f"insert overwrite {own} partition (p = 1) select id, "
+              f"repeat(cast(id as string), 9), timestamp_millis(id) from range(1000, 1010)")
+    found.append(compared("delete, overwrite", own))
+    spark.sql(f"alter table {own} set tblproperties ('delta.enableDeletionVectors' = 'true')")
+    spark.sql(f"delete from {own} where id % 5 = 0")
+    found.append(compared("deletion vectors", own))
+    spark.sql(f"drop table {own}")
+    return found
+
+
 def _plain(path: str) -> str:
     """A local file's path however Spark or a format spells its URI."""
     return "/" + path.removeprefix("file:").lstrip("/")
@@ -117,6 +172,9 @@ def main(table_format: str, session_dir: str, queries: list[str]) -> list[list[A
             continue
         if sql.startswith(SAMPLE):
             found.append(sample_of_files(spark, table_format, sql.removeprefix(SAMPLE)))
+            continue
+        if sql.startswith(REPLAY):
+            found.append(replayed_logs(spark, sql.removeprefix(REPLAY)))
             continue
         if sql.startswith(SNAPSHOTS):
             found.append(snapshot_rows(spark, sql.removeprefix(SNAPSHOTS)))

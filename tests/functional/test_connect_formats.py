@@ -24,6 +24,8 @@ from tests.functional.format_project import SMALL_DATA, FormatProject, release
 from tests.functional.test_connect import SPARK_ENV, _rows, connect_profile
 from tests.functional.test_thrift_formats import (
     check_clustered_format_table,
+    check_delta_log_replay_steps,
+    check_delta_log_replayed,
     check_delta_reclustering_by_sql,
     check_killed_iceberg_reclustering_by_sql,
     check_partitions_reclustered_by_sql,
@@ -112,6 +114,8 @@ def test_clustered_format_models_build_and_append_over_connect(
         # Re-clustered whole by SQL, killed and recovered.
         if file_format == "delta":
             check_delta_reclustering_by_sql(project, sql, table)
+            check_delta_log_replayed(sql, table)
+            check_delta_log_replay_steps(sql, SCHEMA)
         else:  # Delta's partitions: over thrift (slow)
             check_killed_iceberg_reclustering_by_sql(project, sql, table)
             table = f"{SCHEMA}.fmt_parts"  # refreshed by sql() from here on

@@ -255,6 +255,80 @@ def check_delta_reclustering_by_sql(project: FormatProject, sql: Sql, table: str
     check_whole_delta_table(sql, table, 12100, store)
 
 
+def check_delta_log_replayed(sql: Sql, table: str, read: str = "log") -> None:
+    """A Delta table's live files as dbt reads them over a server (``FormatTable.
+    active_files_sql``: the log replayed by SQL, or with ``read='rows'`` the rows
+    aggregated) against the table's own rows: exactly the files that hold rows, each
+    one's row count exact, every bound one the file's rows lie within."""
+    from dbt.adapters.zspark.formats import stats_columns
+    from dbt.adapters.zspark.formats.delta import DeltaTable
+    from dbt.adapters.zspark.reach.base import described
+    from dbt.adapters.zspark.skipping.pruning import stat_column
+    from dbt.adapters.zspark.skipping.sql_index import index_sql
+    from dbt.adapters.zspark.skipping.stats import ColumnRef
+
+    schema = described(sql(f"describe table {table}"))
+    columns = stats_columns(schema, [], list(schema))
+    replay = DeltaTable().active_files_sql(table, columns, sql)
+    assert ("_delta_log" in replay) == (read == "log"), replay
+    exact = index_sql(table, [ColumnRef((name,), kind) for name, kind in columns])
+    picked = ", ".join(f"`{stat_column(name, stat)}`" for name, _ in columns
+                       for stat in ("min", "max"))
+    replayed, actual = ({str(row[0]): row[1:] for row in
+                         sql(f"select file_path, row_count, {picked} from ({query}) z")}
+                        for query in (replay, exact))
+    assert set(replayed) == set(actual), (sorted(replayed), sorted(actual))
+    bounded = 0
+    for path, (rows, *bounds) in replayed.items():
+        assert rows == actual[path][0], path
+        for i, bound in enumerate(bounds):
+            row_bound = actual[path][1 + i]
+            if bound is not None and row_bound is not None:
+                bounded += 1
+                assert (bound <= row_bound) if i % 2 == 0 else (bound >= row_bound), \
+                    (path, columns[i // 2], bound, row_bound)
+    assert bounded > 0, replayed
+
+
+def check_delta_log_replay_steps(sql: Sql, schema: str) -> None:
+    """:func:`check_delta_log_replayed` on a table of its own after each kind of commit:
+    commits alone, a checkpoint in parts and commits after it, OPTIMIZE, a delete and a
+    partition overwritten; with deletion vectors the rows are read instead."""
+    table = f"{schema}.zspark_replayed"
+    sql(f"drop table if exists {table}")
+    sql(f"create table {table} (id bigint, s string, t timestamp, p int) using delta "
+        f"partitioned by (p)")
+    rows = ("select id, repeat(cast(id as string), 9), timestamp_millis(id * 1000003), "
+            "cast(id % 3 as int) from range({}, {})")
+    for lo in (0, 100, 200):
+        sql(f"insert into {table} {rows.format(lo, lo + 100)}")
+    check_delta_log_replayed(sql, table)
+    sql("set spark.databricks.delta.checkpoint.partSize=4")
+    try:
+        sql(f"alter table {table} set tblproperties ('delta.checkpointInterval' = '2')")
+        sql(f"insert into {table} {rows.format(300, 400)}")
+    finally:
+        sql("reset spark.databricks.delta.checkpoint.partSize")
+    assert any(".checkpoint.0000000001." in str(row[0]) for row in sql(
+        f"select path from binaryFile.`{_location(sql, table)}/_delta_log`"))
+    check_delta_log_replayed(sql, table)
+    sql(f"optimize {table}")
+    check_delta_log_replayed(sql, table)
+    sql(f"delete from {table} where id % 7 = 0")
+    sql(f"insert overwrite {table} partition (p = 1) select id, "
+        f"repeat(cast(id as string), 9), timestamp_millis(id) from range(1000, 1010)")
+    check_delta_log_replayed(sql, table)
+    sql(f"alter table {table} set tblproperties ('delta.enableDeletionVectors' = 'true')")
+    sql(f"delete from {table} where id % 5 = 0")
+    check_delta_log_replayed(sql, table, read="rows")
+    sql(f"drop table {table}")
+
+
+def _location(sql: Sql, table: str) -> str:
+    return next(str(row[1]) for row in sql(f"describe table extended {table}")
+                if row[0] == "Location")
+
+
 def check_whole_delta_table(sql: Sql, table: str, rows: int, store: Any = None) -> None:
     """Every row once, and every live file recorded as the clustered base and sorted by
     its key."""

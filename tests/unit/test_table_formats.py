@@ -84,7 +84,7 @@ def test_the_format_modules_examples_hold() -> None:
     import doctest
 
     from dbt.adapters.zspark import connections, formats
-    from dbt.adapters.zspark.formats import delta, iceberg
+    from dbt.adapters.zspark.formats import delta, delta_log, iceberg
     from dbt.adapters.zspark.layouts import layout_state
     from dbt.adapters.zspark.reach import base as reach
     from dbt.adapters.zspark.reach.session import hadoop_files, object_stores
@@ -92,8 +92,8 @@ def test_the_format_modules_examples_hold() -> None:
     # layout_state: which write made a file, by the names Spark, Delta and Iceberg give;
     # reach: a server's DESCRIBE rows; connections: a cluster writing Iceberg;
     # object_stores: the s3a settings and what a session lacking a connector is told.
-    for module in (formats, delta, iceberg, layout_state, reach, connections, object_stores,
-                   hadoop_files):
+    for module in (formats, delta, delta_log, iceberg, layout_state, reach, connections,
+                   object_stores, hadoop_files):
         assert doctest.testmod(module).failed == 0, module.__name__
 
 

@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     import pandas as pd
     from pyspark.sql import DataFrame
 
+#: A query's rows, by whichever reach runs it.
+Fetch = Callable[[str], list[tuple[Any, ...]]]
 #: An indexed column and its Spark type (``("s_city", "string")``).
 TypedColumn = tuple[str, str]
 #: A string column's statistics keep at least this many characters (both formats' default
@@ -128,9 +130,11 @@ class FormatTable(Protocol):
         every bound one the file's rows provably lie within (else NULL: unknown)."""
         ...
 
-    def active_files_sql(self, table: str, columns: Sequence[TypedColumn]) -> str:
-        """The same rows by Spark SQL alone, for a server that runs no Python (thrift);
-        bounds the format cannot give in SQL are read from the files' rows (exact)."""
+    def active_files_sql(self, table: str, columns: Sequence[TypedColumn],
+                         fetch: Fetch) -> str:
+        """The same rows by Spark SQL alone, for a reach without the JVM (thrift,
+        Connect), which ``fetch`` may ask about the table first; bounds the format cannot
+        give in SQL are read from the files' rows (exact)."""
         ...
 
     def commits_sql(self, location: Callable[[], str]) -> str | None:

@@ -1,6 +1,7 @@
 """Delta Lake: files cut by Spark's ``maxRecordsPerFile`` (its writer is Spark's file
 writer), statistics in the table's ``_delta_log``, read back through the session's own
 Delta (its snapshot's files, parsed by Spark): wherever the session's storage reaches.
+A reach without the JVM replays the log by SQL (``delta_log.py``).
 
 Delta keeps min/max/null counts for the columns ``delta.dataSkippingStatsColumns`` names
 (by default the first 32) and cuts strings to the session's
@@ -17,10 +18,23 @@ from typing import TYPE_CHECKING, Any
 
 from dbt.adapters.zspark.core.sql_text import property_list, quote, sql_string
 from dbt.adapters.zspark.core.stop_points import stop_point
-from dbt.adapters.zspark.formats.base import COMMIT_STRATEGIES, Jvm, TypedColumn, require_live
+from dbt.adapters.zspark.formats.base import (
+    COMMIT_STRATEGIES,
+    Fetch,
+    Jvm,
+    TypedColumn,
+    require_live,
+)
+from dbt.adapters.zspark.formats.delta_log import (
+    log_files,
+    log_listing_sql,
+    partition_columns,
+    replayable,
+    replayed_adds_sql,
+)
 from dbt.adapters.zspark.skipping.pruning import stat_column
 from dbt.adapters.zspark.skipping.sql_index import index_sql
-from dbt.adapters.zspark.skipping.stats import ColumnRef
+from dbt.adapters.zspark.skipping.stats import ColumnRef, spark_path
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -80,11 +94,24 @@ class DeltaTable:
         return added.selectExpr(*live_file_columns(location, columns, partitioned, cut)) \
             .localCheckpoint(eager=True)
 
-    def active_files_sql(self, table: str, columns: Sequence[TypedColumn]) -> str:
-        # Spark SQL has no view of the log's statistics: each live file's bounds are
-        # aggregated from its rows (exact; the columns alone are read), as a Parquet
-        # table's index over thrift.
-
+    def active_files_sql(self, table: str, columns: Sequence[TypedColumn],
+                         fetch: Fetch) -> str:
+        # The log replayed by SQL (``delta_log.py``): a checkpoint and a few commits read.
+        # Where it cannot be replayed exactly, each live file's bounds are aggregated from
+        # its rows (exact; the columns alone are read, but every row of them).
+        properties = {str(key): str(value) for key, value, *_ in
+                      fetch(f"show tblproperties {table}")}
+        described = fetch(f"describe table extended {table}")
+        location = spark_path(next((str(row[1]) for row in described
+                                    if str(row[0]) == "Location"), ""))
+        if location and replayable(properties, location):
+            log = log_files(str(name) for (name,) in fetch(log_listing_sql(location)))
+            if log is not None:
+                cut = int(properties.get(STRING_STATS_PROPERTY, DEFAULT_STRING_PREFIX))
+                partitioned = {name.lower(): name for name in partition_columns(described)}
+                picked = live_file_columns(location, columns, partitioned, cut)
+                return (f"select {', '.join(picked)} from "
+                        f"({replayed_adds_sql(location, log)}) zspark_live")
         return index_sql(table, [ColumnRef((name,), spark_type) for name, spark_type in columns])
 
     def commits_sql(self, location: Callable[[], str]) -> str | None:

@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from dbt.adapters.zspark.core.sql_text import property_list, quote, sql_string
 from dbt.adapters.zspark.core.stop_points import stop_point
-from dbt.adapters.zspark.formats.base import COMMIT_STRATEGIES, Jvm, TypedColumn, require_live
+from dbt.adapters.zspark.formats.base import (
+    COMMIT_STRATEGIES,
+    Fetch,
+    Jvm,
+    TypedColumn,
+    require_live,
+)
 from dbt.adapters.zspark.skipping.pruning import stat_column
 
 if TYPE_CHECKING:
@@ -57,7 +63,8 @@ class IcebergTable:
     def commits_sql(self, location: Callable[[], str]) -> str | None:
         return None  # a file's name carries its write's id
 
-    def active_files_sql(self, table: str, columns: Sequence[TypedColumn]) -> str:
+    def active_files_sql(self, table: str, columns: Sequence[TypedColumn],
+                         fetch: Fetch | None = None) -> str:
         return active_files_sql(table, columns)  # its metadata tables are SQL already
 
     def replace_files(self, jvm: Jvm, table: str, rewritten: Sequence[str],

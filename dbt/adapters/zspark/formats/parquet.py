@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from dbt.adapters.zspark.formats.base import Jvm, TypedColumn
+from dbt.adapters.zspark.formats.base import Fetch, Jvm, TypedColumn
 from dbt.adapters.zspark.skipping.index import INDEX_SUFFIX
 
 if TYPE_CHECKING:
@@ -43,7 +43,8 @@ class ParquetTable:
     def commits_sql(self, location: Callable[[], str]) -> str | None:
         return None  # a file's name carries its write's id
 
-    def active_files_sql(self, table: str, columns: Sequence[TypedColumn]) -> str:
+    def active_files_sql(self, table: str, columns: Sequence[TypedColumn],
+                         fetch: Fetch | None = None) -> str:
         """The index's file rows (every column it indexes: ``columns`` were chosen when
         it was built). The caller repairs an index that no longer lists the table's
         files first (``_repair_index``)."""

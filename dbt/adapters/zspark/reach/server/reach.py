@@ -102,7 +102,7 @@ class ServerReach:
                    columns: Sequence[TypedColumn], view: str) -> None:
         # The server's session keeps the view for the statements that follow.
         self._execute(f"create or replace temporary view {view} as "
-                      f"{written_as.active_files_sql(table, columns)}")
+                      f"{written_as.active_files_sql(table, columns, self.fetch)}")
 
     def folders(self) -> Folders:
         return ServerFolders(self._execute)
