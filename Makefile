@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup demo test test-slow test-thin-client test-bench bench bench-object-store bench-formats bench-formats-bar bench-keys bench-scale bench-sort-series bench-task-binaries bench-auto bench-advice-sample bench-driver-scale bench-bar bench-pipeline bench-thrift bench-server-code bench-balanced bench-kills bench-seeds bench-pip-user bench-jvm-start bench-quick bench-report lint
+.PHONY: setup demo test test-slow test-thin-client test-bench bench bench-object-store bench-formats bench-formats-bar bench-keys bench-scale bench-sort-series bench-task-binaries bench-auto bench-advice-sample bench-driver-scale bench-bar bench-pipeline bench-thrift bench-server-code bench-balanced bench-kills bench-seeds bench-pip-user bench-jvm-start bench-delta-log bench-quick bench-report lint
 
 # Scale of `make bench` (seed 002: 1000 files).
 ROWS ?= 2000000
@@ -171,6 +171,11 @@ bench-bar: setup
 # An embedded session's start without zspark's class archive, recording it, mapping it.
 bench-jvm-start: setup
 	$(PY) -m bench.jvm_start
+
+# A Delta table's file statistics over Connect: its log replayed by SQL beside the rows
+# aggregated (20 M rows, 1,000 files).
+bench-delta-log: setup
+	$(PY) -m bench.delta_log
 
 bench-quick: setup
 	$(PY) -m bench.run --quick
