@@ -262,16 +262,19 @@ def live_file_columns(location: str, columns: Sequence[TypedColumn],
 
 def delta_commits_sql(location: str) -> str:
     """(file name, commit) for each file a commit in the Delta log at ``location`` added:
-    the commits' own JSON files (not a compacted range of them, nor a checkpoint).
+    the commits' own JSON files (not a compacted range of them, nor a checkpoint), each
+    line parsed against the one field read (no pass to infer the log's schema).
 
     >>> print(delta_commits_sql("s3a://b/t"))  # doctest: +NORMALIZE_WHITESPACE
     select regexp_extract(add.path, '([^/]+)$', 1) as name,
-    concat('delta-commit-', regexp_extract(input_file_name(), '([0-9]+)[.]json$', 1))
-    as commit from json.`s3a://b/t/_delta_log/*.json` where add is not null and
-    input_file_name() rlike '/[0-9]+[.]json$'
+    concat('delta-commit-', regexp_extract(file_name, '^([0-9]+)[.]json$', 1)) as commit
+    from (select from_json(value, 'struct<add: struct<path: string>>').add as add,
+    _metadata.file_name as file_name from text.`s3a://b/t/_delta_log/*.json`) zspark_commits
+    where add is not null and file_name rlike '^[0-9]+[.]json$'
     """
     log = location.rstrip("/").replace("`", "``") + "/_delta_log/*.json"
     return ("select regexp_extract(add.path, '([^/]+)$', 1) as name, "
-            "concat('delta-commit-', regexp_extract(input_file_name(), '([0-9]+)[.]json$', 1)) "
-            f"as commit from json.`{log}` where add is not null and "
-            "input_file_name() rlike '/[0-9]+[.]json$'")
+            "concat('delta-commit-', regexp_extract(file_name, '^([0-9]+)[.]json$', 1)) "
+            "as commit from (select from_json(value, 'struct<add: struct<path: string>>').add "
+            f"as add, _metadata.file_name as file_name from text.`{log}`) zspark_commits "
+            "where add is not null and file_name rlike '^[0-9]+[.]json$'")
