@@ -33,6 +33,7 @@ from tests.functional.test_thrift import SPARK_ENV
 from tests.functional.test_thrift import _dbt as thrift_dbt
 from tests.functional.test_thrift import _sql as thrift_sql
 from tests.functional.test_thrift_formats import (
+    check_delta_log_replayed,
     check_delta_reclustering_by_sql,
     check_killed_iceberg_reclustering_by_sql,
     check_partitions_reclustered_by_sql,
@@ -463,6 +464,7 @@ class TestConnectFormats:
                     json.dumps({"start": 4000, "stop": 4500}))
                 if file_format == "delta":
                     check_delta_reclustering_by_sql(project, sql, table, files)
+                    check_delta_log_replayed(sql, table)  # its log read through s3a
                 else:
                     check_killed_iceberg_reclustering_by_sql(project, sql, table, files)
                 check_partitions_reclustered_by_sql(project, sql, "zci3", files, file_format)

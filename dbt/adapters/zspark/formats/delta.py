@@ -227,8 +227,9 @@ def live_file_columns(location: str, columns: Sequence[TypedColumn],
     long as Delta's cut, which may have been cut) and a timestamp's maximum rounded up
     (Delta keeps milliseconds).
 
-    >>> live_file_columns("s3a://b/t", [("a", "int")], {}, 32)[:2]
-    ["concat('s3a://b/t/', path) as file_path", 'size as file_size']
+    >>> picked = live_file_columns("s3a://b/t", [("a", "int")], {}, 32)
+    >>> picked[0][-46:], picked[1]
+    ("path, concat('s3a://b/t/', path)) as file_path", 'size as file_size')
     """
     kept = [(name, spark_type) for name, spark_type in columns
             if name.lower() not in partitioned]
@@ -238,7 +239,10 @@ def live_file_columns(location: str, columns: Sequence[TypedColumn],
     schema = (f"struct<numRecords: bigint, minValues: struct<{fields}>, "
               f"maxValues: struct<{fields}>, nullCount: struct<{counts}>>")
     stats = f"from_json(stats, {sql_string(schema)})"
-    picked = [f"concat({sql_string(location.rstrip('/') + '/')}, path) as file_path",
+    # A path is relative to the table unless absolute (a shallow clone's files).
+    absolute = "path rlike '^[A-Za-z][A-Za-z0-9+.-]*:/'"
+    picked = [f"if({absolute}, path, concat({sql_string(location.rstrip('/') + '/')}, path)) "
+              "as file_path",
               "size as file_size", "modificationTime as file_mtime",
               "cast(null as int) as row_group", f"{stats}.numRecords as row_count"]
     for name, spark_type in columns:
