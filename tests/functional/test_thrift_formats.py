@@ -293,7 +293,8 @@ def check_delta_log_replayed(sql: Sql, table: str, read: str = "log") -> None:
 def check_delta_log_replay_steps(sql: Sql, schema: str) -> None:
     """:func:`check_delta_log_replayed` on a table of its own after each kind of commit:
     commits alone, a checkpoint in parts and commits after it, OPTIMIZE, a delete and a
-    partition overwritten; with deletion vectors the rows are read instead."""
+    partition overwritten; a shallow clone of it appended to; with deletion vectors the
+    rows are read instead."""
     table = f"{schema}.zspark_replayed"
     sql(f"drop table if exists {table}")
     sql(f"create table {table} (id bigint, s string, t timestamp, p int) using delta "
@@ -318,6 +319,12 @@ def check_delta_log_replay_steps(sql: Sql, schema: str) -> None:
     sql(f"insert overwrite {table} partition (p = 1) select id, "
         f"repeat(cast(id as string), 9), timestamp_millis(id) from range(1000, 1010)")
     check_delta_log_replayed(sql, table)
+    clone = f"{table}_clone"  # its log names the files it shares by their absolute paths
+    sql(f"drop table if exists {clone}")
+    sql(f"create table {clone} shallow clone {table}")
+    sql(f"insert into {clone} {rows.format(2000, 2010)}")
+    check_delta_log_replayed(sql, clone)
+    sql(f"drop table {clone}")
     sql(f"alter table {table} set tblproperties ('delta.enableDeletionVectors' = 'true')")
     sql(f"delete from {table} where id % 5 = 0")
     check_delta_log_replayed(sql, table, read="rows")
