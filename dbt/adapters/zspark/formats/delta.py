@@ -26,9 +26,13 @@ from dbt.adapters.zspark.formats.base import (
     require_live,
 )
 from dbt.adapters.zspark.formats.delta_log import (
-    log_files,
-    log_listing_sql,
+    RECENT,
+    LogFiles,
+    checkpoints_sql,
+    listed_sql,
+    newest_checkpoint,
     partition_columns,
+    planned_log_files,
     replayable,
     replayed_adds_sql,
 )
@@ -105,7 +109,7 @@ class DeltaTable:
         location = spark_path(next((str(row[1]) for row in described
                                     if str(row[0]) == "Location"), ""))
         if location and replayable(properties, location):
-            log = log_files(str(name) for (name,) in fetch(log_listing_sql(location)))
+            log = _named_log_files(fetch, table, location)
             if log is not None:
                 cut = int(properties.get(STRING_STATS_PROPERTY, DEFAULT_STRING_PREFIX))
                 partitioned = {name.lower(): name for name in partition_columns(described)}
@@ -202,6 +206,22 @@ class DeltaTable:
                                    jvm.jvm.scala.Option.empty(), False)
         stop_point("format:rewritten")  # written, not committed
         return str(transaction.commit(jvm.scala_list(added + removed), operation))
+
+
+def _named_log_files(fetch: Fetch, table: str, location: str) -> LogFiles | None:
+    """The log files that replay ``table``'s latest version, each confirmed there by a
+    listing; None where one is missing (no checkpoint found and the first commits
+    cleaned up)."""
+    [(latest, *_)] = fetch(f"describe history {table} limit 1")
+    latest = int(latest)
+    checkpoint = newest_checkpoint((str(name) for (name,) in fetch(
+        checkpoints_sql(location, latest))), latest)
+    if checkpoint is None and latest >= RECENT:  # none recent: any the log keeps
+        checkpoint = newest_checkpoint((str(name) for (name,) in fetch(
+            checkpoints_sql(location, latest, recent=False))), latest)
+    log = planned_log_files(latest, checkpoint)
+    listed = {str(name) for (name,) in fetch(listed_sql(location, log))}
+    return log if listed == {*log.checkpoint, *log.commits} else None
 
 
 def _with_configuration(jvm: Jvm, metadata: Any, changed: dict[str, str]) -> Any:

@@ -4,11 +4,14 @@ rows, then each later commit's ``add`` and ``remove`` actions, the latest action
 path winning, as Delta's own snapshot does. It reads a checkpoint and a few commits
 (a listing and one read per log file), not the table's rows.
 
-It replays only what it can replay exactly: a table using a reader feature that changes
-what an action means (deletion vectors, column mapping, v2 checkpoints), a checkpoint
-without the statistics' JSON, a log whose commits after the checkpoint are not all
-listed: for each the caller reads the rows instead (:func:`replayable`,
-:func:`log_files` say None).
+The files it reads are named, not found by listing the log (which keeps 30 days of
+commits; a listing's status of each is a request): the latest version from the table's
+history, the newest complete checkpoint among the recent versions' (``_last_checkpoint``
+is a hidden file to Spark's readers), the commits between; one listing confirms each is
+there. It replays only what it can replay exactly: a table using a
+reader feature that changes what an action means (deletion vectors, column mapping, v2
+checkpoints), a checkpoint without the statistics' JSON, a log missing a file the replay
+needs: for each the caller reads the rows instead.
 """
 
 from __future__ import annotations
@@ -23,9 +26,11 @@ from dbt.adapters.zspark.core.sql_text import sql_string
 #: replay does not see: a file's deletion vector (rows gone, the key is path plus
 #: vector), physical column names in the statistics, checkpoints in sidecar files.
 UNREPLAYED_FEATURES = ("deletionVectors", "columnMapping", "v2Checkpoint")
-_COMMIT = re.compile(r"^(\d{20})\.json$")
 _CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint\.parquet$")
 _CHECKPOINT_PART = re.compile(r"^(\d{20})\.checkpoint\.(\d{10})\.(\d{10})\.parquet$")
+#: Checkpoints are looked for among the last 100 to 200 versions first (Delta writes one
+#: every 10 commits by default), then among all the log keeps.
+RECENT = 100
 #: Characters a Hadoop path pattern reads as a glob: a location holding one is not replayed.
 _GLOB = re.compile(r"[*?\[\]{}\\]")
 #: The actions a commit's line may hold that the replay reads.
@@ -66,67 +71,74 @@ def replayable(properties: Mapping[str, str], location: str) -> bool:
     return not _GLOB.search(location)
 
 
-def log_files(names: Iterable[str]) -> LogFiles | None:
-    """The files to replay the latest version from, out of the names listed in a
-    ``_delta_log``: the newest checkpoint with every part listed, and the commits after
-    it. None when a commit between it and the latest one is not listed.
+def checkpoints_sql(location: str, latest: int, recent: bool = True) -> str:
+    """The names of a log's checkpoint files, and of its commit ``latest`` (so that the
+    pattern always matches a file): with ``recent``, only the checkpoints of the last
+    100 to 200 versions, each a status to read (a log keeps 30 days of them).
 
-    >>> log_files(["00000000000000000000.json", "00000000000000000001.json"]).commits
-    ('00000000000000000000.json', '00000000000000000001.json')
-    >>> found = log_files([f"{v:020d}.json" for v in range(3, 6)]
-    ...                   + ["00000000000000000004.checkpoint.0000000001.0000000002.parquet",
-    ...                      "00000000000000000002.checkpoint.parquet"])
-    >>> found.checkpoint  # version 4's checkpoint lacks its second part
-    ('00000000000000000002.checkpoint.parquet',)
-    >>> [name[17:] for name in found.commits]
-    ['003.json', '004.json', '005.json']
-    >>> log_files(["00000000000000000001.json"]) is None  # commit 0 not listed
+    >>> print(checkpoints_sql("s3a://b/t", 1234))  # doctest: +NORMALIZE_WHITESPACE
+    select regexp_extract(path, '([^/]+)$', 1) from binaryFile.`s3a://b/t/_delta_log/{000000000000000012*.checkpoint*.parquet,000000000000000011*.checkpoint*.parquet,00000000000000001234.json}`
+    """
+    if recent:
+        hundreds = latest // RECENT
+        prefixes = [f"{h:018d}*" for h in (hundreds, hundreds - 1) if h >= 0]
+    else:
+        prefixes = ["*"]
+    patterns = [f"{prefix}.checkpoint*.parquet" for prefix in prefixes]
+    return (f"select regexp_extract(path, '([^/]+)$', 1) from binaryFile."
+            f"`{_log_folder(location)}/{{{','.join([*patterns, f'{latest:020d}.json'])}}}`")
+
+
+def newest_checkpoint(names: Iterable[str], latest: int) -> tuple[int, tuple[str, ...]] | None:
+    """The newest checkpoint at or before ``latest`` whose every part is among ``names``:
+    its version and files.
+
+    >>> newest_checkpoint(["00000000000000000004.checkpoint.0000000001.0000000002.parquet",
+    ...                    "00000000000000000002.checkpoint.parquet"], 5)  # 4 lacks a part
+    (2, ('00000000000000000002.checkpoint.parquet',))
+    >>> newest_checkpoint(["00000000000000000005.json"], 5) is None
     True
     """
-    commits: dict[int, str] = {}
     checkpoints: dict[int, tuple[str, ...]] = {}
     parts: dict[tuple[int, int], dict[int, str]] = {}
     for name in names:
-        if found := _COMMIT.match(name):
-            commits[int(found[1])] = name
-        elif found := _CHECKPOINT.match(name):
+        if found := _CHECKPOINT.match(name):
             checkpoints[int(found[1])] = (name,)
         elif found := _CHECKPOINT_PART.match(name):
             parts.setdefault((int(found[1]), int(found[3])), {})[int(found[2])] = name
     for (version, total), listed in parts.items():
         if set(listed) == set(range(1, total + 1)):
             checkpoints.setdefault(version, tuple(listed[p] for p in sorted(listed)))
-    if not commits:
-        return None
-    latest = max(commits)
     complete = [v for v in checkpoints if v <= latest]
-    checkpoint = max(complete) if complete else None
-    first = 0 if checkpoint is None else checkpoint + 1
-    if any(v not in commits for v in range(first, latest + 1)):
-        return None
-    return LogFiles(latest, checkpoint, checkpoints[checkpoint] if checkpoint is not None
-                    else (), tuple(commits[v] for v in range(first, latest + 1)))
+    return (max(complete), checkpoints[max(complete)]) if complete else None
 
 
-def log_listing_sql(location: str) -> str:
-    """The names of a ``_delta_log``'s checkpoints, and of its commits from the newest
-    checkpoint listed on (a log keeps 30 days of commits), by a listing of the folder
-    (no file opened).
+def planned_log_files(latest: int, checkpoint: tuple[int, tuple[str, ...]] | None
+                      ) -> LogFiles:
+    """The files to replay version ``latest`` from: a checkpoint (its version and files;
+    None: every commit from 0) and every commit after it.
 
-    >>> print(log_listing_sql("s3a://b/t"))  # doctest: +NORMALIZE_WHITESPACE
-    with zspark_log as (select regexp_extract(path, '([^/]+)$', 1) as name
-    from binaryFile.`s3a://b/t/_delta_log`) select name from zspark_log
-    where name rlike '[.]checkpoint[.]' or (name rlike '^[0-9]{20}[.]json$' and
-    cast(substr(name, 1, 20) as bigint) >= coalesce((select max(cast(substr(name, 1, 20)
-    as bigint)) from zspark_log where name rlike '[.]checkpoint[.]'), 0))
+    >>> planned_log_files(1, None).commits
+    ('00000000000000000000.json', '00000000000000000001.json')
+    >>> [name[17:] for name in planned_log_files(5, (3, ("c",))).commits]
+    ['004.json', '005.json']
     """
-    folder = _log_folder(location)
-    version = "cast(substr(name, 1, 20) as bigint)"
-    return (f"with zspark_log as (select regexp_extract(path, '([^/]+)$', 1) as name "
-            f"from binaryFile.`{folder}`) select name from zspark_log "
-            f"where name rlike '[.]checkpoint[.]' or (name rlike '^[0-9]{{20}}[.]json$' and "
-            f"{version} >= coalesce((select max({version}) from zspark_log "
-            f"where name rlike '[.]checkpoint[.]'), 0))")
+    if checkpoint is None:
+        return LogFiles(latest, None, (), tuple(f"{v:020d}.json" for v in range(latest + 1)))
+    version, files = checkpoint
+    return LogFiles(latest, version, files,
+                    tuple(f"{v:020d}.json" for v in range(version + 1, latest + 1)))
+
+
+def listed_sql(location: str, log: LogFiles) -> str:
+    """The names, of the files a replay reads, that the log folder holds: one listing of
+    it, and a status of each file named (not a read).
+
+    >>> print(listed_sql("s3a://b/t", planned_log_files(1, None)))
+    select regexp_extract(path, '([^/]+)$', 1) from binaryFile.`s3a://b/t/_delta_log/{00000000000000000000.json,00000000000000000001.json}`
+    """
+    return (f"select regexp_extract(path, '([^/]+)$', 1) from binaryFile."
+            f"`{_log_folder(location)}/{_one_pattern(log.checkpoint + log.commits)}`")
 
 
 def replayed_adds_sql(location: str, log: LogFiles) -> str:
