@@ -2,16 +2,16 @@
 reach with no JVM of its own (thrift, Connect): the latest complete checkpoint's ``add``
 rows, then each later commit's ``add`` and ``remove`` actions, the latest action per
 path winning, as Delta's own snapshot does. It reads a checkpoint and a few commits
-(a listing and one read per log file), not the table's rows.
+(a status and one read per log file), not the table's rows.
 
 The files it reads are named, not found by listing the log (which keeps 30 days of
 commits; a listing's status of each is a request): the latest version from the table's
 history, the newest complete checkpoint among the recent versions' (``_last_checkpoint``
 is a hidden file to Spark's readers), the commits between; one listing confirms each is
-there. It replays only what it can replay exactly: a table using a
-reader feature that changes what an action means (deletion vectors, column mapping, v2
-checkpoints), a checkpoint without the statistics' JSON, a log missing a file the replay
-needs: for each the caller reads the rows instead.
+there. It replays only what it can replay exactly: a table using a reader feature that
+changes what an action means (deletion vectors, column mapping, v2 checkpoints), a
+checkpoint without the statistics' JSON, a log missing a file the replay needs: for each
+the caller reads the rows instead.
 """
 
 from __future__ import annotations
