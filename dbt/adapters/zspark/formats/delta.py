@@ -121,7 +121,7 @@ class DeltaTable:
     def commits_sql(self, location: Callable[[], str]) -> str | None:
         # Delta's writer names every file by a random id, so the files of one append
         # share no write id; the commits still in the log (30 days by default) say
-        # which files each added. Read as JSON by the executors: a request per commit.
+        # which files each added. Read as text by the executors: a request per commit.
         return delta_commits_sql(location())
 
     def replace_by_sql(self, fetch: Callable[[str], list[tuple[Any, ...]]],
