@@ -291,10 +291,9 @@ def check_delta_log_replayed(sql: Sql, table: str, read: str = "log") -> None:
 
 
 def check_delta_log_replay_steps(sql: Sql, schema: str) -> None:
-    """:func:`check_delta_log_replayed` on a table of its own after each kind of commit:
-    commits alone, a checkpoint in parts and commits after it, OPTIMIZE, a delete and a
-    partition overwritten; a shallow clone of it appended to; with deletion vectors the
-    rows are read instead."""
+    """:func:`check_delta_log_replayed` on a table of its own: commits alone; a checkpoint
+    in parts, then OPTIMIZE, a delete and a partition overwritten after it; a shallow
+    clone of it appended to; with deletion vectors the rows are read instead."""
     table = f"{schema}.zspark_replayed"
     sql(f"drop table if exists {table}")
     sql(f"create table {table} (id bigint, s string, t timestamp, p int) using delta "
@@ -303,21 +302,21 @@ def check_delta_log_replay_steps(sql: Sql, schema: str) -> None:
             "cast(id % 3 as int) from range({}, {})")
     for lo in (0, 100, 200):
         sql(f"insert into {table} {rows.format(lo, lo + 100)}")
-    check_delta_log_replayed(sql, table)
+    check_delta_log_replayed(sql, table)  # versions 0-3: commits alone
+    # Version 5's checkpoint in parts; then OPTIMIZE, a delete and a partition overwritten
+    # in the commits after it (their removes replayed over the checkpoint's adds).
     sql("set spark.databricks.delta.checkpoint.partSize=4")
     try:
-        sql(f"alter table {table} set tblproperties ('delta.checkpointInterval' = '2')")
+        sql(f"alter table {table} set tblproperties ('delta.checkpointInterval' = '5')")
         sql(f"insert into {table} {rows.format(300, 400)}")
     finally:
         sql("reset spark.databricks.delta.checkpoint.partSize")
-    assert any(".checkpoint.0000000001." in str(row[0]) for row in sql(
-        f"select path from binaryFile.`{_location(sql, table)}/_delta_log`"))
-    check_delta_log_replayed(sql, table)
     sql(f"optimize {table}")
-    check_delta_log_replayed(sql, table)
     sql(f"delete from {table} where id % 7 = 0")
     sql(f"insert overwrite {table} partition (p = 1) select id, "
         f"repeat(cast(id as string), 9), timestamp_millis(id) from range(1000, 1010)")
+    assert any("05.checkpoint.0000000001." in str(row[0]) for row in sql(
+        f"select path from binaryFile.`{_location(sql, table)}/_delta_log`"))
     check_delta_log_replayed(sql, table)
     clone = f"{table}_clone"  # its log names the files it shares by their absolute paths
     sql(f"drop table if exists {clone}")
