@@ -30,6 +30,7 @@ from dbt.adapters.zspark.formats.delta_log import (
     LogFiles,
     checkpoints_sql,
     listed_sql,
+    log_folder,
     newest_checkpoint,
     partition_columns,
     planned_log_files,
@@ -165,7 +166,7 @@ class DeltaTable:
                                f"the next run re-clusters them")
         version = found[0]
         folder = location().rstrip("/")
-        log = f"{folder}/_delta_log/{version:020d}.json".replace("`", "``")
+        log = f"{log_folder(folder)}/{version:020d}.json"
         new_files = [f"{folder}/{path}" for (path,) in fetch(
             f"select add.path from json.`{log}` where add is not null")]
         changed = properties(new_files) if properties else {}
@@ -296,7 +297,7 @@ def delta_commits_sql(location: str) -> str:
     _metadata.file_name as file_name from text.`s3a://b/t/_delta_log/*.json`) zspark_commits
     where add is not null and file_name rlike '^[0-9]+[.]json$'
     """
-    log = location.rstrip("/").replace("`", "``") + "/_delta_log/*.json"
+    log = f"{log_folder(location)}/*.json"
     return ("select regexp_extract(add.path, '([^/]+)$', 1) as name, "
             "concat('delta-commit-', regexp_extract(file_name, '^([0-9]+)[.]json$', 1)) "
             "as commit from (select from_json(value, 'struct<add: struct<path: string>>').add "

@@ -85,8 +85,7 @@ def checkpoints_sql(location: str, latest: int, recent: bool = True) -> str:
     else:
         prefixes = ["*"]
     patterns = [f"{prefix}.checkpoint*.parquet" for prefix in prefixes]
-    return (f"select regexp_extract(path, '([^/]+)$', 1) from binaryFile."
-            f"`{_log_folder(location)}/{{{','.join([*patterns, f'{latest:020d}.json'])}}}`")
+    return _names_sql(location, [*patterns, f"{latest:020d}.json"])
 
 
 def newest_checkpoint(names: Iterable[str], latest: int) -> tuple[int, tuple[str, ...]] | None:
@@ -137,8 +136,7 @@ def listed_sql(location: str, log: LogFiles) -> str:
     >>> print(listed_sql("s3a://b/t", planned_log_files(1, None)))
     select regexp_extract(path, '([^/]+)$', 1) from binaryFile.`s3a://b/t/_delta_log/{00000000000000000000.json,00000000000000000001.json}`
     """
-    return (f"select regexp_extract(path, '([^/]+)$', 1) from binaryFile."
-            f"`{_log_folder(location)}/{_one_pattern(log.checkpoint + log.commits)}`")
+    return _names_sql(location, log.checkpoint + log.commits)
 
 
 def replayed_adds_sql(location: str, log: LogFiles) -> str:
@@ -160,7 +158,7 @@ def replayed_adds_sql(location: str, log: LogFiles) -> str:
     where action.add is not null or action.remove is not null) zspark_actions) zspark_replayed
     where zspark_latest = 1 and is_add
     """
-    folder = _log_folder(location)
+    folder = log_folder(location)
     branches = []
     if log.checkpoint:
         branches.append(
@@ -205,8 +203,15 @@ def partition_columns(described: Sequence[tuple[object, ...]]) -> list[str]:
     return found
 
 
-def _log_folder(location: str) -> str:
+def log_folder(location: str) -> str:
+    """A table's ``_delta_log`` folder, as a path between backticks."""
     return (location.rstrip("/") + "/_delta_log").replace("`", "``")
+
+
+def _names_sql(location: str, patterns: Sequence[str]) -> str:
+    """The names of the log's files that ``patterns`` match (a status each, no read)."""
+    return (f"select regexp_extract(path, '([^/]+)$', 1) from binaryFile."
+            f"`{log_folder(location)}/{_one_pattern(patterns)}`")
 
 
 def _one_pattern(names: Sequence[str]) -> str:
