@@ -75,7 +75,7 @@ class ServerReach:
     def sample(self, plan: ClusteringPlan, sql: str, schema: Mapping[str, str],
                expected_rows: int | None) -> InputSample:
 
-        return sample_input_sql(self.fetch, plan, sql, schema, expected_rows)
+        return sample_input_sql(self.fetch, plan, sql, schema)  # counts first: exact
 
     def keyed(self, plan: ClusteringPlan, sql: str, sampled: InputSample,
               stored: StoredLayout | None, file_count: int, schema: Mapping[str, str],

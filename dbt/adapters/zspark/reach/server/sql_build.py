@@ -185,18 +185,19 @@ def partition_values(value: Any) -> frozenset[tuple[Any, ...]]:
 
 
 def sample_input_sql(fetch: Fetch, plan: ClusteringPlan, sql: str,
-                     schema: Mapping[str, str], expected_rows: int | None = None
-                     ) -> InputSample:
+                     schema: Mapping[str, str]) -> InputSample:
     """The build's first look at its input, by queries: the row count and table
-    partitions, a uniform sample of the key inputs, and Spark's size estimate.
-    ``expected_rows`` as in ``clustering.sample_input``."""
+    partitions, a uniform sample of the key inputs, and Spark's size estimate."""
     started = time.perf_counter()
     facts = fetch(facts_sql(sql, plan.partition_by))[0]
+    rows = int(facts[0])
     wanted = sample_size(plan)
-    cutoff = draw_cutoff(wanted, expected_rows)
+    # Cut off by the exact count: each task keeps about its share of the sample for the
+    # top-k's one merging task, not ``wanted`` rows of its own.
+    cutoff = draw_cutoff(wanted, rows)
     sample = sample_frame(plan, [type_of(schema, p) for p in plan.partition_by],
                           fetch(sample_sql(sql, plan, wanted, cutoff)))
-    return InputSample(sample, int(facts[0]), input_bytes(fetch, sql),
+    return InputSample(sample, rows, input_bytes(fetch, sql),
                        time.perf_counter() - started,
                        partition_values(facts[1]) if plan.partition_by else frozenset())
 
