@@ -137,36 +137,28 @@ def test_a_clustered_select_holds_every_input_row_once(reached: Reached) -> None
     assert reached.rows(prepared.select_sql) == reached.rows(MODEL_SQL)
 
 
-def test_a_first_builds_sample_of_a_large_input_is_the_smallest_draws_of_all_its_rows(
+def test_a_first_builds_sample_is_the_smallest_draws_of_all_its_rows(
         reached: Reached, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A first build's sample is the top-k of every row's random draw, as one top-k
-    query gives it, while no task ships its own top-k to the one that merges them: over
-    SQL the count runs first and cuts the draws off; a DataFrame session's tasks keep a
-    few smallest draws each, as the input's planned size spans many tasks (split sizes
-    made small here, as of an input of terabytes)."""
-    from dbt.adapters.zspark.layouts import keyed_plan
-    from dbt.adapters.zspark.reach.frames import clustering
+    """A first build's sample is the top-k of every row's random draw, as one top-k query
+    gives it. Over SQL the count runs first, and the sample query drops the rows drawn
+    above four times the sample's share before its top-k (each task then ships about its
+    share to the one task that merges them, not its own 100,000 rows): the same rows."""
+    from dbt.adapters.zspark.layouts.keyed_plan import sample_size
     from dbt.adapters.zspark.reach.server.sql_build import sample_sql
 
     sql = ("select id, cast(id % 37 as int) as a, concat('c', cast(id % 11 as string)) as b "
-           "from range(0, 500000, 1, 40)")
+           "from range(0, 500000, 1, 8)")
     plan = plan_clustering("contract", {"hilbert_by": ["a", "b"]},
                            {"id": "bigint", "a": "int", "b": "string"}, "table")
     assert plan is not None
-    windows: list[int] = []
-    bottoms = clustering._task_bottoms
-
-    def counted(drawn: Any, per_task: int) -> Any:
-        windows.append(per_task)
-        return bottoms(drawn, per_task)
-
-    monkeypatch.setattr(keyed_plan, "SPLIT_BYTES", 1024)
-    monkeypatch.setattr(clustering, "_task_bottoms", counted)
+    statements = _recorded_statements(reached.reach, monkeypatch)
     sampled = reached.reach.sample(plan, sql, reached.reach.schema(sql), None)
-    wanted = keyed_plan.sample_size(plan)
+    monkeypatch.undo()
+    wanted = sample_size(plan)
     assert sampled.rows == 500_000
     assert len(sampled.sample) == wanted
-    assert windows == ([] if reached.name == "thrift" else [wanted // 16])
+    if reached.name == "thrift":
+        assert any(f"< {4 * wanted / 500_000!r} order by" in s for s in statements), statements
     got = sorted(zip(sampled.sample["a"].tolist(), sampled.sample["b"].tolist(), strict=True))
     assert got == sorted((int(a), str(b)) for a, b in
                          reached.query(sample_sql(sql, plan, wanted))[1])

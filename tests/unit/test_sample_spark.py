@@ -1,25 +1,16 @@
 """The build's sample pass against real Spark: a rebuild's pre-filter on the random draw
 (``clustering.draw_cutoff``) takes the same rows as the full top-k whenever enough rows
-draw under it, and all of those it has otherwise; the row count is of every row. A first
-build's tasks keep a few of their smallest draws each (``clustering._task_bottoms``): the
-same rows again while no task holds far more than its share, the smallest draws of them
-(a uniform sample, smaller) when one does."""
+draw under it, and all of those it has otherwise; the row count is of every row."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
 
 from dbt.adapters.zspark.layouts.keyed_plan import SAMPLE_HEADROOM, draw_cutoff, key_inputs
 from dbt.adapters.zspark.layouts.planning import plan_clustering
-from dbt.adapters.zspark.reach.base import session_settings
-from dbt.adapters.zspark.reach.frames.clustering import (
-    WINDOW_LIMIT_SETTING,
-    _sample_and_count,
-    _task_bottoms,
-)
+from dbt.adapters.zspark.reach.frames.clustering import _sample_and_count
 
 pyspark = pytest.importorskip("pyspark")
 
@@ -32,19 +23,11 @@ def frame(spark: Any) -> Any:
     return spark.sql(f"select id as a, cast(pmod(hash(id), 97) as int) as b from range({ROWS})")
 
 
-def drawn_order(frame: Any, cutoff: float = 1.0, per_task: int | None = None
-                ) -> tuple[list[tuple[int, int]], int]:
-    """The sample's rows as they come, smallest draw first, and the row count."""
+def sampled(frame: Any, cutoff: float) -> tuple[list[tuple[int, int]], int]:
     plan = plan_clustering("m", {"hilbert_by": ["a", "b"]}, {"a": "bigint", "b": "int"})
     assert plan is not None
-    sample, rows, _ = _sample_and_count(frame, plan, key_inputs(plan), WANTED, cutoff,
-                                        per_task=per_task)
-    return list(zip(sample["a"].tolist(), sample["b"].tolist(), strict=True)), rows
-
-
-def sampled(frame: Any, cutoff: float) -> tuple[list[tuple[int, int]], int]:
-    rows, count = drawn_order(frame, cutoff)
-    return sorted(rows), count
+    sample, rows, _ = _sample_and_count(frame, plan, key_inputs(plan), WANTED, cutoff)
+    return sorted(zip(sample["a"].tolist(), sample["b"].tolist(), strict=True)), rows
 
 
 def test_the_cutoff_is_kept_loose_and_only_where_the_last_build_tells_the_size() -> None:
@@ -90,43 +73,3 @@ def test_the_sample_query_a_server_runs_pre_filters_the_same_way(spark: Any) -> 
     assert len(full) == WANTED
     assert rows(draw_cutoff(WANTED, ROWS)) == full
     assert set(rows(draw_cutoff(WANTED, 10 * ROWS))) <= set(full)
-
-
-TASKS = 40
-
-
-@pytest.fixture(scope="module")
-def many_tasks(spark: Any) -> Any:
-    """The same rows read by 40 tasks of 5,000 rows: a share of 50 sampled rows each."""
-    return spark.sql(f"select id as a, cast(pmod(hash(id), 97) as int) as b "
-                     f"from range(0, {ROWS}, 1, {TASKS})")
-
-
-def test_tasks_keeping_a_few_smallest_draws_give_the_full_samples_rows(many_tasks: Any) -> None:
-    full, rows = drawn_order(many_tasks)
-    assert rows == ROWS
-    assert len(full) == WANTED
-    # Four times its share per task: the top-k's rows, in the same order.
-    assert drawn_order(many_tasks, per_task=4 * WANTED // TASKS) == (full, ROWS)
-
-
-def test_a_task_over_its_kept_rows_shrinks_the_sample_to_its_smallest_draws(
-        many_tasks: Any) -> None:
-    full, _ = drawn_order(many_tasks)
-    per_task = WANTED // TASKS // 2  # half its share: every task's kept rows run out
-    fewer, rows = drawn_order(many_tasks, per_task=per_task)
-    assert rows == ROWS
-    # Every row drawn under the least last kept draw: the full sample's first rows.
-    assert fewer == full[:len(fewer)]
-    assert TASKS * per_task // 2 < len(fewer) < TASKS * per_task
-
-
-def test_each_task_ranks_its_own_rows_before_the_shuffle(spark: Any, many_tasks: Any) -> None:
-    """Spark keeps each task's few rows in the task (a partial group limit below the
-    exchange), not every row shuffled to be ranked."""
-    drawn = many_tasks.selectExpr("a", "b", "rand(1) as __zspark_draw")
-    kept = _task_bottoms(drawn, 5_000)
-    with session_settings(spark, {WINDOW_LIMIT_SETTING: "5000"}):
-        plan = str(kept._jdf.queryExecution().executedPlan().toString())
-    below_shuffle = plan.split("Exchange hashpartitioning")[1]
-    assert re.search(r"WindowGroupLimit .*, Partial", below_shuffle), plan

@@ -44,9 +44,6 @@ from dbt.adapters.zspark.layouts.ranks_sql import cuts_at_or_below_sql
 KEY_COLUMN = "__zspark_key"
 OWNER_COLUMN = "__zspark_owner"
 DRAW_COLUMN = "__zspark_draw"
-TASK_COLUMN = "__zspark_task"
-RANK_COLUMN = "__zspark_rank"
-BOUND_COLUMN = "__zspark_bound"
 SAMPLE_SEED = 17
 #: Rows sampled per boundary; the RangePartitioner in Spark samples about 20 per partition.
 SAMPLE_ROWS_PER_BOUNDARY = 100
@@ -54,16 +51,6 @@ MIN_SAMPLE_ROWS = 100_000
 #: How many times the wanted sample a rebuild's pre-filter keeps, of the rows its table
 #: held last time: the input may shrink to a quarter before the sample comes out short.
 SAMPLE_HEADROOM = 4
-#: Spark's default split of a file scan (``spark.sql.files.maxPartitionBytes``): how many
-#: tasks read an input is estimated from its planned size by it.
-SPLIT_BYTES = 128 << 20
-#: How many times its share of the sample each task of a first build's sample keeps: tasks
-#: may hold more rows than the planned size says (a file's row groups are read whole).
-TASK_SHARE_HEADROOM = 8
-#: The least a task keeps, as a part of the sample: a planned size far above the rows (a
-#: join's is the product of its sides') shrinks the sample at most to about this part
-#: times the tasks that read the input.
-MIN_TASK_SHARE = 16
 
 
 def draw_cutoff(wanted: int, expected_rows: int | None) -> float:
@@ -76,24 +63,6 @@ def draw_cutoff(wanted: int, expected_rows: int | None) -> float:
     if not expected_rows:
         return 1.0
     return min(1.0, SAMPLE_HEADROOM * wanted / expected_rows)
-
-
-def task_sample_rows(wanted: int, input_bytes: int) -> int:
-    """Rows each task of a first build's sample keeps, its smallest draws, for the one task
-    that merges them: all ``wanted`` (Spark's top-k) unless the input's planned size says
-    more than ``TASK_SHARE_HEADROOM`` tasks read it, then ``TASK_SHARE_HEADROOM`` times a
-    task's share, and at least ``1 / MIN_TASK_SHARE`` of the sample. A top-k ships every
-    task's ``wanted`` rows to that one task: 10 M rows from a scan of 100 tasks, where this
-    ships 800,000 (6.25 M of 100 M from 1,000 tasks).
-
-    >>> task_sample_rows(100_000, 200 << 20), task_sample_rows(100_000, 100 * SPLIT_BYTES)
-    (100000, 8000)
-    >>> task_sample_rows(100_000, 10 ** 18)  # a join's planned size, or 1,000 tasks'
-    6250
-    """
-    tasks = -(-input_bytes // SPLIT_BYTES)
-    share = -(-TASK_SHARE_HEADROOM * wanted // max(tasks, 1))
-    return min(wanted, max(wanted // MIN_TASK_SHARE, share))
 
 
 @dataclass

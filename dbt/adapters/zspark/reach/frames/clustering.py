@@ -13,13 +13,10 @@ import pandas as pd
 
 from dbt.adapters.zspark.core.sql_text import quote
 from dbt.adapters.zspark.layouts.keyed_plan import (
-    BOUND_COLUMN,
     DRAW_COLUMN,
     KEY_COLUMN,
     OWNER_COLUMN,
-    RANK_COLUMN,
     SAMPLE_SEED,
-    TASK_COLUMN,
     InputSample,
     PreparedBuild,
     draw_cutoff,
@@ -28,13 +25,11 @@ from dbt.adapters.zspark.layouts.keyed_plan import (
     plan_keys,
     sample_size,
     searched_owner_sql,
-    task_sample_rows,
     udf_keyed_sql,
     udf_name,
 )
 from dbt.adapters.zspark.layouts.layout_state import StoredLayout
 from dbt.adapters.zspark.layouts.planning import ClusteringPlan
-from dbt.adapters.zspark.reach.base import session_settings
 from dbt.adapters.zspark.reach.frames.api import api_of
 from dbt.adapters.zspark.reach.frames.udfs import register_key_udf
 from dbt.adapters.zspark.reach.server.sql_build import owner_sql
@@ -45,9 +40,6 @@ if TYPE_CHECKING:
 #: Spark's plan of a query (its frame and SQL) read for a row bound: the bytes of its output
 #: (the optimizer's estimate), and whether Spark knows it holds at most that many rows.
 PlannedSize = Callable[[Any, str, int], tuple[int, bool]]
-#: Spark's bound on the rows a partition keeps before a window's shuffle (a filter on
-#: ``row_number``): above it the shuffle carries every row.
-WINDOW_LIMIT_SETTING = "spark.sql.optimizer.windowGroupLimitThreshold"
 
 
 def model_schema(spark: Any, sql: str) -> dict[str, str]:
@@ -56,16 +48,14 @@ def model_schema(spark: Any, sql: str) -> dict[str, str]:
 
 
 def _sample_and_count(frame: DataFrame, plan: ClusteringPlan, inputs: list[str],
-                      wanted: int, cutoff: float = 1.0, known_small: bool = False,
-                      per_task: int | None = None
+                      wanted: int, cutoff: float = 1.0, known_small: bool = False
                       ) -> tuple[pd.DataFrame, int, frozenset[tuple[Any, ...]]]:
     """The first of the build's two passes: a uniform random sample of ``wanted`` rows (the
     key ``inputs``, named as their columns), the exact row count and the exact set of table
     partitions the rows fall in (values cast to strings, as in the partition directories),
     from one job over the model's SQL. Only rows drawn under ``cutoff`` reach the top-k
     (:func:`draw_cutoff`); the count is of all rows. ``known_small``: Spark knows the
-    input holds at most ``wanted`` rows. ``per_task``: the rows each task keeps for the
-    top-k (:func:`task_sample_rows`, :func:`_task_bottoms`), all ``wanted`` if not given."""
+    input holds at most ``wanted`` rows."""
     api = api_of(frame.sparkSession)
     sf = api.functions
     observed = api.observation("zspark_input")
@@ -78,44 +68,18 @@ def _sample_and_count(frame: DataFrame, plan: ClusteringPlan, inputs: list[str],
         f"{value} as {quote(c)}" for c, value in zip(plan.columns, inputs, strict=True)
     ], *[f"{quote(p)} as {quote(part_column(i))}" for i, p in enumerate(plan.partition_by)]
     ).observe(observed, *measures)
-    per_task = min(per_task or wanted, wanted)
-    windowed = per_task < wanted and cutoff >= 1.0 and not known_small
     if not known_small:
         # The k rows of smallest random draw, kept per task and merged (a top-k, no sort of
         # the input): a uniform sample. The count rides along the same job. (An input
-        # known to be small skips this: Spark would drop the limit and sort it all.) A
-        # cut-off or a window keeps fewer rows per task for the merge.
+        # known to be small skips this: Spark would drop the limit and sort it all.)
         drawn = picked.withColumn(DRAW_COLUMN, sf.rand(SAMPLE_SEED))
         if cutoff < 1.0:
             drawn = drawn.where(sf.col(DRAW_COLUMN) < sf.lit(cutoff))
-        elif windowed:
-            drawn = _task_bottoms(drawn, per_task)
         picked = drawn.orderBy(DRAW_COLUMN).limit(wanted).drop(DRAW_COLUMN)
-    with session_settings(frame.sparkSession,
-                          {WINDOW_LIMIT_SETTING: str(per_task)} if windowed else {}):
-        sample = as_pandas(picked)
+    sample = as_pandas(picked)
     metrics = observed.get
     partitions = frozenset(tuple(values) for values in metrics.get("partitions", []))
     return sample, int(metrics["rows"]), partitions
-
-
-def _task_bottoms(drawn: DataFrame, per_task: int) -> DataFrame:
-    """Of ``drawn``'s rows, those a uniform top-k needs, kept in the tasks that read them:
-    each task's ``per_task`` smallest draws (Spark ranks them in the task, before the
-    shuffle; :data:`WINDOW_LIMIT_SETTING` must allow ``per_task``), less those at or above
-    the least last draw of a task that kept ``per_task``. Every row of the input drawn
-    under that bound is left, and no other: the ``wanted`` smallest draws of what is left
-    are the input's, or, when a task held far more than its share, all the rows drawn
-    under the bound (fewer, still uniform)."""
-    expr = api_of(drawn.sparkSession).functions.expr
-    ranked = (drawn.withColumn(TASK_COLUMN, expr("spark_partition_id()"))
-              .withColumn(RANK_COLUMN, expr(f"row_number() over (partition by {TASK_COLUMN} "
-                                            f"order by {DRAW_COLUMN})"))
-              .where(f"{RANK_COLUMN} <= {per_task}"))
-    bound = expr(f"min(case when {RANK_COLUMN} = {per_task} then {DRAW_COLUMN} end) over ()")
-    return (ranked.withColumn(BOUND_COLUMN, bound)
-            .where(f"{BOUND_COLUMN} is null or {DRAW_COLUMN} < {BOUND_COLUMN}")
-            .drop(TASK_COLUMN, RANK_COLUMN, BOUND_COLUMN))
 
 
 def as_pandas(frame: DataFrame) -> pd.DataFrame:
@@ -141,7 +105,7 @@ def sample_input(spark: Any, plan: ClusteringPlan, sql: str, planned: PlannedSiz
     input_bytes, known_small = planned(frame, sql, wanted)
     sample, rows, partitions = _sample_and_count(
         frame, plan, key_inputs(plan), wanted, draw_cutoff(wanted, expected_rows),
-        known_small=known_small, per_task=task_sample_rows(wanted, input_bytes))
+        known_small=known_small)
     return InputSample(sample, rows, input_bytes, time.perf_counter() - started, partitions)
 
 
