@@ -137,13 +137,15 @@ def test_a_clustered_select_holds_every_input_row_once(reached: Reached) -> None
     assert reached.rows(prepared.select_sql) == reached.rows(MODEL_SQL)
 
 
-def test_a_first_builds_sample_is_the_smallest_draws_of_all_its_rows(
+def test_a_first_builds_sample_of_a_large_scan_counts_it_first_and_is_its_top_k(
         reached: Reached, monkeypatch: pytest.MonkeyPatch) -> None:
     """A first build's sample is the top-k of every row's random draw, as one top-k query
-    gives it. Over SQL the count runs first, and the sample query drops the rows drawn
-    above four times the sample's share before its top-k (each task then ships about its
-    share to the one task that merges them, not its own 100,000 rows): the same rows."""
-    from dbt.adapters.zspark.layouts.keyed_plan import sample_size
+    gives it. Its input counted first (over SQL always, as its own query; over a
+    DataFrame session where Spark counts it from scans alone and it is large, made so
+    here), the sample's top-k drops the rows drawn above four times the sample's share:
+    each task ships about its share to the one that merges them, not its own 100,000."""
+    from dbt.adapters.zspark.layouts import keyed_plan
+    from dbt.adapters.zspark.reach.frames import clustering
     from dbt.adapters.zspark.reach.server.sql_build import sample_sql
 
     sql = ("select id, cast(id % 37 as int) as a, concat('c', cast(id % 11 as string)) as b "
@@ -151,14 +153,24 @@ def test_a_first_builds_sample_is_the_smallest_draws_of_all_its_rows(
     plan = plan_clustering("contract", {"hilbert_by": ["a", "b"]},
                            {"id": "bigint", "a": "int", "b": "string"}, "table")
     assert plan is not None
+    wanted = keyed_plan.sample_size(plan)
+    cutoffs: list[float] = []
+
+    def cutoff(wanted: int, expected_rows: int | None) -> float:
+        cutoffs.append(keyed_plan.draw_cutoff(wanted, expected_rows))
+        return cutoffs[-1]
+
+    monkeypatch.setattr(keyed_plan, "COUNT_FIRST_BYTES", 0)
+    monkeypatch.setattr(clustering, "draw_cutoff", cutoff)
     statements = _recorded_statements(reached.reach, monkeypatch)
     sampled = reached.reach.sample(plan, sql, reached.reach.schema(sql), None)
     monkeypatch.undo()
-    wanted = sample_size(plan)
     assert sampled.rows == 500_000
     assert len(sampled.sample) == wanted
     if reached.name == "thrift":
         assert any(f"< {4 * wanted / 500_000!r} order by" in s for s in statements), statements
+    else:
+        assert cutoffs == [4 * wanted / 500_000]
     got = sorted(zip(sampled.sample["a"].tolist(), sampled.sample["b"].tolist(), strict=True))
     assert got == sorted((int(a), str(b)) for a, b in
                          reached.query(sample_sql(sql, plan, wanted))[1])

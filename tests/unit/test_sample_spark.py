@@ -1,14 +1,23 @@
 """The build's sample pass against real Spark: a rebuild's pre-filter on the random draw
 (``clustering.draw_cutoff``) takes the same rows as the full top-k whenever enough rows
-draw under it, and all of those it has otherwise; the row count is of every row."""
+draw under it, and all of those it has otherwise; the row count is of every row. A first
+build counts its input first only where Spark's plan is scans alone
+(``keyed_plan.scan_nodes_only``)."""
 
 from __future__ import annotations
 
+import doctest
 from typing import Any
 
 import pytest
 
-from dbt.adapters.zspark.layouts.keyed_plan import SAMPLE_HEADROOM, draw_cutoff, key_inputs
+from dbt.adapters.zspark.layouts import keyed_plan
+from dbt.adapters.zspark.layouts.keyed_plan import (
+    SAMPLE_HEADROOM,
+    draw_cutoff,
+    key_inputs,
+    scan_nodes_only,
+)
 from dbt.adapters.zspark.layouts.planning import plan_clustering
 from dbt.adapters.zspark.reach.frames.clustering import _sample_and_count
 
@@ -73,3 +82,26 @@ def test_the_sample_query_a_server_runs_pre_filters_the_same_way(spark: Any) -> 
     assert len(full) == WANTED
     assert rows(draw_cutoff(WANTED, ROWS)) == full
     assert set(rows(draw_cutoff(WANTED, 10 * ROWS))) <= set(full)
+
+
+def test_the_plans_doctests() -> None:
+    assert doctest.testmod(keyed_plan).failed == 0
+
+
+@pytest.mark.parametrize(("sql", "scans"), [
+    ("select id from range(10) where id > 3", True),
+    ("select a.id from range(10) a join range(5) b on a.id = b.id", False),
+    ("select id % 3, count(1) from range(10) group by 1", False),
+    ("select id, row_number() over (order by id) from range(10)", False),
+    ("select id from range(10) where id in (select max(id) from range(4))", False),
+])
+def test_a_count_reads_scans_alone_only_where_the_plan_is_scans(
+        spark: Any, tmp_path: Any, sql: str, scans: bool) -> None:
+    optimized = spark.sql(sql)._jdf.queryExecution().optimizedPlan()
+    assert scan_nodes_only(str(optimized.treeString())) is scans
+
+
+def test_a_parquet_tables_scan_is_scans_alone(spark: Any, tmp_path: Any) -> None:
+    spark.range(10).selectExpr("id", "id % 3 as k").write.parquet(str(tmp_path / "t"))
+    frame = spark.read.parquet(str(tmp_path / "t")).where("k = 1").select("id")
+    assert scan_nodes_only(str(frame._jdf.queryExecution().optimizedPlan().treeString()))

@@ -14,6 +14,7 @@ passes (``reach/*/``); this module decides what they run.
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -63,6 +64,53 @@ def draw_cutoff(wanted: int, expected_rows: int | None) -> float:
     if not expected_rows:
         return 1.0
     return min(1.0, SAMPLE_HEADROOM * wanted / expected_rows)
+
+
+#: Planned bytes above which a first build over a DataFrame session counts its input
+#: before sampling it, when a count reads the input's scans alone: eight splits of 128 MiB.
+COUNT_FIRST_BYTES = 8 * (128 << 20)
+#: Nodes of an optimized logical plan a count reads no more than the input's files for:
+#: scans (of a catalog table, a path, a range, rows at hand), projections and filters.
+SCAN_NODES = frozenset({"Project", "Filter", "Relation", "RelationV2", "Range",
+                        "LocalRelation", "LogicalRDD", "SubqueryAlias"})
+
+
+@dataclass(frozen=True)
+class PlannedInput:
+    """What Spark's optimizer tells of a model's SQL before it runs."""
+
+    #: Its size estimate of the output (a join's is the product of its sides').
+    size_bytes: int
+    #: It knows the output holds at most the rows a sample wants (a range, a literal).
+    known_small: bool
+    #: The plan is scans, projections and filters alone (:func:`scan_nodes_only`).
+    scans_only: bool
+
+    def counts_first(self) -> bool:
+        """Whether a first build counts the input before sampling it: the sample's top-k
+        then drops rows drawn above its share (:func:`draw_cutoff`). A one-job sample
+        sends every task's own top-k to the one task that merges them (at 20 M rows of 40
+        tasks 6.6 s, against 2.2 s for the count and the cut-off sample); a count of scans
+        alone reads little (a Parquet file's row counts are in its footer), while a join or
+        an aggregation would run twice."""
+        return self.scans_only and self.size_bytes > COUNT_FIRST_BYTES
+
+
+def scan_nodes_only(optimized_plan: str) -> bool:
+    r"""Whether an optimized logical plan's text (Spark's tree string, ``EXPLAIN``'s) holds
+    only :data:`SCAN_NODES`.
+
+    >>> scan_nodes_only("Project [a#1]\n+- Filter (a#1 > 3)\n   +- Relation db.t[a#1] parquet")
+    True
+    >>> scan_nodes_only("Aggregate [a#1], [a#1]\n+- Relation db.t[a#1] parquet")
+    False
+    >>> scan_nodes_only("Project [a#1]\n+- Join Inner, (a#1 = b#2)\n   :- Range (0, 9)\n"
+    ...                 "   +- Range (0, 9)")
+    False
+    """
+    names = [re.match(r"[\s:+|-]*(\w*)", line) for line in optimized_plan.splitlines()]
+    found = {m.group(1) for m in names if m is not None and m.group(1)}
+    return bool(found) and found <= SCAN_NODES
 
 
 @dataclass

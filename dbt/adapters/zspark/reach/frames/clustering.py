@@ -18,6 +18,7 @@ from dbt.adapters.zspark.layouts.keyed_plan import (
     OWNER_COLUMN,
     SAMPLE_SEED,
     InputSample,
+    PlannedInput,
     PreparedBuild,
     draw_cutoff,
     key_inputs,
@@ -32,14 +33,14 @@ from dbt.adapters.zspark.layouts.layout_state import StoredLayout
 from dbt.adapters.zspark.layouts.planning import ClusteringPlan
 from dbt.adapters.zspark.reach.frames.api import api_of
 from dbt.adapters.zspark.reach.frames.udfs import register_key_udf
-from dbt.adapters.zspark.reach.server.sql_build import owner_sql
+from dbt.adapters.zspark.reach.server.sql_build import facts_sql, owner_sql
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-#: Spark's plan of a query (its frame and SQL) read for a row bound: the bytes of its output
-#: (the optimizer's estimate), and whether Spark knows it holds at most that many rows.
-PlannedSize = Callable[[Any, str, int], tuple[int, bool]]
+#: Spark's plan of a query (its frame and SQL) read before it runs, with a row bound:
+#: whether Spark knows the query holds at most that many rows.
+Planned = Callable[[Any, str, int], PlannedInput]
 
 
 def model_schema(spark: Any, sql: str) -> dict[str, str]:
@@ -91,22 +92,27 @@ def as_pandas(frame: DataFrame) -> pd.DataFrame:
     return frame.toArrow().to_pandas()
 
 
-def sample_input(spark: Any, plan: ClusteringPlan, sql: str, planned: PlannedSize,
+def sample_input(spark: Any, plan: ClusteringPlan, sql: str, planned: Planned,
                  expected_rows: int | None = None) -> InputSample:
     """One job over ``sql``: a uniform sample of the key inputs (and table partition
     values) and the row count. ``expected_rows``: the rows the input held at its last
-    build, if known (a rebuild), which lets the sample drop most rows early."""
+    build, if known (a rebuild), which lets the sample drop most rows early; a first build
+    of a large input that Spark counts from its scans alone counts it first
+    (:meth:`PlannedInput.counts_first`)."""
     started = time.perf_counter()
     frame = spark.sql(sql)
     wanted = sample_size(plan)
     # The bound matters to the count too: Spark drops a limit above as many rows as it
     # knows the input holds, and the sort left runs the input twice (its range bounds'
     # sampling job), observed twice.
-    input_bytes, known_small = planned(frame, sql, wanted)
+    found = planned(frame, sql, wanted)
+    if expected_rows is None and found.counts_first():
+        expected_rows = int(spark.sql(facts_sql(sql, ())).collect()[0][0])
     sample, rows, partitions = _sample_and_count(
         frame, plan, key_inputs(plan), wanted, draw_cutoff(wanted, expected_rows),
-        known_small=known_small)
-    return InputSample(sample, rows, input_bytes, time.perf_counter() - started, partitions)
+        known_small=found.known_small)
+    return InputSample(sample, rows, found.size_bytes, time.perf_counter() - started,
+                       partitions)
 
 
 def keyed_build(spark: Any, plan: ClusteringPlan, sql: str, sampled: InputSample,

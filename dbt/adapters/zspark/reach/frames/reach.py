@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from dbt.adapters.zspark.layouts.keyed_plan import PlannedInput, scan_nodes_only
 from dbt.adapters.zspark.reach.base import Execute, Query, Relation
 from dbt.adapters.zspark.reach.frames.clustering import (
     as_pandas,
@@ -23,7 +24,12 @@ from dbt.adapters.zspark.reach.frames.clustering import (
 )
 from dbt.adapters.zspark.reach.frames.seeds import load_seed
 from dbt.adapters.zspark.reach.server.reach import ServerReach
-from dbt.adapters.zspark.reach.server.sql_build import Fetch, input_bytes
+from dbt.adapters.zspark.reach.server.sql_build import (
+    Fetch,
+    explain_cost,
+    optimized_plan,
+    planned_bytes,
+)
 from dbt.adapters.zspark.skipping.sql_index import files_sql
 from dbt.adapters.zspark.skipping.stats import spark_path
 
@@ -61,11 +67,14 @@ class FrameReach(ServerReach):
     def spark(self) -> Any:
         return self._session()
 
-    def planned_size(self, frame: Any, sql: str, rows: int) -> tuple[int, bool]:
-        """Spark's size estimate of ``sql``'s output (``EXPLAIN COST``), and whether it
-        knows the output holds at most ``rows`` rows: its optimizer then drops a limit of
-        ``rows`` (the plan a client sees has no row bound of its own)."""
-        return input_bytes(self.fetch, sql), limit_dropped(self.fetch, sql, rows)
+    def planned_input(self, frame: Any, sql: str, rows: int) -> PlannedInput:
+        """Spark's size estimate of ``sql``'s output and its optimized plan's nodes
+        (``EXPLAIN COST``), and whether it knows the output holds at most ``rows`` rows:
+        its optimizer then drops a limit of ``rows`` (the plan a client sees has no row
+        bound of its own)."""
+        explained = explain_cost(self.fetch, sql)
+        return PlannedInput(planned_bytes(explained), limit_dropped(self.fetch, sql, rows),
+                            scan_nodes_only(optimized_plan(explained)))
 
     def schema(self, sql: str) -> dict[str, str]:
         return model_schema(self.spark, sql)
@@ -73,7 +82,7 @@ class FrameReach(ServerReach):
     def sample(self, plan: ClusteringPlan, sql: str, schema: Mapping[str, str],
                expected_rows: int | None) -> InputSample:
 
-        return sample_input(self.spark, plan, sql, self.planned_size, expected_rows)
+        return sample_input(self.spark, plan, sql, self.planned_input, expected_rows)
 
     def keyed(self, plan: ClusteringPlan, sql: str, sampled: InputSample,
               stored: StoredLayout | None, file_count: int, schema: Mapping[str, str],

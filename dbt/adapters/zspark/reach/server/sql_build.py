@@ -71,9 +71,25 @@ def thrift_value(value: Any, spark_type: str) -> Any:
 
 def input_bytes(fetch: Fetch, sql: str) -> int:
     """Spark's size estimate of a query's output, from ``EXPLAIN COST``."""
-    plan = "\n".join(str(row[0]) for row in fetch(f"explain cost {sql}"))
-    found = re.search(r"sizeInBytes=([\d.]+)\s*(B|KiB|MiB|GiB|TiB|PiB|EiB)", plan)
+    return planned_bytes(explain_cost(fetch, sql))
+
+
+def explain_cost(fetch: Fetch, sql: str) -> str:
+    """``EXPLAIN COST`` of a query: its optimized logical plan, each node's statistics."""
+    return "\n".join(str(row[0]) for row in fetch(f"explain cost {sql}"))
+
+
+def planned_bytes(explained: str) -> int:
+    """The size estimate of the plan's root in ``EXPLAIN COST``'s text."""
+    found = re.search(r"sizeInBytes=([\d.]+)\s*(B|KiB|MiB|GiB|TiB|PiB|EiB)", explained)
     return 0 if found is None else int(float(found.group(1)) * _SIZE_UNITS[found.group(2)])
+
+
+def optimized_plan(explained: str) -> str:
+    """The optimized logical plan's tree in ``EXPLAIN``'s text (the whole text if it is
+    not marked)."""
+    plan = explained.split("== Optimized Logical Plan ==", 1)[-1]
+    return plan.split("== Physical Plan ==", 1)[0].strip()
 
 
 def facts_sql(sql: str, partition_by: Sequence[str]) -> str:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.zspark.core.generated_code import JVM_SETTINGS, keyed_code_settings
+from dbt.adapters.zspark.layouts.keyed_plan import PlannedInput, scan_nodes_only
 from dbt.adapters.zspark.layouts.layout_state import clustered_writes_property
 from dbt.adapters.zspark.reach.folders import SessionFolders
 from dbt.adapters.zspark.reach.frames.reach import FrameReach
@@ -58,13 +59,16 @@ class SessionReach(FrameReach):
         super().__init__(lambda: spark, query, execute,
                          lambda: int(spark.sparkContext.defaultParallelism))
 
-    def planned_size(self, frame: Any, sql: str, rows: int) -> tuple[int, bool]:
-        """From the query's plans, with no statement: the optimizer's size estimate, and
-        whether Spark knows it holds at most ``rows`` rows (a range, a small literal)."""
+    def planned_input(self, frame: Any, sql: str, rows: int) -> PlannedInput:
+        """From the query's plans, with no statement: the optimizer's size estimate and
+        nodes, and whether Spark knows it holds at most ``rows`` rows (a range, a small
+        literal)."""
         execution = frame._jdf.queryExecution()
-        size = int(str(execution.optimizedPlan().stats().sizeInBytes()))
-        known = [plan.maxRows() for plan in (execution.analyzed(), execution.optimizedPlan())]
-        return size, any(k.isDefined() and int(k.get()) <= rows for k in known)
+        optimized = execution.optimizedPlan()
+        known = [plan.maxRows() for plan in (execution.analyzed(), optimized)]
+        return PlannedInput(int(str(optimized.stats().sizeInBytes())),
+                            any(k.isDefined() and int(k.get()) <= rows for k in known),
+                            scan_nodes_only(str(optimized.treeString())))
 
     def shuffled(self, rows: Any) -> Any:
         """``rows`` as a scan of their shuffle's output, the plan that keyed them run now
