@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup demo test test-slow test-thin-client test-bench bench bench-object-store bench-formats bench-formats-bar bench-keys bench-scale bench-sort-series bench-task-binaries bench-auto bench-advice-sample bench-driver-scale bench-bar bench-pipeline bench-thrift bench-server-code bench-balanced bench-kills bench-seeds bench-pip-user bench-jvm-start bench-delta-log bench-server-sample bench-quick bench-report lint
+.PHONY: setup demo test test-slow test-thin-client test-bench bench bench-object-store bench-formats bench-formats-bar bench-keys bench-scale bench-sort-series bench-task-binaries bench-auto bench-advice-sample bench-driver-scale bench-bar bench-pipeline bench-thrift bench-server-code bench-balanced bench-kills bench-seeds bench-pip-user bench-jvm-start bench-delta-log bench-first-sample bench-quick bench-report lint
 
 # Scale of `make bench` (seed 002: 1000 files).
 ROWS ?= 2000000
@@ -177,10 +177,11 @@ bench-jvm-start: setup
 bench-delta-log: setup
 	$(PY) -m bench.delta_log
 
-# A first build's sample over a Thrift server: one top-k query beside the count and a
-# cut-off top-k (20 M rows read by 40 and by 200 tasks).
-bench-server-sample: setup
-	$(PY) -m bench.server_sample
+# A first build's sample, one top-k beside the count and a cut-off top-k: over a Thrift
+# server (20 M rows read by 40 and by 200 tasks), in a session (a 30 M-row Parquet table).
+bench-first-sample: setup
+	$(PY) -m bench.first_sample --reach thrift
+	$(PY) -m bench.first_sample --reach session --rows 30000000 --files 200
 
 bench-quick: setup
 	$(PY) -m bench.run --quick
