@@ -96,7 +96,7 @@ def test_the_plans_doctests() -> None:
     ("select id from range(10) where id in (select max(id) from range(4))", False),
 ])
 def test_a_count_reads_scans_alone_only_where_the_plan_is_scans(
-        spark: Any, tmp_path: Any, sql: str, scans: bool) -> None:
+        spark: Any, sql: str, scans: bool) -> None:
     optimized = spark.sql(sql)._jdf.queryExecution().optimizedPlan()
     assert scan_nodes_only(str(optimized.treeString())) is scans
 
