@@ -209,7 +209,8 @@ class TableBuilds:
             + ("" if last_rows is None else f" ({last_rows} rows at its last build)")
             + _keys_where(reach, plan.curve_method)
         )
-        # Two passes (a session) or three (thrift): sample and count, then the write.
+        # Two passes in a session (sample and count, then the write; a large scan's
+        # first build counts first) or three over thrift (count, sample, write).
         # A layout chosen by cluster_by='auto' was scored on a sample of this input.
         sampled = self.ctx.run.auto_samples.pop((model, sql), None) \
             or reach.sample(plan, sql, schema, last_rows)
