@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
+from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.zspark.core.sql_text import quote
 from dbt.adapters.zspark.layouts.keyed_plan import (
@@ -41,6 +42,8 @@ if TYPE_CHECKING:
 #: Spark's plan of a query (its frame and SQL) read before it runs, with a row bound:
 #: whether Spark knows the query holds at most that many rows.
 Planned = Callable[[Any, str, int], PlannedInput]
+
+logger = AdapterLogger("zspark")
 
 
 def model_schema(spark: Any, sql: str) -> dict[str, str]:
@@ -108,6 +111,9 @@ def sample_input(spark: Any, plan: ClusteringPlan, sql: str, planned: Planned,
     found = planned(frame, sql, wanted)
     if expected_rows is None and found.counts_first():
         expected_rows = int(spark.sql(facts_sql(sql, ())).collect()[0][0])
+        logger.debug(f"zspark: {plan.model}: input counted before its sample, "
+                     f"{expected_rows} rows (scans alone, planned at "
+                     f"{found.size_bytes / 2**30:.2f} GiB)")
     sample, rows, partitions = _sample_and_count(
         frame, plan, key_inputs(plan), wanted, draw_cutoff(wanted, expected_rows),
         known_small=found.known_small)
