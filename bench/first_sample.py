@@ -33,7 +33,6 @@ import re
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -122,8 +121,7 @@ def session_runs(args: argparse.Namespace, progress: Progress) -> list[dict[str,
     sql = f"select * from parquet.`{source.as_uri()}`"
     reach = SessionReach(spark, lambda s: ([], []), lambda s: None)
     plan = _plan()
-    planned: Callable[[Any, str, int], Any] = reach.planned_input
-    found = planned(spark.sql(sql), sql, keyed_plan.sample_size(plan))
+    found = reach.planned_input(spark.sql(sql), sql, keyed_plan.sample_size(plan))
     tasks = spark.sql(sql).rdd.getNumPartitions()
     progress(f"planned {found.size_bytes / 2**30:.2f} GiB, read by {tasks} tasks, "
              f"counted first: {found.counts_first()}")

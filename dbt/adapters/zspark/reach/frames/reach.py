@@ -47,7 +47,7 @@ def limit_dropped(fetch: Fetch, sql: str, rows: int) -> bool:
     query holds no more rows than that (the optimized plan's root is no limit)."""
     text = "\n".join(str(row[0]) for row in fetch(
         f"explain extended select * from (\n{sql}\n) zspark_source limit {rows}"))
-    optimized = text.split("== Optimized Logical Plan ==", 1)[-1].lstrip().split("\n", 1)[0]
+    optimized = optimized_plan(text).split("\n", 1)[0]
     return not optimized.startswith(("GlobalLimit", "Limit", "CollectLimit"))
 
 
