@@ -15,8 +15,11 @@ share (``keyed_plan.draw_cutoff``), and each task sends about its share.
   ``--rows`` rows written in ``--files`` files, with a 36-character text column beside
   the clustering columns so that it plans above eight 128 MiB splits. *One job* is the
   sample and count observed together, as before; *the count, then a cut-off top-k* is
-  ``clustering.sample_input`` now (``PlannedInput.counts_first``). The merge runs in one
-  task there, not on the driver.
+  ``clustering.sample_input`` (``PlannedInput.counts_first``). The merge runs in one
+  task there, not on the driver. Each way also with the input's tasks merged into the
+  session's cores before the top-k (``FrameReach.sample_tasks``), as a local session
+  samples now: a join's or an aggregation's first build the one job, a large scan's
+  counted first.
 
 Both ways give the same rows, or the first fails.
 
@@ -129,10 +132,15 @@ def session_runs(args: argparse.Namespace, progress: Progress) -> list[dict[str,
     one_job = keyed_plan.PlannedInput(found.size_bytes, found.known_small, scans_only=False)
     results: list[dict[str, Any]] = []
     samples: dict[str, list[tuple[str, ...]]] = {}
+    cores = reach.sample_tasks()
+    ways = [(f"{way}{merged}", told, merge)
+            for way, told in (("one job", one_job), ("the count, then a cut-off top-k", found))
+            for merged, merge in (("", None), (f", merged into {cores} tasks", cores))]
     for repeat in range(args.repeats):
-        for way, told in (("one job", one_job), ("the count, then a cut-off top-k", found)):
+        for way, told, merge in ways:
             started = time.perf_counter()
-            sampled = sample_input(spark, plan, sql, lambda *_, told=told: told)
+            sampled = sample_input(spark, plan, sql, lambda *_, told=told: told,
+                                   merge_tasks=merge)
             seconds = time.perf_counter() - started
             assert sampled.rows == args.rows
             samples[way] = _rows(sampled.sample)

@@ -176,6 +176,40 @@ def test_a_first_builds_sample_of_a_large_scan_counts_it_first_and_is_its_top_k(
                          reached.query(sample_sql(sql, plan, wanted))[1])
 
 
+def test_a_sample_of_many_tasks_on_a_local_session_is_merged_into_its_cores_first(
+        reached: Reached, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first build's sample of an input in 16 tasks, not counted first: on a
+    local DataFrame session (the embedded one, a ``local[2]`` Connect server) the input's
+    tasks are merged into the session's 2 cores before the top-k, so its merge takes 2 x k
+    rows, not 16 x k; a server reached by SQL keeps the one top-k query. Either way the
+    sample is exactly the top-k of one plain query's draws."""
+    from dbt.adapters.zspark.layouts import keyed_plan
+    from dbt.adapters.zspark.reach.frames import clustering
+    from dbt.adapters.zspark.reach.server.sql_build import sample_sql
+
+    sql = ("select id, cast(id % 37 as int) as a, concat('c', cast(id % 11 as string)) as b "
+           "from range(0, 300000, 1, 16)")
+    plan = plan_clustering("contract", {"hilbert_by": ["a", "b"]},
+                           {"id": "bigint", "a": "int", "b": "string"}, "table")
+    assert plan is not None
+    merged_into: list[int | None] = []
+    sample_and_count = clustering._sample_and_count
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        merged_into.append(kwargs.get("merge_tasks"))
+        return sample_and_count(*args, **kwargs)
+
+    monkeypatch.setattr(clustering, "_sample_and_count", recorded)
+    monkeypatch.setattr(keyed_plan, "COUNT_FIRST_BYTES", 1 << 62)  # one job, not counted
+    sampled = reached.reach.sample(plan, sql, reached.reach.schema(sql), None)
+    monkeypatch.undo()
+    expected = reached.query(sample_sql(sql, plan, keyed_plan.sample_size(plan)))[1]
+    assert merged_into == ([] if reached.name == "thrift" else [2])
+    assert sampled.rows == 300_000
+    got = sorted(zip(sampled.sample["a"].tolist(), sampled.sample["b"].tolist(), strict=True))
+    assert got == sorted((int(a), str(b)) for a, b in expected)
+
+
 def test_a_keyed_writes_tasks_read_the_shuffle_not_the_plan_that_keyed_it(
         reached: Reached, monkeypatch: pytest.MonkeyPatch) -> None:
     """On the embedded session the keyed SELECT reads its rows as a scan of their shuffle

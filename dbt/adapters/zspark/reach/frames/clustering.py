@@ -52,14 +52,16 @@ def model_schema(spark: Any, sql: str) -> dict[str, str]:
 
 
 def _sample_and_count(frame: DataFrame, plan: ClusteringPlan, inputs: list[str],
-                      wanted: int, cutoff: float = 1.0, known_small: bool = False
+                      wanted: int, cutoff: float = 1.0, known_small: bool = False,
+                      merge_tasks: int | None = None
                       ) -> tuple[pd.DataFrame, int, frozenset[tuple[Any, ...]]]:
     """The first of the build's two passes: a uniform random sample of ``wanted`` rows (the
     key ``inputs``, named as their columns), the exact row count and the exact set of table
     partitions the rows fall in (values cast to strings, as in the partition directories),
     from one job over the model's SQL. Only rows drawn under ``cutoff`` reach the top-k
     (:func:`draw_cutoff`); the count is of all rows. ``known_small``: Spark knows the
-    input holds at most ``wanted`` rows."""
+    input holds at most ``wanted`` rows. ``merge_tasks``: how many tasks the input's are
+    merged into before the top-k (:meth:`FrameReach.sample_tasks`), None to keep them."""
     api = api_of(frame.sparkSession)
     sf = api.functions
     observed = api.observation("zspark_input")
@@ -79,6 +81,11 @@ def _sample_and_count(frame: DataFrame, plan: ClusteringPlan, inputs: list[str],
         drawn = picked.withColumn(DRAW_COLUMN, sf.rand(SAMPLE_SEED))
         if cutoff < 1.0:
             drawn = drawn.where(sf.col(DRAW_COLUMN) < sf.lit(cutoff))
+        if merge_tasks:
+            # Each task keeps its own top-k and one task merges them: tasks x k rows. Run
+            # in as many tasks as run at once, the input's own tasks (which drew the
+            # rows: the same sample) feed a top-k each, and the merge takes cores x k.
+            drawn = drawn.coalesce(merge_tasks)
         picked = drawn.orderBy(DRAW_COLUMN).limit(wanted).drop(DRAW_COLUMN)
     sample = as_pandas(picked)
     metrics = observed.get
@@ -96,12 +103,13 @@ def as_pandas(frame: DataFrame) -> pd.DataFrame:
 
 
 def sample_input(spark: Any, plan: ClusteringPlan, sql: str, planned: Planned,
-                 expected_rows: int | None = None) -> InputSample:
+                 expected_rows: int | None = None,
+                 merge_tasks: int | None = None) -> InputSample:
     """One job over ``sql``: a uniform sample of the key inputs (and table partition
     values) and the row count. ``expected_rows``: the rows the input held at its last
     build, if known (a rebuild), which lets the sample drop most rows early; a first build
     of a large input that Spark counts from its scans alone counts it first
-    (:meth:`PlannedInput.counts_first`)."""
+    (:meth:`PlannedInput.counts_first`). ``merge_tasks``: see :func:`_sample_and_count`."""
     started = time.perf_counter()
     frame = spark.sql(sql)
     wanted = sample_size(plan)
@@ -116,7 +124,7 @@ def sample_input(spark: Any, plan: ClusteringPlan, sql: str, planned: Planned,
                      f"{found.size_bytes / 2**30:.2f} GiB)")
     sample, rows, partitions = _sample_and_count(
         frame, plan, key_inputs(plan), wanted, draw_cutoff(wanted, expected_rows),
-        known_small=found.known_small)
+        known_small=found.known_small, merge_tasks=merge_tasks)
     return InputSample(sample, rows, found.size_bytes, time.perf_counter() - started,
                        partitions)
 

@@ -82,7 +82,17 @@ class FrameReach(ServerReach):
     def sample(self, plan: ClusteringPlan, sql: str, schema: Mapping[str, str],
                expected_rows: int | None) -> InputSample:
 
-        return sample_input(self.spark, plan, sql, self.planned_input, expected_rows)
+        return sample_input(self.spark, plan, sql, self.planned_input, expected_rows,
+                            self.sample_tasks())
+
+    def sample_tasks(self) -> int | None:
+        """How many tasks a sample's top-k merges its input's tasks into: a local
+        session's cores, which run its tasks that many at a time however the input is cut
+        (20 M rows in 200 tasks, ``local[2]``: 1.8 s against 16.4 s, the same rows).
+        None elsewhere: a cluster's executors at hand when a build starts may be few
+        (dynamic allocation), and the input keeps its own tasks."""
+        master = self.spark.conf.get("spark.master", None) or ""
+        return self._cores() if master.startswith("local") else None
 
     def keyed(self, plan: ClusteringPlan, sql: str, sampled: InputSample,
               stored: StoredLayout | None, file_count: int, schema: Mapping[str, str],
