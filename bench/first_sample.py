@@ -25,6 +25,7 @@ Both ways give the same rows, or the first fails.
 
     python -m bench.first_sample --reach thrift --rows 20000000 --tasks 40 200
     python -m bench.first_sample --reach session --rows 30000000 --files 200
+    python -m bench.first_sample --reach session --rows 30000000 --files 200 --split-mb 8
 """
 
 from __future__ import annotations
@@ -122,6 +123,8 @@ def session_runs(args: argparse.Namespace, progress: Progress) -> list[dict[str,
     (spark.range(0, args.rows, 1, args.files)
      .selectExpr(*COLUMNS, "uuid() as pad").write.parquet(str(source)))
     sql = f"select * from parquet.`{source.as_uri()}`"
+    if args.split_mb:  # the table read by more tasks, as a join's shuffle would give
+        spark.conf.set("spark.sql.files.maxPartitionBytes", f"{args.split_mb}m")
     reach = SessionReach(spark, lambda s: ([], []), lambda s: None)
     plan = _plan()
     found = reach.planned_input(spark.sql(sql), sql, keyed_plan.sample_size(plan))
@@ -161,6 +164,8 @@ def main() -> int:
     parser.add_argument("--tasks", type=int, nargs="+", default=[40, 200])
     parser.add_argument("--files", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--split-mb", type=int, default=0,
+                        help="session: Spark's largest split of a file read (default 128)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     progress = Progress()
