@@ -82,9 +82,9 @@ def _sample_and_count(frame: DataFrame, plan: ClusteringPlan, inputs: list[str],
         if cutoff < 1.0:
             drawn = drawn.where(sf.col(DRAW_COLUMN) < sf.lit(cutoff))
         if merge_tasks:
-            # Each task keeps its own top-k and one task merges them: tasks x k rows. Run
-            # in as many tasks as run at once, the input's own tasks (which drew the
-            # rows: the same sample) feed a top-k each, and the merge takes cores x k.
+            # Each task keeps its own top-k and one task merges them: tasks x k rows.
+            # Merged into as many tasks as run at once, the merge takes cores x k. The
+            # rows were drawn in the input's own tasks, below this: the same sample.
             drawn = drawn.coalesce(merge_tasks)
         picked = drawn.orderBy(DRAW_COLUMN).limit(wanted).drop(DRAW_COLUMN)
     sample = as_pandas(picked)
