@@ -146,7 +146,6 @@ def test_a_first_builds_sample_of_a_large_scan_counts_it_first_and_is_its_top_k(
     each task ships about its share to the one that merges them, not its own 100,000."""
     from dbt.adapters.zspark.layouts import keyed_plan
     from dbt.adapters.zspark.reach.frames import clustering
-    from dbt.adapters.zspark.reach.server.sql_build import sample_sql
 
     sql = ("select id, cast(id % 37 as int) as a, concat('c', cast(id % 11 as string)) as b "
            "from range(0, 500000, 1, 8)")
@@ -171,9 +170,8 @@ def test_a_first_builds_sample_of_a_large_scan_counts_it_first_and_is_its_top_k(
         assert any(f"< {4 * wanted / 500_000!r} order by" in s for s in statements), statements
     else:
         assert cutoffs == [4 * wanted / 500_000]
-    got = sorted(zip(sampled.sample["a"].tolist(), sampled.sample["b"].tolist(), strict=True))
-    assert got == sorted((int(a), str(b)) for a, b in
-                         reached.query(sample_sql(sql, plan, wanted))[1])
+    got, top_k = _sample_and_top_k(reached, sampled, sql, plan)
+    assert got == top_k
 
 
 def test_a_sample_of_many_tasks_on_a_local_session_is_merged_into_its_cores_first(
@@ -185,7 +183,6 @@ def test_a_sample_of_many_tasks_on_a_local_session_is_merged_into_its_cores_firs
     sample is exactly the top-k of one plain query's draws."""
     from dbt.adapters.zspark.layouts import keyed_plan
     from dbt.adapters.zspark.reach.frames import clustering
-    from dbt.adapters.zspark.reach.server.sql_build import sample_sql
 
     sql = ("select id, cast(id % 37 as int) as a, concat('c', cast(id % 11 as string)) as b "
            "from range(0, 300000, 1, 16)")
@@ -203,11 +200,23 @@ def test_a_sample_of_many_tasks_on_a_local_session_is_merged_into_its_cores_firs
     monkeypatch.setattr(keyed_plan, "COUNT_FIRST_BYTES", 1 << 62)  # one job, not counted
     sampled = reached.reach.sample(plan, sql, reached.reach.schema(sql), None)
     monkeypatch.undo()
-    expected = reached.query(sample_sql(sql, plan, keyed_plan.sample_size(plan)))[1]
     assert merged_into == ([] if reached.name == "thrift" else [2])
     assert sampled.rows == 300_000
+    got, top_k = _sample_and_top_k(reached, sampled, sql, plan)
+    assert got == top_k
+
+
+def _sample_and_top_k(reached: Reached, sampled: Any, sql: str, plan: Any
+                      ) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
+    """A sample's (a, b) values and those of one plain top-k query of the same draws over
+    ``sql``, each sorted."""
+    from dbt.adapters.zspark.layouts.keyed_plan import sample_size
+    from dbt.adapters.zspark.reach.server.sql_build import sample_sql
+
     got = sorted(zip(sampled.sample["a"].tolist(), sampled.sample["b"].tolist(), strict=True))
-    assert got == sorted((int(a), str(b)) for a, b in expected)
+    top_k = sorted((int(a), str(b)) for a, b in
+                   reached.query(sample_sql(sql, plan, sample_size(plan)))[1])
+    return got, top_k
 
 
 def test_a_keyed_writes_tasks_read_the_shuffle_not_the_plan_that_keyed_it(
